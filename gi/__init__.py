@@ -1,0 +1,52 @@
+"""gi: genetic improvement of Python programs.
+
+The model (floor 1) is importable from here: `Program`, `Location`, the edits, `Patch`,
+`apply` and `Variant`, the result types and the errors. The engine (loop, evaluator,
+config, command line) lives in the other modules of this package.
+"""
+
+from gi.edits import (
+    DeleteStatement,
+    Edit,
+    InsertControl,
+    InsertStatement,
+    MoveStatement,
+    RemoveUnary,
+    ReplaceNumber,
+    ReplaceOperator,
+    ReplaceStatement,
+    SwapStatements,
+)
+from gi.errors import ConfigError, EditError, GIError, ProgramError, RegistryError, StoreError
+from gi.patch import Patch, Variant, apply
+from gi.program import Location, Program, Site, SiteKind
+from gi.results import Evaluation, ProcessOutcome, Status
+
+__all__ = [
+    "ConfigError",
+    "DeleteStatement",
+    "Edit",
+    "EditError",
+    "Evaluation",
+    "GIError",
+    "InsertControl",
+    "InsertStatement",
+    "Location",
+    "MoveStatement",
+    "Patch",
+    "ProcessOutcome",
+    "Program",
+    "ProgramError",
+    "RegistryError",
+    "RemoveUnary",
+    "ReplaceNumber",
+    "ReplaceOperator",
+    "ReplaceStatement",
+    "Site",
+    "SiteKind",
+    "Status",
+    "StoreError",
+    "SwapStatements",
+    "Variant",
+    "apply",
+]

@@ -1,0 +1,179 @@
+"""The `gi` command: run experiments, show their results, list operators.
+
+Bad input (config, program, run folder) prints one line per mistake and exits with the
+error's code (2 for a bad config), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+from rich.table import Table
+
+from gi.errors import GIError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gi",
+        description="Genetic improvement of Python programs: evolve patches to a program, scored on "
+        "tests, complexity, style and size at once, and keep the Pareto front.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run an experiment from a TOML config",
+        description="Run the experiment a TOML config describes. The run folder is "
+        "<experiment.output>/<experiment.name>-seed<seed>; running the same config again resumes "
+        "an interrupted run from its last generation.",
+    )
+    run.add_argument("config", type=Path, help="the experiment's TOML file")
+    run.add_argument("--fresh", action="store_true", help="delete the run folder first and start over")
+    run.add_argument("--seed", type=int, help="use this seed instead of experiment.seed")
+    run.add_argument("--quiet", action="store_true", help="print only the final table")
+
+    show = commands.add_parser(
+        "show",
+        help="print a run's front, or one member's diff and objectives",
+        description="Print the Pareto front of a finished run, or with PATCH, the diff, objectives "
+        "and held-out results of one front member.",
+    )
+    show.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
+    show.add_argument("patch", nargs="?", help="a front member's id, as in the front table")
+
+    commands.add_parser(
+        "operators",
+        help="list the mutation operators and crossovers a config can name",
+        description="List every registered mutation operator and crossover with what it does.",
+    )
+    return parser
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    from gi.config import load_config
+    from gi.experiment import Progress as RunProgress
+    from gi.experiment import run_experiment
+    from gi.report import front_table
+
+    config = load_config(args.config)
+    if args.seed is not None:
+        if args.seed < 0:
+            raise GIError(f"--seed {args.seed}: a seed is a whole number >= 0")
+        config = config.model_copy(update={"experiment": config.experiment.model_copy(update={"seed": args.seed})})
+    search = config.search
+    total = search.population * (search.generations + 1)
+    with Progress(
+        TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=args.quiet,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("search", total=total, generation=0, generations=search.generations, status="")
+
+        def report(state: RunProgress, generation_done: bool) -> None:
+            best = "  ".join(f"{name}={value:.4g}" for name, value in state.best.items())
+            status = f"evals {state.evaluations}  cache hits {state.cache_hits}  HV {state.hypervolume:.4g}  {best}"
+            done = (state.generation + 1) * search.population if generation_done else None
+            progress.update(task, generation=state.generation, status=status,
+                            completed=done if done is not None else
+                            state.generation * search.population + state.done_in_generation)  # fmt: skip
+            if generation_done and not args.quiet:
+                progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
+
+        result = run_experiment(config, fresh=args.fresh, on_progress=report)
+    console.print(front_table(result.summary))
+    summary = result.summary
+    rate = summary["overfitting_rate"]
+    console.print(
+        f"{summary['evaluations']} evaluations, {summary['cache_hits']} cache hits, "
+        f"{summary['wall_seconds']:.1f} s; overfitting rate "
+        f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
+    )
+    console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
+    return 0
+
+
+def _show(args: argparse.Namespace, console: Console) -> int:
+    from gi.experiment import load_summary
+    from gi.report import find_member, front_table
+
+    summary = load_summary(args.run)
+    if args.patch is None:
+        console.print(front_table(summary))
+        return 0
+    member = find_member(summary, args.patch)
+    if member is None:
+        ids = ", ".join(m["id"] for m in summary["front"])
+        raise GIError(f"{args.run}: no front member {args.patch!r}; the front holds {ids}")
+    table = Table(title=f"{member['id']} (generation {member['generation']}, by {member['operator']})")
+    table.add_column("objective")
+    table.add_column("original", justify="right")
+    table.add_column(member["id"], justify="right")
+    for name, value in member["objectives"].items():
+        table.add_row(name, f"{summary['baseline']['objectives'].get(name, '-')}", f"{value}")
+    training = member["training"]
+    table.add_row("training tests passed", "", f"{training['passed']}/{training['passed'] + training['failed']}")
+    if member["holdout"] is not None:
+        held = member["holdout"]
+        table.add_row("held-out tests passed", "", f"{held['passed']}/{held['passed'] + held['failed']}")
+        table.add_row("overfits", "", "yes" if member["overfits"] else "no")
+    console.print(table)
+    for line in member["descriptions"]:
+        console.print(f"  - {line}")
+    if member["diff"]:
+        console.print(Syntax((args.run / member["diff"]).read_text(encoding="utf-8"), "diff", theme="ansi_dark"))
+    else:
+        console.print("(no change: this member is the original program)")
+    return 0
+
+
+def _operators(console: Console) -> int:
+    from mutators import CROSSOVERS, OPERATORS
+
+    table = Table(title="Mutation operators (mutators.operators)")
+    table.add_column("name")
+    table.add_column("what it does")
+    for name in OPERATORS:
+        table.add_row(name, OPERATORS.get(name).description)
+    console.print(table)
+    crossovers = Table(title="Crossovers (search.crossovers)")
+    crossovers.add_column("name")
+    crossovers.add_column("what it does")
+    for name in CROSSOVERS:
+        crossovers.add_row(name, CROSSOVERS.get(name).description)
+    console.print(crossovers)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console()
+    errors = Console(stderr=True)
+    try:
+        if args.command == "run":
+            return _run(args, console)
+        if args.command == "show":
+            return _show(args, console)
+        return _operators(console)
+    except GIError as error:
+        for line in str(error).splitlines():
+            errors.print(f"gi: error: {line}", markup=False, highlight=False, soft_wrap=True)
+        return error.exit_code
+    except KeyboardInterrupt:
+        errors.print("gi: interrupted; run the same command again to resume from the last generation")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

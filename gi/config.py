@@ -1,0 +1,289 @@
+"""Experiment configs: TOML files, validated in full before anything runs.
+
+Every mistake becomes one line that names the file and the dotted key, shows the value,
+states the rule and suggests a fix. Paths in a config are relative to the config file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from fitness.objectives import OBJECTIVES, Constraint, Direction
+from gi.errors import ConfigError, RegistryError
+from gi.registry import suggest
+from mutators import CROSSOVERS, OPERATORS
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class ExperimentSection(_Section):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$", description="a name for file paths")]
+    seed: Annotated[int, Field(ge=0, description="a whole number >= 0 that fixes every random choice")] = 0
+    output: Annotated[Path, Field(description="the folder run folders go into")] = Path("runs")
+
+
+class ProgramSection(_Section):
+    root: Annotated[Path, Field(description="the project folder, relative to the config file")]
+    files: Annotated[list[str], Field(min_length=1, description="globs of the files GI may edit, relative to root")]
+
+
+class TestsSection(_Section):
+    train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
+    holdout: Annotated[list[str], Field(description="pytest paths run only on the final front")] = []
+    timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one test run")] = 60.0
+
+
+class ObjectivesSection(_Section):
+    minimize: Annotated[list[str], Field(description="objectives to minimise")] = []
+    maximize: Annotated[list[str], Field(description="objectives to maximise")] = []
+    constraint: Annotated[Constraint, Field(description="'train_pass' or 'none'")] = Constraint.TRAIN_PASS
+
+    @field_validator("minimize", "maximize")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in OBJECTIVES:
+                raise PydanticCustomError(
+                    "unknown_name",
+                    "unknown objective '{name}'.{hint} Known objectives: {known}",
+                    {"name": name, "hint": suggest(name, OBJECTIVES.names()), "known": ", ".join(OBJECTIVES.names())},
+                )
+        if len(set(names)) != len(names):
+            raise PydanticCustomError("repeated", "an objective is named twice", {})
+        return names
+
+    @model_validator(mode="after")
+    def _directions(self) -> ObjectivesSection:
+        if not self.minimize and not self.maximize:
+            raise PydanticCustomError(
+                "no_objective", 'name at least one objective, e.g. minimize = ["failed_tests", "size"]', {}
+            )
+        for key, names, direction in (
+            ("minimize", self.minimize, Direction.MINIMIZE),
+            ("maximize", self.maximize, Direction.MAXIMIZE),
+        ):
+            for name in names:
+                if OBJECTIVES.get(name).direction is not direction:
+                    raise PydanticCustomError(
+                        "direction",
+                        "objectives.{key}: '{name}' can only be {right}d; move it to objectives.{right}",
+                        {"key": key, "name": name, "right": OBJECTIVES.get(name).direction.value},
+                    )
+        return self
+
+    def names(self) -> list[str]:
+        return [*self.minimize, *self.maximize]
+
+
+class SearchSection(_Section):
+    algorithm: Annotated[Literal["nsga2"], Field(description="the search algorithm; 'nsga2'")] = "nsga2"
+    population: Annotated[int, Field(ge=2, le=10000, description="individuals per generation, 2 or more")] = 20
+    generations: Annotated[int, Field(ge=0, le=100000, description="generations after the initial one")] = 10
+    crossover_rate: Annotated[float, Field(ge=0, le=1, description="chance an offspring comes by crossover")] = 0.5
+    mutation_rate: Annotated[
+        float, Field(ge=0, le=1, description="chance a crossover offspring also gets a mutation")
+    ] = 0.5
+    crossovers: Annotated[list[str], Field(min_length=1, description="crossover names; see `gi operators`")] = [
+        "concatenation",
+        "uniform",
+        "one_point",
+    ]
+    max_edits: Annotated[int, Field(ge=1, le=1000, description="the most edits a patch may have")] = 10
+
+    @field_validator("crossovers")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in CROSSOVERS:
+                raise PydanticCustomError(
+                    "unknown_name",
+                    "unknown crossover '{name}'.{hint} Known: {known}",
+                    {"name": name, "hint": suggest(name, CROSSOVERS.names()), "known": ", ".join(CROSSOVERS.names())},
+                )
+        return names
+
+
+class MutatorsSection(_Section):
+    operators: Annotated[
+        Literal["all"] | list[str], Field(description="'all' or a list of operator names; see `gi operators`")
+    ] = "all"
+
+    @field_validator("operators")
+    @classmethod
+    def _known(cls, operators: str | list[str]) -> str | list[str]:
+        if isinstance(operators, list):
+            if not operators:
+                raise PydanticCustomError("empty", 'name at least one operator, or write "all"', {})
+            for name in operators:
+                if name not in OPERATORS:
+                    raise PydanticCustomError(
+                        "unknown_name",
+                        "unknown operator '{name}'.{hint} `gi operators` lists them all",
+                        {"name": name, "hint": suggest(name, OPERATORS.names())},
+                    )
+        return operators
+
+    def names(self) -> list[str]:
+        return OPERATORS.names() if self.operators == "all" else list(self.operators)
+
+
+class EvaluationSection(_Section):
+    workers: Annotated[int, Field(ge=1, le=512, description="variants evaluated at once")] = max(
+        1, min(4, os.cpu_count() or 1)
+    )
+    memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
+    isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
+
+
+class Config(_Section):
+    """A whole experiment config."""
+
+    experiment: ExperimentSection
+    program: ProgramSection
+    tests: TestsSection
+    objectives: ObjectivesSection
+    search: SearchSection = SearchSection()
+    mutators: MutatorsSection = MutatorsSection()
+    evaluation: EvaluationSection = EvaluationSection()
+    #: The config file, set by `load_config`; paths are resolved against its folder.
+    source: Path = Path("<memory>")
+
+    def resolve(self, path: Path) -> Path:
+        return path if path.is_absolute() else (self.source.parent / path).resolve()
+
+    @property
+    def program_root(self) -> Path:
+        return self.resolve(self.program.root)
+
+    @property
+    def run_folder(self) -> Path:
+        return self.resolve(self.experiment.output) / f"{self.experiment.name}-seed{self.experiment.seed}"
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What makes two runs the same experiment (the config, without where it was read from)."""
+        return self.model_dump(mode="json", exclude={"source", "evaluation"})
+
+
+_SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "experiment": ExperimentSection,
+    "program": ProgramSection,
+    "tests": TestsSection,
+    "objectives": ObjectivesSection,
+    "search": SearchSection,
+    "mutators": MutatorsSection,
+    "evaluation": EvaluationSection,
+}
+
+
+def _describe(loc: tuple[int | str, ...]) -> tuple[str, str]:
+    """The dotted key of a pydantic error location and the description of that key."""
+    parts = [str(part) for part in loc if not str(part).startswith(("literal[", "list["))]
+    key = ".".join(parts)
+    description = ""
+    if len(parts) >= 2 and parts[0] in _SECTION_MODELS:
+        field = _SECTION_MODELS[parts[0]].model_fields.get(parts[1])
+        if field is not None and field.description:
+            description = field.description
+    return key, description
+
+
+def _lookup(data: Any, loc: tuple[int | str, ...]) -> Any:
+    for part in loc:
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if in_dict or in_list:
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[str]:
+    lines: list[str] = []
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        key, description = _describe(loc)
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            parent = loc[:-1]
+            model = _SECTION_MODELS.get(str(parent[0])) if parent else Config
+            valid = sorted(model.model_fields) if model else []
+            valid = [name for name in valid if name != "source"]
+            where = f"[{parent[0]}]" if parent else "the top level"
+            lines.append(
+                f"{path}: unknown key {key!r}.{suggest(str(loc[-1]), valid)} Valid keys in {where}: {', '.join(valid)}"
+            )
+        elif kind == "missing":
+            hint = f" ({description})" if description else ""
+            lines.append(f"{path}: missing key {key!r}{hint}; add it to the config")
+        else:
+            value = _lookup(data, loc)
+            message = item["msg"]
+            if message.startswith("Value error, "):
+                message = message.removeprefix("Value error, ")
+            rule = f"; {key} is {description}" if description else ""
+            shown = f" = {value!r}" if value is not None and kind not in ("direction", "no_objective") else ""
+            lines.append(f"{path}: {key}{shown}: {message}{rule}")
+    # Report each key once: a union type yields one error per alternative.
+    seen: set[str] = set()
+    unique = []
+    for line in lines:
+        head = line.split(":", 2)[1]
+        if head not in seen:
+            seen.add(head)
+            unique.append(line)
+    return unique
+
+
+def parse_config(data: dict[str, Any], path: Path) -> Config:
+    """Validate the TOML data of a config file; raises ConfigError with one line per mistake."""
+    try:
+        config = Config.model_validate({**data, "source": path.resolve()})
+    except ValidationError as error:
+        raise ConfigError("\n".join(_messages(path, data, error))) from None
+    except RegistryError as error:
+        raise ConfigError(f"{path}: {error}") from None
+    _check_paths(config, path)
+    return config
+
+
+def _check_paths(config: Config, path: Path) -> None:
+    root = config.program_root
+    if not root.is_dir():
+        raise ConfigError(
+            f"{path}: program.root = {str(config.program.root)!r}: no such folder ({root});"
+            " the path is relative to the config file"
+        )
+    for key, paths in (("tests.train", config.tests.train), ("tests.holdout", config.tests.holdout)):
+        for test_path in paths:
+            if not (root / test_path.split("::")[0]).exists():
+                raise ConfigError(
+                    f"{path}: {key}: {test_path!r} does not exist under program.root ({root});"
+                    " test paths are relative to program.root"
+                )
+
+
+def load_config(path: Path | str) -> Config:
+    """Read and validate a config file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read the config file ({error})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    if "source" in data:
+        raise ConfigError(f"{path}: unknown key 'source'. Valid top-level tables: {', '.join(_SECTION_MODELS)}")
+    return parse_config(data, path)

@@ -1,0 +1,44 @@
+"""The error hierarchy: every error gi raises on bad input derives from `GIError`.
+
+Errors carry one line that names the file, key or line at fault, the rule, and a fix; the
+command line prints that line and exits non-zero instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class GIError(Exception):
+    """Root of gi's errors; `str(error)` is the one line shown to the user."""
+
+    exit_code = 1
+
+
+class ConfigError(GIError, ValueError):
+    """An experiment config is invalid: unknown key, wrong type or bad value."""
+
+    exit_code = 2
+
+
+class ProgramError(GIError, ValueError):
+    """The target program cannot be loaded: missing files, no matches, unparseable source."""
+
+    exit_code = 2
+
+
+class EditError(GIError, ValueError):
+    """An edit or patch read from JSON is malformed or does not fit the program."""
+
+
+class StoreError(GIError):
+    """A run folder or its store is missing, from another experiment, or corrupt."""
+
+    exit_code = 2
+
+
+class RegistryError(GIError, KeyError):
+    """A component (operator, objective, algorithm) was asked for by an unknown name."""
+
+    exit_code = 2
+
+    def __str__(self) -> str:  # KeyError would wrap the message in quotes
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,208 @@
+"""The evolutionary loop as ask/tell: NSGA-II over patches.
+
+`ask` proposes the next batch of candidate patches (the initial population, then
+offspring by crossover and mutation), already applied and with duplicate programs left
+out; the caller evaluates them; `tell` turns the evaluations into individuals, runs
+NSGA-II survival and updates the Pareto archive. Every random choice comes from the one
+`numpy.random.Generator` the search is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fitness.objectives import Constraint, Objective, objective_values, violation
+from gi.patch import Patch, Variant, apply
+from gi.program import Program
+from gi.results import Evaluation
+from mutators import Crossover, MutationContext, Operator
+from populations import (
+    Individual,
+    ParetoArchive,
+    ParetoFitness,
+    crowded_tournament,
+    nsga2_survivors,
+    rank_and_crowd,
+)
+
+#: Tries at an operator that finds no legal site before the search gives up on one mutation.
+MUTATION_TRIES = 10
+#: Candidates tried per slot before a generation is allowed to come out smaller.
+BREEDING_TRIES = 20
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    population: int = 20
+    generations: int = 10
+    crossover_rate: float = 0.5
+    mutation_rate: float = 0.5
+    max_edits: int = 10
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A patch the search wants evaluated, with where it came from."""
+
+    id: str
+    patch: Patch
+    variant: Variant
+    parents: tuple[str, ...]
+    operator: str
+
+
+class NSGA2:
+    """NSGA-II with constrained domination, elitism and a Pareto archive."""
+
+    def __init__(
+        self,
+        program: Program,
+        objectives: Sequence[Objective],
+        constraint: Constraint,
+        operators: Sequence[Operator],
+        crossovers: Sequence[Crossover],
+        settings: SearchSettings,
+        rng: np.random.Generator,
+        *,
+        reference: Sequence[float],
+        test_count: int,
+        context: MutationContext | None = None,
+    ) -> None:
+        if not operators:
+            raise ValueError("NSGA2 needs at least one mutation operator")
+        self.program = program
+        self.objectives = tuple(objectives)
+        self.constraint = constraint
+        self.operators = tuple(operators)
+        self.crossovers = tuple(crossovers)
+        self.settings = settings
+        self.rng = rng
+        self.reference = tuple(reference)
+        self.test_count = test_count
+        self.context = context or MutationContext()
+        self.weights = tuple(objective.weight for objective in self.objectives)
+        self.population: list[Individual] = []
+        self.archive = ParetoArchive()
+        self.generation = -1  # the initial population is generation 0
+
+    # --- variation -----------------------------------------------------------------------
+
+    def mutate(self, patch: Patch) -> tuple[Patch, str] | None:
+        """Append one edit from a uniformly chosen operator; None if none finds a site."""
+        for _ in range(MUTATION_TRIES):
+            operator = self.operators[int(self.rng.integers(len(self.operators)))]
+            edit = operator.propose(self.program, patch, self.rng, self.context)
+            if edit is not None:
+                return patch.appended(edit), operator.name
+        return None
+
+    def _breed(self) -> tuple[Patch, tuple[str, ...], str] | None:
+        first, second = crowded_tournament(self.population, 2, self.rng)
+        if self.crossovers and self.rng.random() < self.settings.crossover_rate:
+            crossover = self.crossovers[int(self.rng.integers(len(self.crossovers)))]
+            child = crossover.combine(first.patch, second.patch, self.rng)
+            label, parents = crossover.name, (first.id, second.id)
+            if self.rng.random() < self.settings.mutation_rate:
+                mutated = self.mutate(child)
+                if mutated is not None:
+                    child, label = mutated[0], f"{label}+{mutated[1]}"
+            return child, parents, label
+        mutated = self.mutate(first.patch)
+        if mutated is None:
+            return None
+        return mutated[0], (first.id,), mutated[1]
+
+    def ask(self) -> list[Candidate]:
+        """The next batch to evaluate: the initial population, or one generation of offspring."""
+        generation = self.generation + 1
+        seen = {individual.tree_hash for individual in self.population}
+        batch: list[Candidate] = []
+
+        def offer(patch: Patch, parents: tuple[str, ...], operator: str) -> None:
+            if len(patch) > self.settings.max_edits:
+                return
+            variant = apply(self.program, patch)
+            if variant.tree_hash in seen:
+                return  # the same program is already here: not worth a slot
+            seen.add(variant.tree_hash)
+            batch.append(Candidate(f"g{generation}-i{len(batch)}", patch, variant, parents, operator))
+
+        if generation == 0:
+            offer(Patch(), (), "original")
+        tries = 0
+        while len(batch) < self.settings.population and tries < BREEDING_TRIES * self.settings.population:
+            tries += 1
+            if generation == 0:
+                mutated = self.mutate(Patch())
+                if mutated is not None:
+                    offer(mutated[0], (), mutated[1])
+            else:
+                bred = self._breed()
+                if bred is not None:
+                    offer(*bred)
+        return batch
+
+    # --- selection -----------------------------------------------------------------------
+
+    def individual(self, candidate: Candidate, evaluation: Evaluation, generation: int) -> Individual:
+        """Score a candidate: objective values, constraint violation, DEAP fitness."""
+        values = objective_values(self.objectives, evaluation.measures) if evaluation.ok else None
+        scored = values if values is not None else self._worst()
+        fitness = ParetoFitness(
+            self.weights,
+            scored,
+            violation(self.constraint, evaluation.measures, ok=evaluation.ok and values is not None,
+                      test_count=self.test_count),
+        )  # fmt: skip
+        return Individual(
+            id=candidate.id,
+            patch=candidate.patch,
+            tree_hash=candidate.variant.tree_hash,
+            generation=generation,
+            fitness=fitness,
+            parents=candidate.parents,
+            operator=candidate.operator,
+            objectives=values,
+        )
+
+    def _worst(self) -> tuple[float, ...]:
+        """Objective values for a broken variant: the reference point, in each objective's direction."""
+        return tuple(o.from_minimised(r) for o, r in zip(self.objectives, self.reference, strict=True))
+
+    def tell(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Individual]:
+        """Take the evaluations of the batch from `ask`; returns the new individuals."""
+        self.generation += 1
+        children = [
+            self.individual(candidate, evaluation, self.generation)
+            for candidate, evaluation in zip(candidates, evaluations, strict=True)
+        ]
+        if self.generation == 0:
+            self.population = children
+            rank_and_crowd(self.population)
+        else:
+            self.population = nsga2_survivors(self.population + children, self.settings.population)
+        self.archive.update(children)
+        return children
+
+    def restore(self, generation: int, population: list[Individual], archive: list[Individual]) -> None:
+        """Continue from a checkpoint (the generator's state is restored by the caller)."""
+        self.generation = generation
+        self.population = population
+        rank_and_crowd(self.population)
+        self.archive = ParetoArchive(archive)
+
+    def hypervolume(self) -> float:
+        return self.archive.hypervolume(self.reference, self.weights)
+
+    def best(self) -> dict[str, float]:
+        """The best value of each objective among feasible members of the archive."""
+        feasible = [member.objectives for member in self.archive.feasible() if member.objectives is not None]
+        best: dict[str, float] = {}
+        for index, objective in enumerate(self.objectives):
+            values = [vector[index] for vector in feasible]
+            if values:
+                best[objective.name] = min(values, key=objective.minimised)
+        return best

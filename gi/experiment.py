@@ -1,0 +1,312 @@
+"""Experiment wiring: from a validated config to a finished run folder.
+
+    config ─► Program ─► baseline evaluation ─► NSGA2 ask/evaluate/tell per generation
+           ─► checkpoint in the run store after each generation
+           ─► validate the front (minimal patches, held-out tests) ─► summary.json, diffs, log
+
+A run folder belongs to one config: running the same config again resumes it from its
+last checkpoint (a finished run just rewrites its report); `fresh=True` starts over.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fitness.objectives import OBJECTIVES, Objective, objective_values, reference_point
+from fitness.tests import count_failed
+from gi.config import Config
+from gi.errors import ProgramError, StoreError
+from gi.evaluation import EvaluationSettings, Evaluator
+from gi.evolution import NSGA2, Candidate, SearchSettings
+from gi.patch import Patch, apply
+from gi.program import Program
+from gi.report import write_report
+from gi.results import Evaluation, Status
+from gi.sandbox import Limits
+from mutators import CROSSOVERS, OPERATORS
+from populations import Checkpoint, Individual, IndividualRecord, RunStore
+
+STORE_NAME = "store.sqlite"
+
+
+@dataclass
+class Progress:
+    """What the engine reports to a display after each evaluation and each generation."""
+
+    generation: int = 0
+    generations: int = 0
+    evaluations: int = 0
+    cache_hits: int = 0
+    done_in_generation: int = 0
+    batch_size: int = 0
+    best: dict[str, float] = field(default_factory=dict)
+    hypervolume: float = 0.0
+    front_size: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    folder: Path
+    summary: dict[str, Any]
+
+
+ProgressCallback = Callable[[Progress, bool], None]
+
+
+def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    return dict(rng.bit_generator.state)
+
+
+class Experiment:
+    """One run of one config with its seed."""
+
+    def __init__(self, config: Config, *, fresh: bool = False, on_progress: ProgressCallback | None = None) -> None:
+        self.config = config
+        self.folder = config.run_folder
+        self.on_progress = on_progress or (lambda progress, generation_done: None)
+        self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
+        if fresh and self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.store = RunStore(self.folder / STORE_NAME)
+        fingerprint = self.store.get_meta("config")
+        if fingerprint is not None and fingerprint != config.fingerprint():
+            self.store.close()
+            raise StoreError(
+                f"{self.folder} holds a run of a different config; rerun with --fresh to replace it,"
+                " or change experiment.name or experiment.output"
+            )
+        self.store.set_meta("config", config.fingerprint())
+        self.program = Program.load(config.program_root, config.program.files)
+        self.evaluator = Evaluator(
+            self.program,
+            EvaluationSettings(
+                train=tuple(config.tests.train),
+                holdout=tuple(config.tests.holdout),
+                timeout=config.tests.timeout,
+                limits=Limits(memory_mb=config.evaluation.memory_mb, isolate=config.evaluation.isolate),
+                workers=config.evaluation.workers,
+            ),
+        )
+        self.cache: dict[str, Evaluation] = self.store.evaluations()
+        self.progress = Progress(generations=config.search.generations)
+
+    # --- the baseline ---------------------------------------------------------------------
+
+    def _baseline(self) -> Evaluation:
+        original = apply(self.program, Patch())
+        evaluation = self.cache.get(original.tree_hash)
+        if evaluation is None:
+            evaluation = self.evaluator.evaluate(original)
+            if evaluation.status is not Status.OK:
+                raise ProgramError(
+                    f"{self.config.program_root}: the original program's training tests do not run"
+                    f" ({evaluation.status.value}; tests.timeout = {self.config.tests.timeout:g}):"
+                    f" {evaluation.detail.strip().splitlines()[-1] if evaluation.detail.strip() else ''}"
+                )
+            if not evaluation.tests:
+                raise ProgramError(f"{self.config.source}: tests.train collects no test in {self.config.program_root}")
+            self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
+            self.cache[original.tree_hash] = evaluation
+        self.evaluator.baseline_tests = evaluation.tests
+        return evaluation
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _search(self, baseline: Evaluation) -> NSGA2:
+        settings = self.config.search
+        test_count = len(baseline.tests)
+        reference = reference_point(
+            self.objectives, baseline.measures, test_count=test_count, max_edits=settings.max_edits
+        )
+        return NSGA2(
+            self.program,
+            self.objectives,
+            self.config.objectives.constraint,
+            [OPERATORS.get(name) for name in self.config.mutators.names()],
+            [CROSSOVERS.get(name) for name in settings.crossovers],
+            SearchSettings(
+                settings.population,
+                settings.generations,
+                settings.crossover_rate,
+                settings.mutation_rate,
+                settings.max_edits,
+            ),
+            np.random.default_rng(self.config.experiment.seed),
+            reference=reference,
+            test_count=test_count,
+        )
+
+    def _evaluate(self, candidates: list[Candidate], generation: int) -> list[Evaluation]:
+        """Evaluate the batch, skipping programs already measured (the cache is by tree hash)."""
+        fresh = {c.variant.tree_hash: c for c in candidates if c.variant.tree_hash not in self.cache}
+        self.progress.cache_hits += len(candidates) - len(fresh)
+        self.progress.batch_size = len(candidates)
+        self.progress.done_in_generation = len(candidates) - len(fresh)
+
+        def done(evaluation: Evaluation) -> None:
+            self.progress.evaluations += 1
+            self.progress.done_in_generation += 1
+            self.on_progress(self.progress, False)
+
+        results = self.evaluator.evaluate_many([c.variant for c in fresh.values()], on_done=done)
+        with self.store.transaction():
+            for candidate, evaluation in zip(fresh.values(), results, strict=True):
+                self.cache[evaluation.tree_hash] = evaluation
+                self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
+        return [self.cache[c.variant.tree_hash] for c in candidates]
+
+    def _restore(self, search: NSGA2, checkpoint: Checkpoint) -> None:
+        records = {r.id: r for r in self.store.individuals(checkpoint.population + checkpoint.archive)}
+        rebuilt: dict[str, Individual] = {}
+        for identifier, record in records.items():
+            patch = Patch.from_json(record.patch)
+            patch.check(self.program)
+            variant = apply(self.program, patch)
+            evaluation = self.cache.get(variant.tree_hash)
+            if evaluation is None or variant.tree_hash != record.tree_hash:
+                raise StoreError(f"{self.store.path}: individual {identifier} does not match its evaluation")
+            candidate = Candidate(identifier, patch, variant, record.parents, record.operator)
+            rebuilt[identifier] = search.individual(candidate, evaluation, record.generation)
+        search.restore(
+            checkpoint.generation,
+            [rebuilt[i] for i in checkpoint.population],
+            [rebuilt[i] for i in checkpoint.archive],
+        )
+        search.rng.bit_generator.state = checkpoint.rng
+        self.progress.evaluations = int(checkpoint.stats.get("evaluations", 0))
+        self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
+
+    def run(self) -> RunResult:
+        """Run (or resume) the search, then validate the front and write the report."""
+        started = time.perf_counter()
+        elapsed_before = float(self.store.get_meta("wall_seconds") or 0.0)
+        baseline = self._baseline()
+        search = self._search(baseline)
+        checkpoint = self.store.last_checkpoint()
+        if checkpoint is not None:
+            self._restore(search, checkpoint)
+        while search.generation < self.config.search.generations:
+            generation = search.generation + 1
+            self.progress.generation = generation
+            candidates = search.ask()
+            evaluations = self._evaluate(candidates, generation)
+            children = search.tell(candidates, evaluations)
+            self._checkpoint(search, children)
+            self.on_progress(self.progress, True)
+        self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
+        summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
+        self.store.close()
+        return RunResult(self.folder, summary)
+
+    def _checkpoint(self, search: NSGA2, children: list[Individual]) -> None:
+        self.progress.best = search.best()
+        self.progress.hypervolume = search.hypervolume()
+        self.progress.front_size = len(search.archive.members)
+        stats = {
+            "generation": search.generation,
+            "evaluations": self.progress.evaluations,
+            "cache_hits": self.progress.cache_hits,
+            "offspring": len(children),
+            "feasible": sum(individual.fitness.feasible for individual in search.population),
+            "front_size": self.progress.front_size,
+            "hypervolume": self.progress.hypervolume,
+            "best": self.progress.best,
+        }
+        with self.store.transaction():
+            for child in children:
+                self.store.put_individual(
+                    IndividualRecord(
+                        child.id,
+                        child.generation,
+                        child.tree_hash,
+                        child.patch.to_json(),
+                        child.parents,
+                        child.operator,
+                    )
+                )
+            self.store.checkpoint(
+                Checkpoint(
+                    search.generation,
+                    [individual.id for individual in search.population],
+                    [individual.id for individual in search.archive.members],
+                    _rng_state(search.rng),
+                    stats,
+                )
+            )
+
+    # --- after the loop ---------------------------------------------------------------------
+
+    def _finish(self, search: NSGA2, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
+        """Validate the front (minimal patches, held-out tests) and write the run folder."""
+        members = search.archive.feasible() or search.archive.members
+        original = apply(self.program, Patch())
+        holdout_baseline = None
+        if self.config.tests.holdout:
+            holdout_run = self.evaluator.holdout(original)
+            holdout_baseline = holdout_run.outcomes
+            self.evaluator.baseline_holdout = holdout_baseline
+        names = [objective.name for objective in self.objectives]
+        front = []
+        for member in members:
+            variant = apply(self.program, member.patch)
+            minimal = variant.minimal()
+            if apply(self.program, minimal).tree_hash == variant.tree_hash:
+                variant = apply(self.program, minimal)
+            evaluation = self.cache[member.tree_hash]
+            entry: dict[str, Any] = {
+                "member": member,
+                "variant": variant,
+                "evaluation": evaluation,
+                "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
+            }
+            if holdout_baseline is not None:
+                run = self.evaluator.holdout(variant)
+                failing = run.failing()
+                entry["holdout"] = {
+                    "passed": run.passed,
+                    "failed": count_failed(run, holdout_baseline),
+                    "failing": failing,
+                }
+            front.append(entry)
+        baseline_objectives = objective_values(self.objectives, baseline.measures) or ()
+        return write_report(
+            self.folder,
+            config=self.config,
+            objectives=self.objectives,
+            baseline=baseline,
+            baseline_objectives=dict(zip(names, baseline_objectives, strict=True)),
+            baseline_holdout=holdout_baseline,
+            front=front,
+            history=self.store.history(),
+            evaluation_log=self.store.evaluation_log(),
+            evaluations=self.progress.evaluations,
+            cache_hits=self.progress.cache_hits,
+            wall_seconds=wall_seconds,
+            isolated=self.evaluator.isolated,
+        )
+
+
+def run_experiment(config: Config, *, fresh: bool = False, on_progress: ProgressCallback | None = None) -> RunResult:
+    """Run one config end to end; see `Experiment`."""
+    return Experiment(config, fresh=fresh, on_progress=on_progress).run()
+
+
+def load_summary(folder: Path) -> dict[str, Any]:
+    """Read a run folder's summary.json, with a clear error for a folder that is not a run."""
+    path = folder / "summary.json"
+    try:
+        summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StoreError(f"{folder}: no summary.json here; is it a run folder (see `gi run`)?") from None
+    except json.JSONDecodeError as error:
+        raise StoreError(f"{path}: corrupt summary ({error})") from None
+    return summary

@@ -1,0 +1,436 @@
+"""The target program: its files, parsed once with libcst, and the sites an edit can touch.
+
+A site is addressed by a `Location`: the file and a path of field/index steps from the
+module root of the *original* parse ("body[2].body.body[0]"). Paths are stable across
+parses and processes, unlike libcst node objects, so edits stay plain data.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import fnmatch
+import hashlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+import libcst.metadata
+
+from gi.errors import ProgramError
+
+#: Folders never copied into a sandbox nor searched for editable files.
+IGNORED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "node_modules",
+        ".eggs",
+        "build",
+        "dist",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Location:
+    """Where a site is in the original program: a file and a field/index path."""
+
+    file: str
+    path: str
+
+    def contains(self, other: Location, *, strictly: bool = False) -> bool:
+        """True if `other` lies inside this location's subtree (or is it, unless strictly)."""
+        if self.file != other.file:
+            return False
+        if self.path == other.path:
+            return not strictly
+        return other.path.startswith(self.path + ".") or other.path.startswith(self.path + "[")
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "path": self.path}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Location:
+        if not isinstance(data, dict) or not isinstance(data.get("file"), str) or not isinstance(data.get("path"), str):
+            raise ValueError(f"a location is {{'file': str, 'path': str}}, got {data!r}")
+        return cls(data["file"], data["path"])
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.path}"
+
+
+class SiteKind(enum.StrEnum):
+    """The kinds of places an operator can edit."""
+
+    STATEMENT = "statement"
+    FUNCTION = "function"
+    BINARY_OPERATOR = "binary_operator"
+    AUGMENTED_ASSIGNMENT = "augmented_assignment"
+    COMPARISON = "comparison"
+    BOOLEAN_OPERATOR = "boolean_operator"
+    UNARY_OPERATOR = "unary_operator"
+    NUMBER = "number"
+
+
+@dataclass(frozen=True, slots=True)
+class StatementContext:
+    """What the syntax allows at a statement's position, and what the statement needs there.
+
+    Operators use it so that every edit they propose keeps the file compilable: a `break`
+    needs an enclosing loop, a `return` a function, an `await` an async function, a name a
+    nested function declares `nonlocal` must keep its binding.
+    """
+
+    # Where the statement stands.
+    in_function: bool = False
+    in_async_function: bool = False
+    in_generator: bool = False
+    in_loop: bool = False
+    #: Nothing may be inserted before it nor put in its place: a `from __future__` import,
+    #: or a statement before a function's last global/nonlocal declaration.
+    fixed_position: bool = False
+    #: False when it binds a name that a nested function declares nonlocal.
+    removable: bool = True
+    # What the statement needs where a copy of it goes.
+    needs_function: bool = False
+    needs_async: bool = False
+    needs_loop: bool = False
+    yields: bool = False
+    yields_from: bool = False
+    returns_value: bool = False
+    #: False for declarations, `from __future__` imports and functions declaring nonlocal names.
+    movable: bool = True
+
+    def accepts(self, other: StatementContext) -> bool:
+        """Can a copy of the statement described by `other` stand at this position?"""
+        if not other.movable or self.fixed_position:
+            return False
+        if other.needs_function and not self.in_function:
+            return False
+        if other.needs_async and not self.in_async_function:
+            return False
+        if other.needs_loop and not self.in_loop:
+            return False
+        # A yield would turn a plain function into a generator; async generators have more rules.
+        if other.yields and not self.in_generator:
+            return False
+        return not (self.in_async_function and (other.yields_from or (other.returns_value and self.in_generator)))
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One editable place: its location, its kind, a short label, and for statements its context."""
+
+    location: Location
+    kind: SiteKind
+    #: The enclosing function's qualified name ("Class.method"), or "" at module level.
+    function: str
+    line: int
+    context: StatementContext | None = None
+
+
+def _children(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """Yield (path step, child) for every child node, in field order."""
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        if isinstance(value, cst.CSTNode):
+            yield field.name, value
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            for index, item in enumerate(value):
+                if isinstance(item, cst.CSTNode):
+                    yield f"{field.name}[{index}]", item
+
+
+def _join(path: str, step: str) -> str:
+    return f"{path}.{step}" if path else step
+
+
+_LOOPS = (cst.For, cst.While)
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _own_scope(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, int]]:
+    """Yield (node, loop depth) for `node` and its descendants, not entering nested scopes."""
+    stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
+    while stack:
+        current, depth = stack.pop()
+        yield current, depth
+        for step, child in _children(current):
+            if not isinstance(child, _SCOPES):
+                inner = depth + 1 if isinstance(current, _LOOPS) and step == "body" else depth
+                stack.append((child, inner))
+
+
+def _is_future_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
+        for small in statement.body
+    )
+
+
+def _nonlocal_names(node: cst.CSTNode) -> frozenset[str]:
+    """Names declared nonlocal anywhere below `node`."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Nonlocal):
+            names.update(item.name.value for item in current.names)
+        stack.extend(child for _, child in _children(current))
+    return frozenset(names)
+
+
+def _requirements(statement: cst.CSTNode) -> StatementContext:
+    """Work out what a statement needs from the position a copy of it is placed at."""
+    needs: dict[str, bool] = dict.fromkeys(
+        ("needs_function", "needs_async", "needs_loop", "yields", "yields_from", "returns_value"), False
+    )
+    movable = not _is_future_import(statement) and not _nonlocal_names(statement)
+    if isinstance(statement, _SCOPES):
+        return StatementContext(movable=movable)
+    for node, loop_depth in _own_scope(statement):
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            movable = False
+        elif isinstance(node, cst.Return):
+            needs["needs_function"] = True
+            needs["returns_value"] |= node.value is not None
+        elif isinstance(node, cst.Yield):
+            needs["needs_function"] = needs["yields"] = True
+            needs["yields_from"] |= isinstance(node.value, cst.From)
+        elif isinstance(node, cst.Await):
+            needs["needs_function"] = needs["needs_async"] = True
+        elif isinstance(node, (cst.Break, cst.Continue)) and loop_depth == 0:
+            needs["needs_loop"] = True
+        elif isinstance(node, (cst.For, cst.With, cst.CompFor)) and node.asynchronous is not None:
+            needs["needs_function"] = needs["needs_async"] = True
+    return StatementContext(movable=movable, **needs)
+
+
+_EXPRESSION_KINDS: tuple[tuple[type[cst.CSTNode], SiteKind], ...] = (
+    (cst.BinaryOperation, SiteKind.BINARY_OPERATOR),
+    (cst.AugAssign, SiteKind.AUGMENTED_ASSIGNMENT),
+    (cst.ComparisonTarget, SiteKind.COMPARISON),
+    (cst.BooleanOperation, SiteKind.BOOLEAN_OPERATOR),
+    (cst.UnaryOperation, SiteKind.UNARY_OPERATOR),
+    (cst.Integer, SiteKind.NUMBER),
+    (cst.Float, SiteKind.NUMBER),
+)
+
+
+@dataclass
+class _Scope:
+    in_function: bool = False
+    in_async_function: bool = False
+    in_generator: bool = False
+    in_loop: bool = False
+    function: str = ""
+    #: Names that functions nested in this one declare nonlocal: their bindings must stay.
+    nonlocal_names: frozenset[str] = frozenset()
+    #: The line of this function's last global/nonlocal declaration (0: none).
+    declarations_end: int = 0
+
+
+class _SiteCollector:
+    """Walks one module, recording every site with its location and context."""
+
+    def __init__(self, file: str, module: cst.Module) -> None:
+        self.file = file
+        self.module = module
+        self.sites: list[Site] = []
+        self.nodes: dict[Location, cst.CSTNode] = {}
+        self._lines = _line_starts(module)
+
+    def collect(self) -> None:
+        self._walk(self.module, "", _Scope(), in_body=False)
+
+    def _walk(self, node: cst.CSTNode, path: str, scope: _Scope, *, in_body: bool) -> None:
+        location = Location(self.file, path)
+        line = self._lines.get(id(node), 0)
+        if in_body and isinstance(node, cst.BaseStatement):
+            needs = _requirements(node)
+            context = dataclasses.replace(
+                needs,
+                in_function=scope.in_function,
+                in_async_function=scope.in_async_function,
+                in_generator=scope.in_generator,
+                in_loop=scope.in_loop,
+                fixed_position=_is_future_import(node) or line <= scope.declarations_end,
+                removable=not (
+                    scope.nonlocal_names
+                    and any(
+                        isinstance(inner, cst.Name) and inner.value in scope.nonlocal_names
+                        for inner, _ in _own_scope(node)
+                    )
+                ),
+            )
+            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context), node)
+        if isinstance(node, cst.FunctionDef):
+            self._add(Site(location, SiteKind.FUNCTION, scope.function, line), node)
+        for node_type, kind in _EXPRESSION_KINDS:
+            if isinstance(node, node_type):
+                self._add(Site(location, kind, scope.function, line), node)
+        for step, child in _children(node):
+            self._walk(
+                child,
+                _join(path, step),
+                self._child_scope(node, step, scope),
+                in_body=isinstance(node, (cst.Module, cst.IndentedBlock)) and step.startswith("body["),
+            )
+
+    def _add(self, site: Site, node: cst.CSTNode) -> None:
+        self.sites.append(site)
+        self.nodes[site.location] = node
+
+    def _child_scope(self, node: cst.CSTNode, step: str, scope: _Scope) -> _Scope:
+        if isinstance(node, cst.FunctionDef) and step == "body":
+            name = f"{scope.function}.{node.name.value}" if scope.function else node.name.value
+            own = [inner for inner, _ in _own_scope(node.body)]
+            declarations = [self._lines.get(id(n), 0) for n in own if isinstance(n, (cst.Global, cst.Nonlocal))]
+            return _Scope(
+                in_function=True,
+                in_async_function=node.asynchronous is not None,
+                in_generator=any(isinstance(n, cst.Yield) for n in own),
+                function=name,
+                nonlocal_names=_nonlocal_names(node.body),
+                declarations_end=max(declarations, default=0),
+            )
+        if isinstance(node, cst.ClassDef) and step == "body":
+            name = f"{scope.function}.{node.name.value}" if scope.function else node.name.value
+            return _Scope(function=name)
+        if isinstance(node, _LOOPS) and step == "body":
+            return dataclasses.replace(scope, in_loop=True)
+        return scope
+
+
+def _line_starts(module: cst.Module) -> dict[int, int]:
+    """Map id(node) to its first line, for labels and for weighting sites by profile."""
+    wrapper = libcst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(libcst.metadata.PositionProvider)
+    return {id(node): position.start.line for node, position in positions.items()}
+
+
+def _matching_files(root: Path, pattern: str) -> list[str]:
+    """Relative paths of the .py files under `root` that match a glob, skipping caches and VCS folders."""
+    if not any(char in pattern for char in "*?["):
+        return [pattern] if pattern.endswith(".py") and (root / pattern).is_file() else []
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if name not in IGNORED_DIRS)
+        for name in sorted(names):
+            relative = (Path(folder) / name).relative_to(root).as_posix()
+            if name.endswith(".py") and fnmatch.fnmatchcase(relative, pattern):
+                found.append(relative)
+    return found
+
+
+def normalised_dump(source: str, filename: str = "<variant>") -> str:
+    """The syntax tree of `source` without formatting and comments (raises SyntaxError)."""
+    return ast.dump(ast.parse(source, filename=filename))
+
+
+class Program:
+    """The target: a project folder, the files GI may edit, their parses and their sites.
+
+    Built once per run with `Program.load`; immutable afterwards. Every edit refers to
+    sites of this object by `Location`.
+    """
+
+    def __init__(self, root: Path, sources: Mapping[str, str]) -> None:
+        self.root = root
+        self.files: tuple[str, ...] = tuple(sorted(sources))
+        self.sources: Mapping[str, str] = dict(sources)
+        self.modules: dict[str, cst.Module] = {}
+        self._nodes: dict[Location, cst.CSTNode] = {}
+        self._code: dict[Location, str] = {}
+        sites: list[Site] = []
+        self._dumps: dict[str, str] = {}
+        for file in self.files:
+            source = self.sources[file]
+            try:
+                module = cst.parse_module(source)
+                self._dumps[file] = normalised_dump(source, file)
+                compile(source, file, "exec", dont_inherit=True)
+            except (cst.ParserSyntaxError, SyntaxError) as error:
+                line = getattr(error, "raw_line", None) or getattr(error, "lineno", "?")
+                message = getattr(error, "message", None) or getattr(error, "msg", str(error))
+                raise ProgramError(f"{root / file}:{line}: cannot parse: {message}") from None
+            self.modules[file] = module
+            collector = _SiteCollector(file, module)
+            collector.collect()
+            sites.extend(collector.sites)
+            self._nodes.update(collector.nodes)
+        self.sites: tuple[Site, ...] = tuple(sites)
+        self._by_kind: dict[SiteKind, tuple[Site, ...]] = {
+            kind: tuple(site for site in sites if site.kind is kind) for kind in SiteKind
+        }
+        self._site_at = {(site.location, site.kind): site for site in sites}
+        self.tree_hash = tree_hash(self._dumps)
+
+    @classmethod
+    def load(cls, root: Path | str, patterns: Sequence[str]) -> Program:
+        """Read the files under `root` that match the glob `patterns` (relative to root)."""
+        root = Path(root).resolve()
+        if not root.is_dir():
+            raise ProgramError(f"{root}: the program folder does not exist")
+        sources: dict[str, str] = {}
+        for pattern in patterns:
+            matches = _matching_files(root, pattern)
+            if not matches:
+                raise ProgramError(f"{root}: no Python file matches {pattern!r} (globs are relative to the folder)")
+            for name in matches:
+                try:
+                    sources[name] = (root / name).read_bytes().decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise ProgramError(f"{root / name}: not UTF-8 text ({error.reason})") from None
+        return cls(root, sources)
+
+    def sites_of(self, kind: SiteKind) -> tuple[Site, ...]:
+        return self._by_kind[kind]
+
+    def site(self, location: Location, kind: SiteKind) -> Site | None:
+        return self._site_at.get((location, kind))
+
+    def node(self, location: Location) -> cst.CSTNode:
+        """The original node at a site; raises KeyError for a location that is no site."""
+        return self._nodes[location]
+
+    def code(self, location: Location) -> str:
+        """The original source of the node at a site, without the lines above it (cached)."""
+        text = self._code.get(location)
+        if text is None:
+            node = self.node(location)
+            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                node = node.with_changes(leading_lines=())
+            text = self._code[location] = self.modules[location.file].code_for_node(node)
+        return text
+
+    def has_site(self, location: Location) -> bool:
+        return location in self._nodes
+
+    def normalised(self, file: str) -> str:
+        return self._dumps[file]
+
+
+def tree_hash(dumps: Mapping[str, str]) -> str:
+    """Hash of the normalised trees of all editable files: equal programs, equal hashes."""
+    digest = hashlib.sha256()
+    for file in sorted(dumps):
+        digest.update(file.encode())
+        digest.update(b"\0")
+        digest.update(dumps[file].encode())
+        digest.update(b"\0")
+    return digest.hexdigest()

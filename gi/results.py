@@ -1,0 +1,90 @@
+"""Results: what running a command or evaluating a variant gives back. Plain data, JSON in and out.
+
+An `Evaluation` is a tagged result: its `status` says whether the variant could be measured
+(ok) or why not (unparseable, timed out, crashed). Evaluating never raises into the loop.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessOutcome:
+    """How a command run under limits ended."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+class CommandRunner(Protocol):
+    """Runs a command in a scratch folder with a time limit, killing all it started on expiry.
+
+    The engine's sandbox implements it; measures in fitness/ take one, so they never decide
+    themselves how a variant's code is isolated.
+    """
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+    ) -> ProcessOutcome: ...
+
+
+class Status(enum.StrEnum):
+    """The tag of an evaluation."""
+
+    OK = "ok"
+    UNPARSEABLE = "unparseable"
+    TIMED_OUT = "timed_out"
+    CRASHED = "crashed"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The measurements of one variant (by tree hash), whatever became of it."""
+
+    status: Status
+    tree_hash: str
+    #: Raw measurements by name (failed_tests, complexity, style, size, ...).
+    measures: dict[str, float] = field(default_factory=dict)
+    #: Per-test outcomes of the training tests: node id -> passed/failed/error/skipped/...
+    tests: dict[str, str] = field(default_factory=dict)
+    #: Why the variant is not ok, or the tail of the failing output.
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "tree_hash": self.tree_hash,
+            "measures": self.measures,
+            "tests": self.tests,
+            "detail": self.detail,
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Evaluation:
+        return cls(
+            status=Status(data["status"]),
+            tree_hash=str(data["tree_hash"]),
+            measures={str(k): float(v) for k, v in data.get("measures", {}).items()},
+            tests={str(k): str(v) for k, v in data.get("tests", {}).items()},
+            detail=str(data.get("detail", "")),
+            seconds=float(data.get("seconds", 0.0)),
+        )

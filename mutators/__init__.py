@@ -1,0 +1,21 @@
+"""Mutation operators and crossover: everything that proposes edits to a patch.
+
+Importing this package registers every operator; `OPERATORS` and `CROSSOVERS` hold them.
+"""
+
+from mutators import control, expressions, statements
+from mutators.base import OPERATORS, MutationContext, Operator, choose_site, register
+from mutators.crossover import CROSSOVERS, Crossover
+
+__all__ = [
+    "CROSSOVERS",
+    "OPERATORS",
+    "Crossover",
+    "MutationContext",
+    "Operator",
+    "choose_site",
+    "control",
+    "expressions",
+    "register",
+    "statements",
+]

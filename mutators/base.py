@@ -1,0 +1,78 @@
+"""The protocol every mutation operator follows, its registry, and weighted site choice.
+
+An operator looks at the original program (and the patch so far) and proposes one edit,
+or None when it finds no legal place. Classic syntax operators and the language-model
+operator come through the same door, so a config file can name any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from gi.edits import Edit
+from gi.patch import Patch
+from gi.program import Program, Site, SiteKind
+from gi.registry import Registry
+
+
+@dataclass(frozen=True)
+class MutationContext:
+    """What the search tells operators beyond the program and the patch.
+
+    `site_weights` maps an enclosing function's name ("" for module level, "Class.method")
+    to a weight; sites in functions it does not name weigh `default_weight`. The engine
+    fills it from a profile of the workload or from fault localisation.
+    """
+
+    site_weights: Mapping[str, float] = field(default_factory=dict)
+    default_weight: float = 1.0
+
+    def weight(self, site: Site) -> float:
+        return self.site_weights.get(site.function, self.default_weight)
+
+
+class Operator(Protocol):
+    """A mutation operator: `propose` one edit for `patch`, or None."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None: ...
+
+
+OPERATORS: Registry[Operator] = Registry("operator")
+
+
+def register(operator: Operator) -> Operator:
+    """Add an operator to the registry under its name."""
+    return OPERATORS.add(operator.name, operator)
+
+
+def choose_site(
+    sites: tuple[Site, ...] | list[Site],
+    rng: np.random.Generator,
+    context: MutationContext,
+    accept: Callable[[Site], bool] | None = None,
+) -> Site | None:
+    """Pick one site, weighted by the context, among those `accept` allows."""
+    candidates = [site for site in sites if accept is None or accept(site)]
+    if not candidates:
+        return None
+    weights = np.array([context.weight(site) for site in candidates], dtype=float)
+    total = weights.sum()
+    if total <= 0:
+        return None
+    return candidates[int(rng.choice(len(candidates), p=weights / total))]
+
+
+def statement_sites(program: Program) -> tuple[Site, ...]:
+    return program.sites_of(SiteKind.STATEMENT)

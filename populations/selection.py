@@ -1,0 +1,55 @@
+"""Selection on DEAP: NSGA-II survival and a crowded-comparison tournament for parents.
+
+DEAP's own tournament draws from Python's global `random`; ours takes the run's
+`numpy.random.Generator`, so one seed fixes every choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+from deap import tools
+from deap.tools.emo import assignCrowdingDist
+
+from populations.individual import Individual
+
+I = TypeVar("I", bound=Individual)  # noqa: E741
+
+
+def rank_and_crowd(individuals: Sequence[Individual]) -> list[list[Individual]]:
+    """Sort into non-dominated fronts; set each fitness's `rank` and `crowding_dist`."""
+    fronts: list[list[Individual]] = tools.sortNondominated(list(individuals), len(individuals))
+    for rank, front in enumerate(fronts):
+        assignCrowdingDist(front)
+        for individual in front:
+            individual.fitness.rank = rank
+    return fronts
+
+
+def nsga2_survivors(individuals: Sequence[I], k: int) -> list[I]:
+    """NSGA-II environmental selection (elitist): the best `k` by front, then crowding."""
+    chosen: list[I] = tools.selNSGA2(list(individuals), k)
+    rank_and_crowd(chosen)
+    return chosen
+
+
+def crowded_tournament(individuals: Sequence[I], k: int, rng: np.random.Generator) -> list[I]:
+    """`k` binary tournaments: lower front rank wins, then larger crowding distance, then a coin.
+
+    Needs `rank_and_crowd` (or `nsga2_survivors`) to have run on `individuals`.
+    """
+    if len(individuals) < 2:
+        return [individuals[0]] * k if individuals else []
+    winners: list[I] = []
+    for _ in range(k):
+        first, second = (individuals[int(i)] for i in rng.choice(len(individuals), size=2, replace=False))
+        a, b = first.fitness, second.fitness
+        if (a.rank, -a.crowding_dist) < (b.rank, -b.crowding_dist):
+            winners.append(first)
+        elif (b.rank, -b.crowding_dist) < (a.rank, -a.crowding_dist):
+            winners.append(second)
+        else:
+            winners.append(first if rng.random() < 0.5 else second)
+    return winners

@@ -1,0 +1,179 @@
+"""The run store: one SQLite file per run holding every evaluation, individual and checkpoint.
+
+Everything is JSON text in rows, never pickles. Evaluations are a cache keyed by content
+(the variant's tree hash); a checkpoint is written once per generation in one
+transaction, and a run killed at any moment resumes from the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gi.errors import StoreError
+from gi.results import Evaluation
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS evaluations (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tree_hash TEXT NOT NULL UNIQUE,
+    individual TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    evaluation TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS individuals (
+    id TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    tree_hash TEXT NOT NULL,
+    patch TEXT NOT NULL,
+    parents TEXT NOT NULL,
+    operator TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    generation INTEGER PRIMARY KEY,
+    population TEXT NOT NULL,
+    archive TEXT NOT NULL,
+    rng TEXT NOT NULL,
+    stats TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class IndividualRecord:
+    id: str
+    generation: int
+    tree_hash: str
+    patch: Any
+    parents: tuple[str, ...]
+    operator: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    generation: int
+    population: list[str]
+    archive: list[str]
+    rng: dict[str, Any]
+    stats: dict[str, Any]
+
+
+class RunStore:
+    """Read and write one run's store file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            version = self.get_meta("schema_version")
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{path}: not a gi run store ({error})") from None
+        if version is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif version != SCHEMA_VERSION:
+            raise StoreError(f"{path}: store schema {version}, this gi reads {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def get_meta(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def put_evaluation(self, evaluation: Evaluation, *, individual: str, generation: int) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO evaluations (tree_hash, individual, generation, evaluation) VALUES (?, ?, ?, ?)",
+            (evaluation.tree_hash, individual, generation, json.dumps(evaluation.to_json())),
+        )
+
+    def evaluations(self) -> dict[str, Evaluation]:
+        rows = self._db.execute("SELECT tree_hash, evaluation FROM evaluations ORDER BY seq")
+        try:
+            return {tree_hash: Evaluation.from_json(json.loads(text)) for tree_hash, text in rows}
+        except (ValueError, KeyError, TypeError) as error:
+            raise StoreError(f"{self.path}: an evaluation row is corrupt ({error})") from None
+
+    def evaluation_log(self) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
+        """(sequence number, first individual, generation, evaluation JSON) in evaluation order."""
+        rows = self._db.execute("SELECT seq, individual, generation, evaluation FROM evaluations ORDER BY seq")
+        for seq, individual, generation, text in rows:
+            yield seq, individual, generation, json.loads(text)
+
+    def put_individual(self, record: IndividualRecord) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO individuals (id, generation, tree_hash, patch, parents, operator)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                record.id,
+                record.generation,
+                record.tree_hash,
+                json.dumps(record.patch),
+                json.dumps(list(record.parents)),
+                record.operator,
+            ),
+        )
+
+    def individuals(self, ids: Sequence[str]) -> list[IndividualRecord]:
+        records = []
+        for identifier in ids:
+            row = self._db.execute(
+                "SELECT id, generation, tree_hash, patch, parents, operator FROM individuals WHERE id = ?",
+                (identifier,),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: checkpoint names individual {identifier!r}, which is not stored")
+            records.append(
+                IndividualRecord(row[0], row[1], row[2], json.loads(row[3]), tuple(json.loads(row[4])), row[5])
+            )
+        return records
+
+    def count_individuals(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM individuals").fetchone()[0])
+
+    def checkpoint(self, checkpoint: Checkpoint) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO checkpoints (generation, population, archive, rng, stats) VALUES (?, ?, ?, ?, ?)",
+            (
+                checkpoint.generation,
+                json.dumps(checkpoint.population),
+                json.dumps(checkpoint.archive),
+                json.dumps(checkpoint.rng),
+                json.dumps(checkpoint.stats),
+            ),
+        )
+
+    def last_checkpoint(self) -> Checkpoint | None:
+        row = self._db.execute(
+            "SELECT generation, population, archive, rng, stats FROM checkpoints ORDER BY generation DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return Checkpoint(row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), json.loads(row[4]))
+
+    def history(self) -> list[dict[str, Any]]:
+        rows = self._db.execute("SELECT stats FROM checkpoints ORDER BY generation")
+        return [json.loads(text) for (text,) in rows]

@@ -1,0 +1,179 @@
+"""The tests measure, run for real: pytest subprocesses in scratch copies, under limits."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from fitness.tests import count_failed, run_tests
+from gi.sandbox import LimitedRunner, Limits, bubblewrap_available, scratch_copy
+
+PROGRAM = """\
+def add(a, b):
+    return a + b
+"""
+
+TESTS = """\
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from calc import add
+
+
+def test_passes():
+    assert add(1, 2) == 3
+
+
+def test_fails():
+    assert add(1, 2) == 4
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup breaks")
+
+
+def test_errors(broken):
+    pass
+
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+
+
+@pytest.mark.xfail(reason="known bug")
+def test_expected_failure():
+    assert False
+
+
+def test_loops_forever():
+    if os.environ.get("GI_LOOP") == "1":
+        # A child that would outlive the run if only the direct child were killed.
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # gi-orphan-marker"])
+        while True:
+            time.sleep(0.01)
+
+
+def test_after_the_loop():
+    assert add(2, 2) == 4
+"""
+
+
+def checksums(folder: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "calc.py").write_text(PROGRAM)
+    (folder / "tests" / "test_calc.py").write_text(TESTS)
+    return folder
+
+
+def run(project: Path, *, timeout: float = 60, loop: bool = False, sources: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    with scratch_copy(project, sources or {}) as workdir:
+        runner = LimitedRunner(Limits(), workdir.parent)
+        return run_tests(workdir, ["tests"], timeout=timeout, runner=runner, env={"GI_LOOP": "1" if loop else "0"})
+
+
+def test_per_test_outcomes(project: Path) -> None:
+    before = checksums(project)
+    result = run(project)
+    assert result.outcomes == {
+        "tests/test_calc.py::test_passes": "passed",
+        "tests/test_calc.py::test_fails": "failed",
+        "tests/test_calc.py::test_errors": "error",
+        "tests/test_calc.py::test_skipped": "skipped",
+        "tests/test_calc.py::test_expected_failure": "xfailed",
+        "tests/test_calc.py::test_loops_forever": "passed",
+        "tests/test_calc.py::test_after_the_loop": "passed",
+    }
+    assert result.exit_status == 1 and not result.timed_out
+    assert set(result.durations) == set(result.outcomes)
+    assert count_failed(result) == 2  # the failure and the error
+    assert checksums(project) == before, "the user's folder must not change"
+
+
+def orphans() -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"gi-orphan-marker" in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                continue
+    return found
+
+
+def test_timeout_kills_everything_within_the_limit(project: Path) -> None:
+    before = checksums(project)
+    started = time.perf_counter()
+    result = run(project, timeout=3, loop=True)
+    elapsed = time.perf_counter() - started
+    assert result.timed_out
+    assert elapsed < 3 + 5, f"the limit was 3 s, the run took {elapsed:.1f} s"
+    assert result.outcomes["tests/test_calc.py::test_loops_forever"] == "timed_out"
+    assert result.outcomes["tests/test_calc.py::test_after_the_loop"] == "not_run"
+    assert result.outcomes["tests/test_calc.py::test_passes"] == "passed"
+    time.sleep(0.2)
+    assert orphans() == [], "a process started by the tests outlived the time limit"
+    assert checksums(project) == before
+
+
+def test_a_variant_that_breaks_imports_fails_every_baseline_test(project: Path) -> None:
+    baseline = run(project).outcomes
+    broken = run(project, sources={"calc.py": "def add(a, b):\n    return a +\n"})
+    assert broken.collect_errors and not broken.outcomes
+    assert count_failed(broken, baseline) == len(baseline) - 2  # skipped and xfailed do not count
+
+
+@pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable on this machine")
+def test_sandboxed_tests_have_no_network(tmp_path: Path) -> None:
+    folder = tmp_path / "net"
+    (folder / "tests").mkdir(parents=True)
+    # In its own network namespace the test sees only a loopback device, none of the host's.
+    (folder / "tests" / "test_net.py").write_text(
+        "import socket\n\n\ndef test_only_loopback():\n"
+        "    assert [name for _, name in socket.if_nameindex()] == ['lo']\n"
+    )
+    with scratch_copy(folder, {}) as workdir:
+        result = run_tests(workdir, ["tests"], timeout=60, runner=LimitedRunner(Limits(), workdir.parent))
+    assert result.outcomes == {"tests/test_net.py::test_only_loopback": "passed"}, result.output_tail
+
+
+def test_memory_limit_applies(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_memory.py").write_text(
+        "import pytest\n\n\ndef test_allocates_too_much():\n"
+        "    with pytest.raises(MemoryError):\n        bytearray(1024 * 1024 * 1024)\n"
+    )
+    with scratch_copy(folder, {}) as workdir:
+        runner = LimitedRunner(Limits(memory_mb=512), workdir.parent)
+        result = run_tests(workdir, ["tests"], timeout=60, runner=runner)
+    assert result.outcomes == {"tests/test_memory.py::test_allocates_too_much": "passed"}, result.output_tail
+
+
+def test_scratch_copy_leaves_nothing_behind(project: Path) -> None:
+    with scratch_copy(project, {"calc.py": "x = 1\n"}) as workdir:
+        assert (workdir / "calc.py").read_text() == "x = 1\n"
+        assert (project / "calc.py").read_text() == PROGRAM
+        parent = workdir.parent
+    assert not parent.exists()
+    assert os.path.exists(project / "calc.py")

@@ -1,0 +1,186 @@
+"""Before/after tests: each operator, given a program and a seed, makes exactly this source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from gi.patch import Patch, apply
+from gi.program import Program
+from mutators import OPERATORS, MutationContext
+
+BEFORE = """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            continue
+        result += value * 2
+    return -result
+"""
+
+AFTER = {
+    "binary_operator": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            continue
+        result += value // 2
+    return -result
+""",
+    "boolean_operator": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit or not value % 2:
+            continue
+        result += value * 2
+    return -result
+""",
+    "comparison_operator": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value >= limit and not value % 2:
+            continue
+        result += value * 2
+    return -result
+""",
+    "constant": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 1:
+            continue
+        result += value * 2
+    return -result
+""",
+    "insert_break": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            break
+            continue
+        result += value * 2
+    return -result
+""",
+    "insert_continue": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            continue
+            continue
+        result += value * 2
+    return -result
+""",
+    "insert_return": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            return
+            continue
+        result += value * 2
+    return -result
+""",
+    "statement_copy": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            if value > limit and not value % 2:
+                continue
+            continue
+        result += value * 2
+    return -result
+""",
+    "statement_delete": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            pass
+        result += value * 2
+    return -result
+""",
+    "statement_move": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            pass
+        continue
+        result += value * 2
+    return -result
+""",
+    "statement_replace": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            if value > limit and not value % 2:
+                continue
+        result += value * 2
+    return -result
+""",
+    "statement_swap": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            result += value * 2
+        continue
+    return -result
+""",
+    "unary_operator": """\
+def total(values, limit):
+    result = 0
+    for value in values:
+        if value > limit and not value % 2:
+            continue
+        result += value * 2
+    return +result
+""",
+}
+
+
+def test_every_operator_has_a_before_after_case() -> None:
+    assert set(AFTER) == set(OPERATORS.names())
+
+
+@pytest.mark.parametrize("name", sorted(AFTER))
+def test_operator_makes_exactly_this_source(name: str, make_program: Callable[[str], Program]) -> None:
+    program = make_program(BEFORE)
+    edit = OPERATORS.get(name).propose(program, Patch(), np.random.default_rng(0), MutationContext())
+    assert edit is not None
+    assert apply(program, Patch((edit,))).sources["mod.py"] == AFTER[name]
+
+
+@pytest.mark.parametrize("name", sorted(AFTER))
+def test_same_seed_same_edit(name: str, make_program: Callable[[str], Program]) -> None:
+    program = make_program(BEFORE)
+    operator = OPERATORS.get(name)
+    first = [operator.propose(program, Patch(), rng, MutationContext()) for rng in [np.random.default_rng(7)] * 5]
+    second = [operator.propose(program, Patch(), rng, MutationContext()) for rng in [np.random.default_rng(7)] * 5]
+    assert first == second
+
+
+def test_operators_without_a_legal_site_propose_nothing(make_program: Callable[[str], Program]) -> None:
+    program = make_program("import os\nx = os.sep\n")
+    rng = np.random.default_rng(0)
+    for name in ("insert_break", "insert_continue", "insert_return", "binary_operator", "constant"):
+        assert OPERATORS.get(name).propose(program, Patch(), rng, MutationContext()) is None
+
+
+def test_site_weights_steer_the_choice(make_program: Callable[[str], Program]) -> None:
+    program = make_program("def hot():\n    a = 1\n    b = 2\n\n\ndef cold():\n    c = 3\n")
+    context = MutationContext(site_weights={"hot": 1.0}, default_weight=0.0)
+    rng = np.random.default_rng(0)
+    operator = OPERATORS.get("constant")
+    chosen = {operator.propose(program, Patch(), rng, context).target.path for _ in range(50)}  # type: ignore[union-attr]
+    assert chosen == {"body[0].body.body[0].body[0].value", "body[0].body.body[1].body[0].value"}

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gi.errors import StoreError
+from gi.results import Evaluation, Status
+from populations import Checkpoint, IndividualRecord, RunStore
+
+
+def test_store_round_trips_through_a_real_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
+    store = RunStore(path)
+    evaluation = Evaluation(Status.OK, "h1", {"failed_tests": 0.0}, {"t::a": "passed"}, "", 0.5)
+    rng = np.random.default_rng(3)
+    rng.random()
+    with store.transaction():
+        store.put_evaluation(evaluation, individual="g0-i0", generation=0)
+        store.put_evaluation(evaluation, individual="g0-i1", generation=0)  # same program: kept once
+        store.put_individual(IndividualRecord("g0-i0", 0, "h1", [], (), "original"))
+        store.checkpoint(Checkpoint(0, ["g0-i0"], ["g0-i0"], rng.bit_generator.state, {"hypervolume": 1.5}))
+    store.close()
+
+    again = RunStore(path)
+    assert again.evaluations() == {"h1": evaluation}
+    assert [row[1] for row in again.evaluation_log()] == ["g0-i0"]
+    checkpoint = again.last_checkpoint()
+    assert checkpoint is not None and checkpoint.population == ["g0-i0"]
+    restored = np.random.default_rng(0)
+    restored.bit_generator.state = checkpoint.rng
+    assert restored.random() == rng.random()
+    assert again.individuals(["g0-i0"])[0].operator == "original"
+    assert again.history() == [{"hypervolume": 1.5}]
+
+
+def test_a_failed_transaction_leaves_no_trace(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "store.sqlite")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put_individual(IndividualRecord("g0-i0", 0, "h", [], (), "x"))
+        raise RuntimeError("killed")
+    assert store.count_individuals() == 0
+
+
+def test_a_file_that_is_no_store_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a gi run store"):
+        RunStore(path)
+
+
+def test_a_checkpoint_naming_a_missing_individual_is_a_clear_error(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "store.sqlite")
+    with pytest.raises(StoreError, match="'g9-i9', which is not stored"):
+        store.individuals(["g9-i9"])
