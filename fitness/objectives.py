@@ -50,6 +50,7 @@ for _objective in (
     Objective("style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle)"),
     Objective("size", Direction.MINIMIZE, "edits of the patch that take effect"),
     Objective("diff_lines", Direction.MINIMIZE, "lines the patch adds or removes"),
+    Objective("runtime", Direction.MINIMIZE, "workload time over the original's, measured with pyperf"),
 ):
     OBJECTIVES.add(_objective.name, _objective)
 
@@ -65,9 +66,11 @@ def violation(constraint: Constraint, measures: Mapping[str, float], *, ok: bool
     """How far a variant is from feasible (0 when feasible); a broken variant is worst of all."""
     if not ok:
         return float(test_count + 1)
+    # A workload that fails, or returns other than the original did, breaks the behaviour.
+    broken_workload = measures.get("workload_failed", 0.0) + measures.get("output_differs", 0.0)
     if constraint is Constraint.TRAIN_PASS:
-        return float(measures.get("failed_tests", test_count + 1))
-    return 0.0
+        return float(measures.get("failed_tests", test_count + 1)) + broken_workload
+    return broken_workload
 
 
 def reference_point(
@@ -95,8 +98,12 @@ def reference_point(
     return tuple(point)
 
 
-def objective_values(objectives: Sequence[Objective], measures: Mapping[str, float]) -> tuple[float, ...] | None:
-    """The objective vector of a variant, or None if a measure is missing (a broken variant)."""
-    if any(objective.name not in measures for objective in objectives):
-        return None
-    return tuple(float(measures[objective.name]) for objective in objectives)
+def objective_values(
+    objectives: Sequence[Objective], measures: Mapping[str, float], worst: Sequence[float]
+) -> tuple[float, ...]:
+    """The objective vector of a variant; a measure not taken (a variant that failed the tests
+    is not timed) counts as the worst value, given in each objective's own direction."""
+    return tuple(
+        float(measures[objective.name]) if objective.name in measures else bad
+        for objective, bad in zip(objectives, worst, strict=True)
+    )

@@ -39,6 +39,17 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
     _write({"start": nodeid})
+    if os.environ.get("GI_COVERAGE_CONTEXT") == "1":
+        _switch_coverage_context(nodeid)
+
+
+def _switch_coverage_context(nodeid: str) -> None:
+    """Under `coverage run`, record the lines each test executes under the test's node id."""
+    import coverage
+
+    current = coverage.Coverage.current()
+    if current is not None:
+        current.switch_context(nodeid)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

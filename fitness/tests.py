@@ -60,12 +60,17 @@ def run_tests(
     timeout: float,
     runner: CommandRunner,
     env: Mapping[str, str] | None = None,
+    command: Sequence[str] | None = None,
 ) -> TestRun:
-    """Run pytest on `paths` inside `workdir` (a scratch copy) and read the per-test outcomes."""
+    """Run pytest on `paths` inside `workdir` (a scratch copy) and read the per-test outcomes.
+
+    `command` replaces the plain pytest command line (it must load our plugin), e.g. to run
+    pytest under coverage.
+    """
     report = workdir / REPORT_NAME
     report.unlink(missing_ok=True)
     run_env = {**(env or {}), "GI_TEST_REPORT": str(report)}
-    process = runner(pytest_command(paths), cwd=workdir, timeout=timeout, env=run_env)
+    process = runner(command or pytest_command(paths), cwd=workdir, timeout=timeout, env=run_env)
     collected: list[str] = []
     started: list[str] = []
     outcomes: dict[str, str] = {}

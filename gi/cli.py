@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
 def _show(args: argparse.Namespace, console: Console) -> int:
     from gi.experiment import load_summary
-    from gi.report import find_member, front_table
+    from gi.report import describe_speedup, find_member, front_table
 
     summary = load_summary(args.run)
     if args.patch is None:
@@ -124,6 +124,8 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         table.add_row(name, f"{summary['baseline']['objectives'].get(name, '-')}", f"{value}")
     training = member["training"]
     table.add_row("training tests passed", "", f"{training['passed']}/{training['passed'] + training['failed']}")
+    if member.get("speedup"):
+        table.add_row("speed-up, rigorous (95% CI)", "", describe_speedup(member["speedup"]))
     if member["holdout"] is not None:
         held = member["holdout"]
         table.add_row("held-out tests passed", "", f"{held['passed']}/{held['passed'] + held['failed']}")

@@ -89,8 +89,8 @@ class SearchSection(_Section):
     generations: Annotated[int, Field(ge=0, le=100000, description="generations after the initial one")] = 10
     crossover_rate: Annotated[float, Field(ge=0, le=1, description="chance an offspring comes by crossover")] = 0.5
     mutation_rate: Annotated[
-        float, Field(ge=0, le=1, description="chance a crossover offspring also gets a mutation")
-    ] = 0.5
+        float, Field(ge=0, le=1, description="chance a crossover offspring also gets a new edit")
+    ] = 1.0
     crossovers: Annotated[list[str], Field(min_length=1, description="crossover names; see `gi operators`")] = [
         "concatenation",
         "uniform",
@@ -131,8 +131,41 @@ class MutatorsSection(_Section):
                     )
         return operators
 
+    fault_localisation: Annotated[
+        Literal["auto"] | bool,
+        Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
+    ] = "auto"
+
     def names(self) -> list[str]:
         return OPERATORS.names() if self.operators == "all" else list(self.operators)
+
+
+class WorkloadSection(_Section):
+    call: Annotated[
+        str | None,
+        Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="a no-argument callable, 'module:function'"),
+    ] = None
+    command: Annotated[list[str] | None, Field(min_length=1, description="a command to time instead")] = None
+    check_output: Annotated[
+        bool, Field(description="a variant whose workload returns other than the original's is infeasible")
+    ] = False
+    timeout: Annotated[float, Field(gt=0, description="seconds allowed for one timing")] = 120.0
+    screening_processes: Annotated[int, Field(ge=1, le=100, description="pyperf worker processes per variant")] = 2
+    rigorous_processes: Annotated[
+        int, Field(ge=2, le=200, description="pyperf worker processes per program in the final re-measurement")
+    ] = 20
+    profile: Annotated[
+        Literal["auto"] | bool,
+        Field(description="weight edit sites by the time the workload spends in their function"),
+    ] = "auto"
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WorkloadSection:
+        if (self.call is None) == (self.command is None):
+            raise PydanticCustomError(
+                "workload_kind", 'give either call = "module:function" or command = [...], not both or neither', {}
+            )
+        return self
 
 
 class EvaluationSection(_Section):
@@ -153,6 +186,7 @@ class Config(_Section):
     search: SearchSection = SearchSection()
     mutators: MutatorsSection = MutatorsSection()
     evaluation: EvaluationSection = EvaluationSection()
+    workload: WorkloadSection | None = None
     #: The config file, set by `load_config`; paths are resolved against its folder.
     source: Path = Path("<memory>")
 
@@ -180,6 +214,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "search": SearchSection,
     "mutators": MutatorsSection,
     "evaluation": EvaluationSection,
+    "workload": WorkloadSection,
 }
 
 
@@ -252,7 +287,16 @@ def parse_config(data: dict[str, Any], path: Path) -> Config:
     except RegistryError as error:
         raise ConfigError(f"{path}: {error}") from None
     _check_paths(config, path)
+    _check_workload(config, path)
     return config
+
+
+def _check_workload(config: Config, path: Path) -> None:
+    if "runtime" in config.objectives.names() and config.workload is None:
+        raise ConfigError(
+            f"{path}: objectives: 'runtime' needs a [workload] section, e.g. call = \"bench:run\" (a no-argument"
+            " function in the project folder)"
+        )
 
 
 def _check_paths(config: Config, path: Path) -> None:

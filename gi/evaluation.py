@@ -1,12 +1,17 @@
 """The evaluator: runs the measures on variants, each in its own scratch copy, in parallel.
 
 `evaluate` never raises: a variant that does not compile, loops forever or crashes pytest
-comes back as an `Evaluation` with that status. Results are cached by tree hash, so a
-program that several patches make is measured once.
+comes back as an `Evaluation` with that status. Results are cached by tree hash (by the
+engine), so a program that several patches make is measured once.
+
+With a workload, variants that pass the training tests are also timed (screening, with
+pyperf) against the original's most recent measurement; timings never overlap each other,
+so two workers do not compete for the same core while the clock runs.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -15,11 +20,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fitness import complexity, size, style
+from fitness.faults import covered_test_run, ochiai
+from fitness.runtime import (
+    RIGOROUS,
+    SCREENING,
+    SpeedUp,
+    Timing,
+    TimingSettings,
+    Workload,
+    WorkloadError,
+    compare,
+    interleaved,
+    measure,
+    output_of,
+    profile,
+)
 from fitness.tests import TestRun, count_failed, run_tests
 from gi.patch import Variant
 from gi.program import Program
 from gi.results import Evaluation, Status
-from gi.sandbox import LimitedRunner, Limits, scratch_copy
+from gi.sandbox import LimitedRunner, Limits, bubblewrap_available, scratch_copy
 
 
 @dataclass(frozen=True)
@@ -29,6 +49,13 @@ class EvaluationSettings:
     timeout: float = 60.0
     limits: Limits = field(default_factory=Limits)
     workers: int = 1
+    workload: Workload | None = None
+    check_output: bool = False
+    #: Time variants that fail training tests too (repair runs); else only passing ones.
+    time_failing: bool = False
+    workload_timeout: float = 120.0
+    screening: TimingSettings = SCREENING
+    rigorous: TimingSettings = RIGOROUS
 
 
 def static_measures(variant: Variant) -> dict[str, float]:
@@ -55,23 +82,31 @@ def _status(run: TestRun) -> Status:
 
 
 class Evaluator:
-    """Measures variants of one program; remembers the baseline's test outcomes."""
+    """Measures variants of one program; remembers the original's tests, output and timing."""
 
     def __init__(self, program: Program, settings: EvaluationSettings, scratch: Path | None = None) -> None:
         self.program = program
         self.settings = settings
         self.scratch = scratch
         self.baseline_tests: Mapping[str, str] | None = None
-        self.baseline_holdout: Mapping[str, str] | None = None
-
-    def _run(self, variant: Variant, paths: Sequence[str]) -> TestRun:
-        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
-            runner = LimitedRunner(self.settings.limits, workdir.parent)
-            return run_tests(workdir, paths, timeout=self.settings.timeout, runner=runner)
+        self.baseline_output: str | None = None
+        #: The original's latest screening timing; variants are timed with its loop count.
+        self.baseline_timing: Timing | None = None
+        self._timing_lock = threading.Lock()
 
     @property
     def isolated(self) -> bool:
-        return LimitedRunner(self.settings.limits, Path("/")).isolated
+        """Whether test runs get bubblewrap's isolation, or process limits only."""
+        return self.settings.limits.isolate and bubblewrap_available()
+
+    def _runner(self, workdir: Path) -> LimitedRunner:
+        return LimitedRunner(self.settings.limits, workdir.parent)
+
+    def _tests(self, variant: Variant, paths: Sequence[str]) -> TestRun:
+        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
+            return run_tests(workdir, paths, timeout=self.settings.timeout, runner=self._runner(workdir))
+
+    # --- one variant --------------------------------------------------------------------------
 
     def evaluate(self, variant: Variant) -> Evaluation:
         """Measure one variant; any failure becomes the evaluation's status, never an exception."""
@@ -82,19 +117,47 @@ class Evaluator:
                 return Evaluation(Status.UNPARSEABLE, tree_hash, detail=variant.syntax_error,
                                   seconds=time.perf_counter() - started)  # fmt: skip
             measures = static_measures(variant)
-            run = self._run(variant, self.settings.train)
-            measures["failed_tests"] = float(count_failed(run, self.baseline_tests))
-            measures["passed_tests"] = float(run.passed)
-            measures["test_count"] = float(len(run.outcomes))
-            status = _status(run)
-            detail = "" if status is Status.OK and not run.failing() else run.output_tail
-            if status is Status.TIMED_OUT:
-                detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
+            with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
+                run = run_tests(workdir, self.settings.train, timeout=self.settings.timeout,
+                                runner=self._runner(workdir))  # fmt: skip
+                measures["failed_tests"] = float(count_failed(run, self.baseline_tests))
+                measures["passed_tests"] = float(run.passed)
+                measures["test_count"] = float(len(run.outcomes))
+                status = _status(run)
+                detail = "" if status is Status.OK and not run.failing() else run.output_tail
+                if status is Status.TIMED_OUT:
+                    detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
+                wanted = self.settings.time_failing or measures["failed_tests"] == 0
+                if status is Status.OK and self.settings.workload is not None and wanted:
+                    detail += self._workload_measures(workdir, measures)
             return Evaluation(status, tree_hash, measures, dict(run.outcomes), detail,
                               time.perf_counter() - started)  # fmt: skip
         except Exception:  # a broken variant is a result, not a crash of the search
             return Evaluation(Status.CRASHED, tree_hash, detail=traceback.format_exc()[-4000:],
                               seconds=time.perf_counter() - started)  # fmt: skip
+
+    def _workload_measures(self, workdir: Path, measures: dict[str, float]) -> str:
+        """Check the workload's output and time it; adds to `measures`, returns what went wrong."""
+        workload = self.settings.workload
+        assert workload is not None
+        runner = self._runner(workdir)
+        try:
+            if self.settings.check_output and self.baseline_output is not None:
+                output = output_of(workdir, workload, runner=runner, timeout=self.settings.workload_timeout)
+                measures["output_differs"] = float(output != self.baseline_output)
+            if self.baseline_timing is not None:
+                with self._timing_lock:
+                    timing = measure(
+                        workdir, workload, self.settings.screening, runner=runner,
+                        timeout=self.settings.workload_timeout, loops=self.baseline_timing.loops,
+                    )  # fmt: skip
+                measures["runtime_seconds"] = timing.median
+                measures["runtime"] = timing.median / self.baseline_timing.median
+        except WorkloadError as error:
+            if "timed out" not in str(error):
+                measures["workload_failed"] = 1.0
+            return f"\n{error}"
+        return ""
 
     def evaluate_many(
         self, variants: Sequence[Variant], on_done: Callable[[Evaluation], None] | None = None
@@ -116,6 +179,60 @@ class Evaluator:
                     on_done(results[-1])
             return results
 
+    # --- the original and the front -------------------------------------------------------------
+
     def holdout(self, variant: Variant) -> TestRun:
         """Run the held-out tests on a variant (only ever on the final front and the original)."""
-        return self._run(variant, self.settings.holdout)
+        return self._tests(variant, self.settings.holdout)
+
+    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
+            run, coverage = covered_test_run(
+                workdir, self.settings.train, self.program.files, timeout=self.settings.timeout * 3,
+                runner=self._runner(workdir),
+            )  # fmt: skip
+        return ochiai(coverage, run.outcomes)
+
+    def _workload(self) -> Workload:
+        if self.settings.workload is None:
+            raise ValueError("no workload is configured")
+        return self.settings.workload
+
+    def timing(self, variant: Variant, *, loops: int | None = None) -> Timing:
+        """A screening timing of one variant (the original, to set the baseline); raises WorkloadError."""
+        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir, self._timing_lock:
+            return measure(workdir, self._workload(), self.settings.screening, runner=self._runner(workdir),
+                           timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+
+    def output(self, variant: Variant) -> str:
+        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
+            return output_of(workdir, self._workload(), runner=self._runner(workdir),
+                             timeout=self.settings.workload_timeout)  # fmt: skip
+
+    def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Cumulative time of each function of the editable files in the workload, by (file, line)."""
+        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
+            return profile(workdir, self._workload(), self.program.files, runner=self._runner(workdir),
+                           timeout=self.settings.workload_timeout)  # fmt: skip
+
+    def rigorous(self, original: Variant, member: Variant, *, loops: int, seed: int = 0) -> SpeedUp:
+        """The speed-up of `member` over `original` from a rigorous, interleaved session."""
+        return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
+
+    def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
+        """pyperf's full protocol on both programs, interleaved two processes at a time."""
+        settings = self.settings.rigorous
+        rounds = max(1, settings.processes // 2)
+        pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
+                              min_time=settings.min_time)  # fmt: skip
+        with (
+            scratch_copy(self.program.root, original.sources, parent=self.scratch) as first,
+            scratch_copy(self.program.root, member.sources, parent=self.scratch) as second,
+        ):
+
+            def timer(workdir: Path) -> Callable[[], Timing]:
+                return lambda: measure(workdir, self._workload(), pair, runner=self._runner(workdir),
+                                       timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+
+            return interleaved(timer(first), timer(second), rounds)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fitness.objectives import Constraint, Objective, objective_values, violation
+from gi.edits import Edit
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.results import Evaluation
@@ -39,7 +40,7 @@ class SearchSettings:
     population: int = 20
     generations: int = 10
     crossover_rate: float = 0.5
-    mutation_rate: float = 0.5
+    mutation_rate: float = 1.0
     max_edits: int = 10
 
 
@@ -90,14 +91,33 @@ class NSGA2:
 
     # --- variation -----------------------------------------------------------------------
 
-    def mutate(self, patch: Patch) -> tuple[Patch, str] | None:
-        """Append one edit from a uniformly chosen operator; None if none finds a site."""
+    def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
+        """One edit from a uniformly chosen operator; None if none finds a site."""
         for _ in range(MUTATION_TRIES):
             operator = self.operators[int(self.rng.integers(len(self.operators)))]
             edit = operator.propose(self.program, patch, self.rng, self.context)
             if edit is not None:
-                return patch.appended(edit), operator.name
+                return edit, operator.name
         return None
+
+    def mutate(self, patch: Patch) -> tuple[Patch, str] | None:
+        """Change a patch: append a new edit, replace a random edit with a new one, or drop a
+        random edit, a third of the time each (an empty patch can only grow).
+
+        Replacing and dropping let a useful edit shed the harmful ones it arrived with.
+        """
+        choice = self.rng.random() if patch.edits else 0.0
+        if choice >= 2 / 3:
+            index = int(self.rng.integers(len(patch)))
+            return Patch(patch.edits[:index] + patch.edits[index + 1 :]), "drop"
+        made = self.new_edit(patch)
+        if made is None:
+            return None
+        edit, name = made
+        if choice >= 1 / 3:
+            index = int(self.rng.integers(len(patch)))
+            return Patch((*patch.edits[:index], edit, *patch.edits[index + 1 :])), f"replace:{name}"
+        return patch.appended(edit), name
 
     def _breed(self) -> tuple[Patch, tuple[str, ...], str] | None:
         first, second = crowded_tournament(self.population, 2, self.rng)
@@ -136,9 +156,9 @@ class NSGA2:
         while len(batch) < self.settings.population and tries < BREEDING_TRIES * self.settings.population:
             tries += 1
             if generation == 0:
-                mutated = self.mutate(Patch())
-                if mutated is not None:
-                    offer(mutated[0], (), mutated[1])
+                made = self.new_edit(Patch())
+                if made is not None:
+                    offer(Patch((made[0],)), (), made[1])
             else:
                 bred = self._breed()
                 if bred is not None:
@@ -149,14 +169,13 @@ class NSGA2:
 
     def individual(self, candidate: Candidate, evaluation: Evaluation, generation: int) -> Individual:
         """Score a candidate: objective values, constraint violation, DEAP fitness."""
-        values = objective_values(self.objectives, evaluation.measures) if evaluation.ok else None
-        scored = values if values is not None else self._worst()
+        worst = self.worst()
+        values = objective_values(self.objectives, evaluation.measures, worst) if evaluation.ok else None
         fitness = ParetoFitness(
             self.weights,
-            scored,
-            violation(self.constraint, evaluation.measures, ok=evaluation.ok and values is not None,
-                      test_count=self.test_count),
-        )  # fmt: skip
+            values if values is not None else worst,
+            violation(self.constraint, evaluation.measures, ok=evaluation.ok, test_count=self.test_count),
+        )
         return Individual(
             id=candidate.id,
             patch=candidate.patch,
@@ -168,7 +187,7 @@ class NSGA2:
             objectives=values,
         )
 
-    def _worst(self) -> tuple[float, ...]:
+    def worst(self) -> tuple[float, ...]:
         """Objective values for a broken variant: the reference point, in each objective's direction."""
         return tuple(o.from_minimised(r) for o, r in zip(self.objectives, self.reference, strict=True))
 

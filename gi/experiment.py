@@ -10,6 +10,7 @@ last checkpoint (a finished run just rewrites its report); `fresh=True` starts o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -20,18 +21,19 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import OBJECTIVES, Objective, objective_values, reference_point
+from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
+from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError
 from fitness.tests import count_failed
 from gi.config import Config
 from gi.errors import ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.evolution import NSGA2, Candidate, SearchSettings
-from gi.patch import Patch, apply
+from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits
-from mutators import CROSSOVERS, OPERATORS
+from mutators import CROSSOVERS, OPERATORS, MutationContext
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
 
 STORE_NAME = "store.sqlite"
@@ -61,6 +63,21 @@ class RunResult:
 ProgressCallback = Callable[[Progress, bool], None]
 
 
+def _workload_settings(config: Config) -> dict[str, Any]:
+    """The evaluator's workload settings from the [workload] section, if any."""
+    section = config.workload
+    if section is None:
+        return {}
+    return {
+        "workload": Workload(call=section.call, command=tuple(section.command or ())),
+        "check_output": section.check_output,
+        "time_failing": config.objectives.constraint is not Constraint.TRAIN_PASS,
+        "workload_timeout": section.timeout,
+        "screening": dataclasses.replace(SCREENING, processes=section.screening_processes),
+        "rigorous": dataclasses.replace(RIGOROUS, processes=section.rigorous_processes),
+    }
+
+
 def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
     return dict(rng.bit_generator.state)
 
@@ -73,6 +90,7 @@ class Experiment:
         self.folder = config.run_folder
         self.on_progress = on_progress or (lambda progress, generation_done: None)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
+        self.program = Program.load(config.program_root, config.program.files)
         if fresh and self.folder.exists():
             shutil.rmtree(self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -85,7 +103,6 @@ class Experiment:
                 " or change experiment.name or experiment.output"
             )
         self.store.set_meta("config", config.fingerprint())
-        self.program = Program.load(config.program_root, config.program.files)
         self.evaluator = Evaluator(
             self.program,
             EvaluationSettings(
@@ -94,15 +111,47 @@ class Experiment:
                 timeout=config.tests.timeout,
                 limits=Limits(memory_mb=config.evaluation.memory_mb, isolate=config.evaluation.isolate),
                 workers=config.evaluation.workers,
+                **_workload_settings(config),
             ),
         )
         self.cache: dict[str, Evaluation] = self.store.evaluations()
         self.progress = Progress(generations=config.search.generations)
+        self.suspicious: dict[tuple[str, int], float] = {}
+        self.hot: dict[str, float] = {}
+        self.drift: list[dict[str, float]] = []
 
     # --- the baseline ---------------------------------------------------------------------
 
+    def _baseline_workload(self, original: Variant) -> None:
+        """The original's output and first timing; the loop count found then is kept for the run."""
+        if self.config.workload is None:
+            return
+        try:
+            if self.config.workload.check_output:
+                self.evaluator.baseline_output = self.evaluator.output(original)
+            loops = self.store.get_meta("timing_loops")
+            timing = self.evaluator.timing(original, loops=loops)
+        except WorkloadError as error:
+            raise ProgramError(f"{self.config.source}: [workload] on the original program: {error}") from None
+        self.store.set_meta("timing_loops", timing.loops)
+        self.evaluator.baseline_timing = timing
+        self.drift.append({"generation": 0, "seconds": timing.median})
+
+    def _remeasure_original(self, generation: int) -> None:
+        """Time the original again, so this generation's ratios do not inherit the machine's drift."""
+        if self.config.workload is None or self.evaluator.baseline_timing is None:
+            return
+        original = apply(self.program, Patch())
+        try:
+            timing = self.evaluator.timing(original, loops=self.evaluator.baseline_timing.loops)
+        except WorkloadError:
+            return  # keep the previous baseline; the run goes on
+        self.evaluator.baseline_timing = timing
+        self.drift.append({"generation": generation, "seconds": timing.median})
+
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
+        self._baseline_workload(original)
         evaluation = self.cache.get(original.tree_hash)
         if evaluation is None:
             evaluation = self.evaluator.evaluate(original)
@@ -120,6 +169,51 @@ class Experiment:
         return evaluation
 
     # --- the loop ---------------------------------------------------------------------------
+
+    def _hot_functions(self) -> dict[str, float]:
+        """Share of the workload's time spent in each function (cumulative), from cProfile."""
+        workload = self.config.workload
+        wanted = workload.profile if workload is not None else False
+        if (
+            workload is None
+            or wanted is False
+            or (wanted == "auto" and "runtime" not in self.config.objectives.names())
+        ):
+            return {}
+        try:
+            spent = self.evaluator.profile(apply(self.program, Patch()))
+        except WorkloadError as error:
+            raise ProgramError(f"{self.config.source}: profiling the [workload] on the original: {error}") from None
+        names = self.program.functions()
+        total = max(spent.values(), default=0.0)
+        if total <= 0:
+            return {}
+        return {names[key]: seconds / total for key, seconds in spent.items() if key in names}
+
+    def _context(self, baseline: Evaluation) -> MutationContext:
+        """Where operators should edit: hot functions of the workload, and the suspicious lines
+        of fault localisation when the original fails tests."""
+        self.hot = self._hot_functions()
+        self.suspicious = self._suspicious_lines(baseline)
+        return MutationContext(
+            site_weights=self.hot,
+            # Cold code and lines no failing test runs keep a little weight: the search may go there.
+            default_weight=0.02 if self.hot else 1.0,
+            line_weights=self.suspicious,
+            line_floor=0.05 * max(self.suspicious.values(), default=0.0),
+        )
+
+    def _suspicious_lines(self, baseline: Evaluation) -> dict[tuple[str, int], float]:
+        """Ochiai scores of the lines, when fault localisation is on (stored for resuming)."""
+        wanted = self.config.mutators.fault_localisation
+        if wanted is False or (wanted == "auto" and baseline.measures.get("failed_tests", 0) == 0):
+            return {}
+        scores = self.store.get_meta("suspiciousness")
+        if scores is None:
+            found = self.evaluator.suspiciousness(apply(self.program, Patch()))
+            scores = [[file, line, score] for (file, line), score in sorted(found.items())]
+            self.store.set_meta("suspiciousness", scores)
+        return {(file, int(line)): float(score) for file, line, score in scores}
 
     def _search(self, baseline: Evaluation) -> NSGA2:
         settings = self.config.search
@@ -143,6 +237,7 @@ class Experiment:
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
             test_count=test_count,
+            context=self._context(baseline),
         )
 
     def _evaluate(self, candidates: list[Candidate], generation: int) -> list[Evaluation]:
@@ -197,6 +292,8 @@ class Experiment:
         while search.generation < self.config.search.generations:
             generation = search.generation + 1
             self.progress.generation = generation
+            if generation > 0:
+                self._remeasure_original(generation)
             candidates = search.ask()
             evaluations = self._evaluate(candidates, generation)
             children = search.tell(candidates, evaluations)
@@ -245,6 +342,24 @@ class Experiment:
 
     # --- after the loop ---------------------------------------------------------------------
 
+    def _times_runtime(self) -> bool:
+        return self.config.workload is not None and self.evaluator.baseline_timing is not None
+
+    def _speedup(self, original: Variant, member: Variant) -> dict[str, Any] | None:
+        """The rigorous re-measurement of a front member against the original (stored, so a
+        resumed run does not repeat it)."""
+        done: dict[str, dict[str, Any]] = self.store.get_meta("speedups") or {}
+        if member.tree_hash not in done:
+            assert self.evaluator.baseline_timing is not None
+            loops = 2 * self.evaluator.baseline_timing.loops  # pyperf's 100 ms a value, not screening's 50
+            try:
+                result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
+                done[member.tree_hash] = result.to_json()
+            except WorkloadError as error:
+                done[member.tree_hash] = {"error": str(error)}
+            self.store.set_meta("speedups", done)
+        return done[member.tree_hash]
+
     def _finish(self, search: NSGA2, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
         """Validate the front (minimal patches, held-out tests) and write the run folder."""
         members = search.archive.feasible() or search.archive.members
@@ -253,7 +368,6 @@ class Experiment:
         if self.config.tests.holdout:
             holdout_run = self.evaluator.holdout(original)
             holdout_baseline = holdout_run.outcomes
-            self.evaluator.baseline_holdout = holdout_baseline
         names = [objective.name for objective in self.objectives]
         front = []
         for member in members:
@@ -268,6 +382,8 @@ class Experiment:
                 "evaluation": evaluation,
                 "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
             }
+            if self._times_runtime() and member.fitness.feasible and variant.changed_files:
+                entry["speedup"] = self._speedup(original, variant)
             if holdout_baseline is not None:
                 run = self.evaluator.holdout(variant)
                 failing = run.failing()
@@ -277,7 +393,7 @@ class Experiment:
                     "failing": failing,
                 }
             front.append(entry)
-        baseline_objectives = objective_values(self.objectives, baseline.measures) or ()
+        baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         return write_report(
             self.folder,
             config=self.config,
@@ -288,10 +404,20 @@ class Experiment:
             front=front,
             history=self.store.history(),
             evaluation_log=self.store.evaluation_log(),
-            evaluations=self.progress.evaluations,
+            evaluations=len(self.cache) - 1,  # every program measured, but the original
             cache_hits=self.progress.cache_hits,
             wall_seconds=wall_seconds,
             isolated=self.evaluator.isolated,
+            extra={
+                "fault_localisation": [
+                    {"file": file, "line": line, "ochiai": round(score, 4)}
+                    for (file, line), score in sorted(self.suspicious.items(), key=lambda item: (-item[1], item[0]))[
+                        :10
+                    ]
+                ],
+                "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
+                "runtime_drift": self.drift,
+            },
         )
 
 

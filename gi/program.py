@@ -408,6 +408,16 @@ class Program:
         """The original node at a site; raises KeyError for a location that is no site."""
         return self._nodes[location]
 
+    def functions(self) -> dict[tuple[str, int], str]:
+        """Qualified name ("Class.method") of every function, by (file, first line)."""
+        names = {}
+        for site in self.sites_of(SiteKind.FUNCTION):
+            node = self.node(site.location)
+            assert isinstance(node, cst.FunctionDef)
+            own = node.name.value
+            names[(site.location.file, site.line)] = f"{site.function}.{own}" if site.function else own
+        return names
+
     def code(self, location: Location) -> str:
         """The original source of the node at a site, without the lines above it (cached)."""
         text = self._code.get(location)

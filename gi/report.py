@@ -49,6 +49,7 @@ def write_report(
     cache_hits: int,
     wall_seconds: float,
     isolated: bool,
+    extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Write summary.json, patches/*.diff and evaluations.jsonl; return the summary."""
     patch_dir = folder / PATCH_DIR
@@ -75,6 +76,8 @@ def write_report(
             "diff": diff_name,
             "training": _test_counts(entry["evaluation"].tests),
         }
+        if "speedup" in entry:
+            record["speedup"] = entry["speedup"]
         if "holdout" in entry:
             record["holdout"] = entry["holdout"]
             record["overfits"] = record["training"]["failed"] == 0 and entry["holdout"]["failed"] > 0
@@ -105,6 +108,7 @@ def write_report(
         "overfitting_rate": (sum(bool(m["overfits"]) for m in judged) / len(judged)) if judged else None,
         "hypervolume": [round(float(stats["hypervolume"]), 6) for stats in history],
         "generations": history,
+        **extra,
         "sandbox": "bubblewrap (no network, private /tmp, PID namespace)" if isolated else "process limits only",
     }
     lines = []
@@ -128,6 +132,9 @@ def front_table(summary: Mapping[str, Any]) -> Table:
     table.add_column("id")
     for name in names:
         table.add_column(name, justify="right")
+    timed = any(member.get("speedup") for member in summary["front"])
+    if timed:
+        table.add_column("speed-up (95% CI)", justify="right")
     table.add_column("held-out", justify="right")
     table.add_column("overfits")
     table.add_column("edits")
@@ -136,6 +143,7 @@ def front_table(summary: Mapping[str, Any]) -> Table:
     table.add_row(
         "original",
         *(_number(baseline["objectives"].get(name)) for name in names),
+        *(["1"] if timed else []),
         f"{holdout['passed']}/{holdout['passed'] + holdout['failed']}" if holdout else "-",
         "",
         "",
@@ -146,11 +154,25 @@ def front_table(summary: Mapping[str, Any]) -> Table:
         table.add_row(
             member["id"],
             *(_number(member["objectives"].get(name)) for name in names),
+            *([describe_speedup(member.get("speedup"), short=True)] if timed else []),
             f"{held['passed']}/{held['passed'] + held['failed']}" if held else "-",
             {True: "yes", False: "no", None: "-"}[member["overfits"]],
             "; ".join(member["descriptions"])[:80],
         )
     return table
+
+
+def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) -> str:
+    """'3.1x (2.9-3.3), significant', or why there is no figure."""
+    if not speedup:
+        return "-"
+    if "error" in speedup:
+        return "not measured" if short else f"not measured: {speedup['error']}"
+    figure = f"{speedup['value']:.3g}x ({speedup['low']:.3g}-{speedup['high']:.3g})"
+    if short:
+        return figure + ("" if speedup["significant"] else " n.s.")
+    verdict = "significant" if speedup["significant"] else "not significant"
+    return f"{figure}, {verdict} (Mann-Whitney U p = {speedup['p_value']:.2g})"
 
 
 def find_member(summary: Mapping[str, Any], member_id: str) -> dict[str, Any] | None:

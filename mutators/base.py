@@ -21,18 +21,25 @@ from gi.registry import Registry
 
 @dataclass(frozen=True)
 class MutationContext:
-    """What the search tells operators beyond the program and the patch.
+    """What the search tells operators beyond the program and the patch: where to edit.
 
     `site_weights` maps an enclosing function's name ("" for module level, "Class.method")
-    to a weight; sites in functions it does not name weigh `default_weight`. The engine
-    fills it from a profile of the workload or from fault localisation.
+    to a weight (sites in other functions weigh `default_weight`); the engine fills it from
+    a profile of the workload. `line_weights` maps (file, line) to a weight (sites on other
+    lines weigh `line_floor`); the engine fills it from fault localisation. A site's weight
+    is the product of the two.
     """
 
     site_weights: Mapping[str, float] = field(default_factory=dict)
     default_weight: float = 1.0
+    line_weights: Mapping[tuple[str, int], float] = field(default_factory=dict)
+    line_floor: float = 0.0
 
     def weight(self, site: Site) -> float:
-        return self.site_weights.get(site.function, self.default_weight)
+        weight = self.site_weights.get(site.function, self.default_weight)
+        if self.line_weights:
+            weight *= self.line_weights.get((site.location.file, site.line), self.line_floor)
+        return weight
 
 
 class Operator(Protocol):

@@ -1,4 +1,4 @@
-"""Control-flow insertion: `break`, `continue` and `return` before a statement, where legal."""
+"""Control-flow insertion: `break`, `continue` or `return` before a statement, where legal."""
 
 from __future__ import annotations
 
@@ -12,28 +12,30 @@ from gi.program import Program, Site
 from mutators.base import MutationContext, choose_site, register, statement_sites
 
 
-def _allows(keyword: str, site: Site) -> bool:
+def legal_keywords(site: Site) -> tuple[str, ...]:
+    """The control keywords the syntax allows before this statement."""
     context = site.context
     assert context is not None
     if context.fixed_position:
-        return False
-    return context.in_function if keyword == "return" else context.in_loop
+        return ()
+    return (("break", "continue") if context.in_loop else ()) + (("return",) if context.in_function else ())
 
 
 @dataclass(frozen=True)
 class ControlInsertion:
-    """Insert one control keyword before a statement in a loop (break, continue) or function (return)."""
+    """Insert `break` or `continue` (in a loop) or `return` (in a function) before a statement."""
 
-    keyword: str
-    name: str
-    description: str
+    name: str = "insert_control"
+    description: str = "insert `break` or `continue` (inside a loop) or `return` (inside a function) before a statement"
 
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        site = choose_site(statement_sites(program), rng, context, lambda s: _allows(self.keyword, s))
-        return InsertControl(site.location, self.keyword) if site else None
+        site = choose_site(statement_sites(program), rng, context, lambda s: bool(legal_keywords(s)))
+        if site is None:
+            return None
+        keywords = legal_keywords(site)
+        return InsertControl(site.location, keywords[int(rng.integers(len(keywords)))])
 
 
-for _keyword, _where in (("break", "inside a loop"), ("continue", "inside a loop"), ("return", "inside a function")):
-    register(ControlInsertion(_keyword, f"insert_{_keyword}", f"insert `{_keyword}` before a statement {_where}"))
+register(ControlInsertion())

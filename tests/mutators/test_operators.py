@@ -58,32 +58,12 @@ def total(values, limit):
         result += value * 2
     return -result
 """,
-    "insert_break": """\
-def total(values, limit):
-    result = 0
-    for value in values:
-        if value > limit and not value % 2:
-            break
-            continue
-        result += value * 2
-    return -result
-""",
-    "insert_continue": """\
+    "insert_control": """\
 def total(values, limit):
     result = 0
     for value in values:
         if value > limit and not value % 2:
             continue
-            continue
-        result += value * 2
-    return -result
-""",
-    "insert_return": """\
-def total(values, limit):
-    result = 0
-    for value in values:
-        if value > limit and not value % 2:
-            return
             continue
         result += value * 2
     return -result
@@ -173,7 +153,7 @@ def test_same_seed_same_edit(name: str, make_program: Callable[[str], Program]) 
 def test_operators_without_a_legal_site_propose_nothing(make_program: Callable[[str], Program]) -> None:
     program = make_program("import os\nx = os.sep\n")
     rng = np.random.default_rng(0)
-    for name in ("insert_break", "insert_continue", "insert_return", "binary_operator", "constant"):
+    for name in ("insert_control", "binary_operator", "constant"):
         assert OPERATORS.get(name).propose(program, Patch(), rng, MutationContext()) is None
 
 

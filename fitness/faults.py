@@ -1,0 +1,64 @@
+"""Fault localisation: which lines the failing tests run, scored with Ochiai.
+
+The tests run once on the original under coverage.py, with one coverage context per test
+(our pytest plugin switches them), so each line knows the tests that executed it. A line
+run by many failing and few passing tests is suspicious; repair runs weight edit sites by it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from coverage import CoverageData
+
+from fitness.tests import TestRun, pytest_command, run_tests
+from gi.results import CommandRunner
+
+COVERAGE_FILE = ".gi-coverage"
+
+#: Per file, per line: the node ids of the tests that executed it.
+LineCoverage = dict[str, dict[int, set[str]]]
+
+
+def covered_test_run(
+    workdir: Path,
+    paths: Sequence[str],
+    files: Sequence[str],
+    *,
+    timeout: float,
+    runner: CommandRunner,
+) -> tuple[TestRun, LineCoverage]:
+    """Run the tests under coverage.py with a context per test; return outcomes and coverage."""
+    data_file = workdir / COVERAGE_FILE
+    include = ",".join(str(workdir / file) for file in files)
+    prefix = [sys.executable, "-m", "coverage", "run", f"--data-file={data_file}", f"--include={include}"]
+    command = prefix + pytest_command(paths)[1:]  # `python -m coverage run -m pytest ...`
+    run = run_tests(workdir, paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"},
+                    command=command)  # fmt: skip
+    coverage: LineCoverage = {}
+    if data_file.exists():
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        for file in files:
+            by_line = data.contexts_by_lineno(str(workdir / file))
+            coverage[file] = {line: {c for c in contexts if c} for line, contexts in by_line.items()}
+    return run, coverage
+
+
+def ochiai(coverage: LineCoverage, outcomes: Mapping[str, str]) -> dict[tuple[str, int], float]:
+    """Ochiai suspiciousness of every covered line: failed(l) / sqrt(failed * (failed(l) + passed(l)))."""
+    failing = {test for test, outcome in outcomes.items() if outcome not in ("passed", "skipped", "xfailed")}
+    passing = {test for test, outcome in outcomes.items() if outcome == "passed"}
+    scores: dict[tuple[str, int], float] = {}
+    if not failing:
+        return scores
+    for file, lines in coverage.items():
+        for line, tests in lines.items():
+            failed_here = len(tests & failing)
+            passed_here = len(tests & passing)
+            if failed_here:
+                scores[(file, line)] = failed_here / math.sqrt(len(failing) * (failed_here + passed_here))
+    return scores

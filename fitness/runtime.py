@@ -1,0 +1,270 @@
+"""The runtime measure: the workload timed with pyperf, and the statistics to compare two programs.
+
+A workload is either a no-argument callable (`package.module:function`, imported from the
+variant's scratch copy) or a command. pyperf runs it in fresh worker processes with warm-ups
+and loops calibrated to a minimum time per value. Screening measurements (few processes)
+drive the search; the rigorous protocol (pyperf's default of 20 processes, the original and
+the variant interleaved in the same session) confirms a speed-up at the end, with a 95%
+bootstrap interval and a Mann-Whitney U test over per-process means.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyperf
+from scipy import stats
+
+from gi.results import CommandRunner, ProcessOutcome
+
+SCRIPT_NAME = ".gi-workload.py"
+
+#: Written into the scratch copy and run from there, so `import package.module` finds the
+#: variant's code first (the script's folder heads sys.path). It imports nothing of gi's.
+WORKLOAD_SCRIPT = """\
+import argparse
+import importlib
+import json
+import sys
+
+
+def load(spec):
+    module_name, _, attribute = spec.partition(":")
+    target = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    return target
+
+
+if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gi-call", required=True)
+    parser.add_argument("--gi-output")
+    parser.add_argument("--gi-profile")
+    args = parser.parse_args()
+    function = load(args.gi_call)
+    if args.gi_output:
+        with open(args.gi_output, "w", encoding="utf-8") as stream:
+            stream.write(repr(function()))
+    else:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.runcall(function)
+        rows = [
+            [filename, line, name, own, cumulative]
+            for (filename, line, name), (_, _, own, cumulative, _) in pstats.Stats(profiler).stats.items()
+        ]
+        with open(args.gi_profile, "w", encoding="utf-8") as stream:
+            json.dump(rows, stream)
+else:
+    import pyperf
+
+    runner = pyperf.Runner(add_cmdline_args=lambda command, args: command.extend(("--gi-call", args.gi_call)))
+    runner.argparser.add_argument("--gi-call", required=True)
+    arguments = runner.parse_args()
+    runner.bench_func("workload", load(arguments.gi_call))
+"""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What to time: a callable `call` ("package.module:function") or a `command`."""
+
+    call: str | None = None
+    command: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.call is None) == (not self.command):
+            raise ValueError("a workload is either a call or a command, not both or neither")
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How hard pyperf measures: worker processes, values per process, warm-ups, time per value."""
+
+    processes: int
+    values: int = 3
+    warmups: int = 1
+    min_time: float = 0.1
+
+
+SCREENING = TimingSettings(processes=2, values=3, warmups=1, min_time=0.05)
+RIGOROUS = TimingSettings(processes=20, values=3, warmups=1, min_time=0.1)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One pyperf measurement: the mean time of one call in each worker process, in seconds."""
+
+    process_means: tuple[float, ...]
+    loops: int
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.process_means))
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.process_means))
+
+    def merged(self, other: Timing) -> Timing:
+        return Timing(self.process_means + other.process_means, self.loops)
+
+
+class WorkloadError(Exception):
+    """The workload failed on a variant (it raised, or pyperf could not measure it)."""
+
+
+def _pyperf_options(settings: TimingSettings, output: Path, loops: int | None) -> list[str]:
+    options = ["-p", str(settings.processes), "-n", str(settings.values), "-w", str(settings.warmups),
+               "-o", str(output), "--quiet"]  # fmt: skip
+    if loops:
+        options += ["--loops", str(loops)]
+    else:
+        options += ["--min-time", str(settings.min_time)]
+    return options
+
+
+def _failure(process: ProcessOutcome, what: str) -> WorkloadError:
+    tail = (process.stderr or process.stdout).strip().splitlines()[-3:]
+    reason = "timed out" if process.timed_out else f"exit {process.returncode}"
+    return WorkloadError(f"{what} failed ({reason}): {' | '.join(tail)}")
+
+
+def measure(
+    workdir: Path,
+    workload: Workload,
+    settings: TimingSettings,
+    *,
+    runner: CommandRunner,
+    timeout: float,
+    loops: int | None = None,
+) -> Timing:
+    """Time the workload in `workdir` with pyperf; `loops` fixes the loop count (no calibration)."""
+    output = workdir / ".gi-timing.json"
+    output.unlink(missing_ok=True)
+    if workload.call is not None:
+        (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
+        argv = [sys.executable, SCRIPT_NAME, "--gi-call", workload.call, *_pyperf_options(settings, output, loops)]
+    else:
+        argv = [sys.executable, "-m", "pyperf", "command", *_pyperf_options(settings, output, loops), "--",
+                *workload.command]  # fmt: skip
+    process = runner(argv, cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})
+    if process.returncode != 0 or not output.exists():
+        raise _failure(process, "timing the workload")
+    benchmark = pyperf.Benchmark.load(str(output))
+    runs = [run for run in benchmark.get_runs() if run.values]
+    if not runs:
+        raise WorkloadError("pyperf recorded no values")
+    return Timing(tuple(float(np.mean(run.values)) for run in runs), int(runs[0].get_loops()))
+
+
+def output_of(workdir: Path, workload: Workload, *, runner: CommandRunner, timeout: float) -> str:
+    """What the workload gives: repr() of the call's return value, or the command's stdout."""
+    if workload.call is None:
+        process = runner(list(workload.command), cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})
+        if process.returncode != 0:
+            raise _failure(process, "running the workload")
+        return process.stdout
+    (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
+    target = workdir / ".gi-output.txt"
+    process = runner([sys.executable, SCRIPT_NAME, "--gi-call", workload.call, "--gi-output", str(target)],
+                     cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})  # fmt: skip
+    if process.returncode != 0 or not target.exists():
+        raise _failure(process, "running the workload")
+    return target.read_text(encoding="utf-8")
+
+
+def profile(
+    workdir: Path, workload: Workload, files: Sequence[str], *, runner: CommandRunner, timeout: float
+) -> dict[tuple[str, int], float]:
+    """Cumulative time (cProfile cumtime) of each function of the editable files, by (file, first line).
+
+    Cumulative rather than own time: a call in a loop is where a hot function can be avoided.
+    """
+    if workload.call is None:
+        return {}
+    (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
+    target = workdir / ".gi-profile.json"
+    process = runner([sys.executable, SCRIPT_NAME, "--gi-call", workload.call, "--gi-profile", str(target)],
+                     cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})  # fmt: skip
+    if process.returncode != 0 or not target.exists():
+        raise _failure(process, "profiling the workload")
+    rows: list[list[Any]] = json.loads(target.read_text(encoding="utf-8"))
+    wanted = {str((workdir / file).resolve()): file for file in files}
+    spent: dict[tuple[str, int], float] = {}
+    for filename, line, _name, _own, cumulative in rows:
+        file = wanted.get(str(Path(filename).resolve())) if filename and not filename.startswith("<") else None
+        if file is not None:
+            spent[(file, int(line))] = max(spent.get((file, int(line)), 0.0), float(cumulative))
+    return spent
+
+
+@dataclass(frozen=True)
+class SpeedUp:
+    """Original time over variant time, with its 95% interval and whether it is significant."""
+
+    value: float
+    low: float
+    high: float
+    p_value: float
+    significant: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": round(self.value, 4),
+            "low": round(self.low, 4),
+            "high": round(self.high, 4),
+            "p_value": float(f"{self.p_value:.4g}"),
+            "significant": self.significant,
+        }
+
+
+def compare(original: Timing, variant: Timing, *, seed: int = 0, resamples: int = 2000) -> SpeedUp:
+    """Speed-up of `variant` over `original` from per-process means.
+
+    The interval is a percentile bootstrap of mean(original) / mean(variant); the change is
+    significant when a two-sided Mann-Whitney U test gives p < 0.05 and the interval excludes 1.
+    """
+    a = np.asarray(original.process_means)
+    b = np.asarray(variant.process_means)
+    value = float(a.mean() / b.mean())
+    rng = np.random.default_rng(seed)
+    ratios = a[rng.integers(len(a), size=(resamples, len(a)))].mean(axis=1) / b[
+        rng.integers(len(b), size=(resamples, len(b)))
+    ].mean(axis=1)
+    low, high = (float(x) for x in np.percentile(ratios, [2.5, 97.5]))
+    p_value = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue) if len(a) > 1 and len(b) > 1 else 1.0
+    significant = p_value < 0.05 and (low > 1.0 or high < 1.0)
+    if math.isnan(p_value):
+        p_value, significant = 1.0, False
+    return SpeedUp(value, low, high, p_value, significant)
+
+
+def interleaved(
+    measure_original: Callable[[], Timing],
+    measure_variant: Callable[[], Timing],
+    rounds: int,
+) -> tuple[Timing, Timing]:
+    """Measure two programs in alternating rounds (ABBA order), so drift hits both alike."""
+    original: Timing | None = None
+    variant: Timing | None = None
+    for round_index in range(rounds):
+        order = (measure_original, measure_variant) if round_index % 2 == 0 else (measure_variant, measure_original)
+        for which in order:
+            timing: Timing = which()
+            if which is measure_original:
+                original = timing if original is None else original.merged(timing)
+            else:
+                variant = timing if variant is None else variant.merged(timing)
+    assert original is not None and variant is not None
+    return original, variant

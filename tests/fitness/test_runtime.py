@@ -1,0 +1,101 @@
+"""The runtime measure with real pyperf worker processes, and the statistics on top."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fitness.objectives import Constraint, violation
+from fitness.runtime import Timing, TimingSettings, Workload, WorkloadError, compare, measure, output_of, profile
+from gi.sandbox import LimitedRunner, Limits, scratch_copy
+
+PROGRAM = """\
+def helper(n):
+    return sum(i * i for i in range(n))
+
+
+def slow():
+    return [helper(2000) for _ in range(20)]
+
+
+def broken():
+    raise RuntimeError("the workload breaks")
+"""
+
+QUICK = TimingSettings(processes=2, values=2, warmups=1, min_time=0.01)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "work.py").write_text(PROGRAM)
+    return folder
+
+
+def test_compare_tells_equal_from_different() -> None:
+    same = Timing((1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99), 1)
+    half = Timing((0.5, 0.51, 0.49, 0.5, 0.52, 0.48, 0.5, 0.51), 1)
+    equal = compare(same, same)
+    assert equal.value == pytest.approx(1.0) and not equal.significant
+    faster = compare(same, half)
+    assert faster.significant and faster.low > 1.8 and faster.high < 2.2 and faster.value == pytest.approx(2.0, 0.02)
+    slower = compare(half, same)
+    assert slower.significant and slower.high < 1
+    assert compare(same, half, seed=3) == compare(same, half, seed=3)
+
+
+def test_too_few_processes_are_never_significant() -> None:
+    assert not compare(Timing((1.0,), 1), Timing((0.1,), 1)).significant
+
+
+def test_measure_runs_pyperf_workers(project: Path) -> None:
+    with scratch_copy(project, {}) as workdir:
+        runner = LimitedRunner(Limits(), workdir.parent)
+        timing = measure(workdir, Workload(call="work:slow"), QUICK, runner=runner, timeout=120)
+        assert len(timing.process_means) == 2 and timing.loops >= 1
+        assert 0 < timing.median < 1
+        fixed = measure(workdir, Workload(call="work:slow"), QUICK, runner=runner, timeout=120, loops=3)
+        assert fixed.loops == 3
+
+
+def test_output_and_profile_of_a_call(project: Path) -> None:
+    with scratch_copy(project, {}) as workdir:
+        runner = LimitedRunner(Limits(), workdir.parent)
+        assert output_of(workdir, Workload(call="work:slow"), runner=runner, timeout=60).startswith("[2664667000, ")
+        spent = profile(workdir, Workload(call="work:slow"), ["work.py"], runner=runner, timeout=60)
+        # Functions by their first line; comprehensions show up as code objects of their own.
+        assert {("work.py", 1), ("work.py", 5)} <= set(spent) <= {("work.py", line) for line in (1, 2, 5, 6)}
+        assert spent[("work.py", 5)] >= spent[("work.py", 1)] > 0  # cumulative: slow() includes helper()
+
+
+def test_a_command_workload(project: Path) -> None:
+    command = Workload(command=("python3", "-c", "import work; print(len(work.slow()))"))
+    with scratch_copy(project, {}) as workdir:
+        runner = LimitedRunner(Limits(), workdir.parent)
+        assert output_of(workdir, command, runner=runner, timeout=60) == "20\n"
+        assert measure(workdir, command, QUICK, runner=runner, timeout=120).median > 0
+
+
+def test_a_failing_workload_is_a_clear_error(project: Path) -> None:
+    with scratch_copy(project, {}) as workdir:
+        runner = LimitedRunner(Limits(), workdir.parent)
+        with pytest.raises(WorkloadError, match="the workload breaks"):
+            output_of(workdir, Workload(call="work:broken"), runner=runner, timeout=60)
+        with pytest.raises(WorkloadError, match="timing the workload failed"):
+            measure(workdir, Workload(call="work:broken"), QUICK, runner=runner, timeout=60)
+
+
+def test_a_workload_is_a_call_or_a_command() -> None:
+    with pytest.raises(ValueError, match="either a call or a command"):
+        Workload()
+    with pytest.raises(ValueError, match="either a call or a command"):
+        Workload(call="a:b", command=("x",))
+
+
+def test_changed_output_makes_a_variant_infeasible() -> None:
+    measures = {"failed_tests": 0.0, "output_differs": 1.0}
+    assert violation(Constraint.TRAIN_PASS, measures, ok=True, test_count=4) == 1.0
+    assert violation(Constraint.NONE, measures, ok=True, test_count=4) == 1.0
+    assert violation(Constraint.TRAIN_PASS, {"failed_tests": 0.0}, ok=True, test_count=4) == 0.0

@@ -1,0 +1,209 @@
+"""Whole runs from the example configs: real pytest runs, a real run store, real diffs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gi.cli import main
+from gi.config import Config, load_config
+from gi.experiment import run_experiment
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
+
+def checksums(folder: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def example(name: str, output: Path, program: Path, **search: Any) -> Config:
+    """An example config, writing into `output` and pointing at a copy of its program."""
+    config = load_config(EXPERIMENTS / f"{name}.toml")
+    return config.model_copy(
+        update={
+            "experiment": config.experiment.model_copy(update={"output": output}),
+            "program": config.program.model_copy(update={"root": program}),
+            "search": config.search.model_copy(update=search),
+        }
+    )
+
+
+def front(summary: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    return [(m["id"], m["edits"], m["objectives"]) for m in summary["front"]]
+
+
+@pytest.mark.slow
+def test_simplification_run_finds_simpler_code_and_flags_overfitting(
+    tmp_path: Path, example_copy: Callable[[str], Path]
+) -> None:
+    program = example_copy("grading")
+    before = checksums(program)
+    result = run_experiment(example("grading", tmp_path / "runs", program))
+    summary = result.summary
+    assert checksums(program) == before, "the program's files must be unchanged"
+
+    baseline = summary["baseline"]["objectives"]
+    assert baseline == {"failed_tests": 0.0, "complexity": 12.0, "size": 0.0}
+    simpler = [
+        m for m in summary["front"] if m["objectives"]["failed_tests"] == 0 and m["objectives"]["complexity"] < 12
+    ]
+    assert simpler, f"no passing member with lower complexity in {front(summary)}"
+
+    for member in summary["front"]:
+        held = member["holdout"]
+        assert member["overfits"] == (member["training"]["failed"] == 0 and held["failed"] > 0)
+        if member["diff"]:
+            diff = (result.folder / member["diff"]).read_text()
+            if '-        raise ValueError(f"score out of range: {score}")' in diff or "-    if score < 0 or" in diff:
+                assert member["overfits"], f"{member['id']} deletes the range check but is not flagged"
+            subprocess.run(["git", "apply", "--check", str(result.folder / member["diff"])], cwd=program, check=True)
+    rates = [m["overfits"] for m in summary["front"]]
+    assert summary["overfitting_rate"] == pytest.approx(sum(rates) / len(rates))
+
+    assert (result.folder / "store.sqlite").exists()
+    log = (result.folder / "evaluations.jsonl").read_text().splitlines()
+    assert len(log) == summary["evaluations"] + 1  # every evaluation, and the baseline
+    assert {json.loads(line)["status"] for line in log} <= {"ok", "unparseable", "timed_out", "crashed"}
+    assert len(summary["hypervolume"]) == 11 and summary["hypervolume"][-1] >= summary["hypervolume"][0]
+    assert summary["wall_seconds"] > 0
+
+
+@pytest.mark.slow
+def test_repair_run_finds_a_patch_passing_every_training_test(
+    tmp_path: Path, example_copy: Callable[[str], Path]
+) -> None:
+    program = example_copy("windows")
+    before = checksums(program)
+    summary = run_experiment(example("windows", tmp_path / "runs", program)).summary
+    assert checksums(program) == before
+    assert summary["baseline"]["objectives"]["failed_tests"] == 4
+    repaired = [m for m in summary["front"] if m["objectives"]["failed_tests"] == 0]
+    assert repaired, f"no repair in {front(summary)}"
+    # Every failing test runs the loop condition (line 13), so it is among the most suspicious lines.
+    scores = {entry["line"]: entry["ochiai"] for entry in summary["fault_localisation"]}
+    assert scores[13] == max(scores.values())
+
+
+@pytest.mark.slow
+def test_same_config_and_seed_give_the_same_front(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+    program = example_copy("grading")
+    small = {"population": 8, "generations": 3}
+    first = run_experiment(example("grading", tmp_path / "one", program, **small)).summary
+    second = run_experiment(example("grading", tmp_path / "two", program, **small)).summary
+    assert front(first) == front(second)
+    assert first["evaluations"] == second["evaluations"]
+    other = example("grading", tmp_path / "three", program, **small)
+    other = other.model_copy(update={"experiment": other.experiment.model_copy(update={"seed": 99})})
+    third = run_experiment(other).summary
+    assert [m["edits"] for m in third["front"]] != [m["edits"] for m in first["front"]] or third[
+        "evaluations"
+    ] != first["evaluations"], "a different seed should make a different run"
+
+
+def write_small_config(tmp_path: Path, program: Path, output: Path) -> Path:
+    text = (EXPERIMENTS / "grading.toml").read_text()
+    text = text.replace('root = "programs/grading"', f'root = "{program}"')
+    text = text.replace('output = "runs"', f'output = "{output}"')
+    text = text.replace("population = 20", "population = 8").replace("generations = 10", "generations = 4")
+    path = tmp_path / f"{output.name}.toml"
+    path.write_text(text)
+    return path
+
+
+def checkpoints(store: Path) -> int:
+    try:
+        with sqlite3.connect(store) as db:
+            return int(db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_to_the_same_front(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+    program = example_copy("grading")
+    whole = write_small_config(tmp_path, program, tmp_path / "whole")
+    assert main(["run", str(whole), "--quiet"]) == 0
+    expected = json.loads((tmp_path / "whole" / "grading-simplify-seed1" / "summary.json").read_text())
+
+    killed = write_small_config(tmp_path, program, tmp_path / "killed")
+    store = tmp_path / "killed" / "grading-simplify-seed1" / "store.sqlite"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gi.cli", "run", str(killed), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while checkpoints(store) < 2 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be killed"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (store.parent / "summary.json").exists()
+
+    assert main(["run", str(killed), "--quiet"]) == 0
+    resumed = json.loads((store.parent / "summary.json").read_text())
+    assert front(resumed) == front(expected)
+
+
+@pytest.mark.slow
+def test_show_prints_a_members_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = EXPERIMENTS / "programs" / "grading"
+    config = write_small_config(tmp_path, program, tmp_path / "show")
+    assert main(["run", str(config), "--quiet"]) == 0
+    folder = tmp_path / "show" / "grading-simplify-seed1"
+    summary = json.loads((folder / "summary.json").read_text())
+    member = next(m for m in summary["front"] if m["diff"])
+    capsys.readouterr()
+    assert main(["show", str(folder), member["id"]]) == 0
+    out = capsys.readouterr().out
+    assert "--- a/grading.py" in out and member["id"] in out
+    assert main(["show", str(folder), "nobody"]) == 1
+    assert "no front member 'nobody'" in capsys.readouterr().err
+
+
+def test_a_run_folder_of_another_config_is_refused(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+    program = example_copy("grading")
+    config = write_small_config(tmp_path, program, tmp_path / "runs")
+    folder = tmp_path / "runs" / "grading-simplify-seed1"
+    folder.mkdir(parents=True)
+    from populations import RunStore
+
+    store = RunStore(folder / "store.sqlite")
+    store.set_meta("config", {"something": "else"})
+    store.close()
+    result = subprocess.run(
+        [sys.executable, "-m", "gi.cli", "run", str(config)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    assert "holds a run of a different config; rerun with --fresh" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_show_on_a_folder_that_is_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(tmp_path)]) == 2
+    assert "no summary.json here" in capsys.readouterr().err
+
+
+def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> None:
+    from mutators import CROSSOVERS, OPERATORS
+
+    assert main(["operators"]) == 0
+    out = capsys.readouterr().out
+    for name in OPERATORS.names() + CROSSOVERS.names():
+        assert name in out
