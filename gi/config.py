@@ -97,6 +97,9 @@ class SearchSection(_Section):
         "one_point",
     ]
     max_edits: Annotated[int, Field(ge=1, le=1000, description="the most edits a patch may have")] = 10
+    archive_parents: Annotated[
+        float, Field(ge=0, le=1, description="chance a parent is drawn from the Pareto archive, not the population")
+    ] = 0.5
 
     @field_validator("crossovers")
     @classmethod
@@ -265,7 +268,8 @@ def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[
             if message.startswith("Value error, "):
                 message = message.removeprefix("Value error, ")
             rule = f"; {key} is {description}" if description else ""
-            shown = f" = {value!r}" if value is not None and kind not in ("direction", "no_objective") else ""
+            whole_section = kind in ("direction", "no_objective", "workload_kind")
+            shown = f" = {value!r}" if value is not None and not whole_section else ""
             lines.append(f"{path}: {key}{shown}: {message}{rule}")
     # Report each key once: a union type yields one error per alternative.
     seen: set[str] = set()

@@ -42,6 +42,7 @@ class SearchSettings:
     crossover_rate: float = 0.5
     mutation_rate: float = 1.0
     max_edits: int = 10
+    archive_parents: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,21 @@ class NSGA2:
             return Patch((*patch.edits[:index], edit, *patch.edits[index + 1 :])), f"replace:{name}"
         return patch.appended(edit), name
 
+    def _parent(self) -> Individual:
+        """A parent from the Pareto archive (with probability `archive_parents`, uniformly) or by
+        a crowded tournament on the population.
+
+        In GI the front is often tiny (most edits break something), so the population fills up
+        with dominated patches; drawing half the parents from the archive, as SPEA2 draws all of
+        them, keeps the search building on the best programs found.
+        """
+        archive = self.archive.feasible() or self.archive.members
+        if archive and self.rng.random() < self.settings.archive_parents:
+            return archive[int(self.rng.integers(len(archive)))]
+        return crowded_tournament(self.population, 1, self.rng)[0]
+
     def _breed(self) -> tuple[Patch, tuple[str, ...], str] | None:
-        first, second = crowded_tournament(self.population, 2, self.rng)
+        first, second = self._parent(), self._parent()
         if self.crossovers and self.rng.random() < self.settings.crossover_rate:
             crossover = self.crossovers[int(self.rng.integers(len(self.crossovers)))]
             child = crossover.combine(first.patch, second.patch, self.rng)

@@ -37,6 +37,8 @@ from mutators import CROSSOVERS, OPERATORS, MutationContext
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
 
 STORE_NAME = "store.sqlite"
+#: The weight of a function the workload never enters (the hottest weighs 1).
+COLD_WEIGHT = 0.02
 
 
 @dataclass
@@ -163,6 +165,8 @@ class Experiment:
                 )
             if not evaluation.tests:
                 raise ProgramError(f"{self.config.source}: tests.train collects no test in {self.config.program_root}")
+            if "runtime" in evaluation.measures:  # the original is the unit its variants are timed in
+                evaluation = dataclasses.replace(evaluation, measures={**evaluation.measures, "runtime": 1.0})
             self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
             self.cache[original.tree_hash] = evaluation
         self.evaluator.baseline_tests = evaluation.tests
@@ -171,7 +175,8 @@ class Experiment:
     # --- the loop ---------------------------------------------------------------------------
 
     def _hot_functions(self) -> dict[str, float]:
-        """Share of the workload's time spent in each function (cumulative), from cProfile."""
+        """Weight of each function of the program: its share of the workload's time (cumulative,
+        from cProfile, relative to the hottest), at least 0.02 so cold code is not ruled out."""
         workload = self.config.workload
         wanted = workload.profile if workload is not None else False
         if (
@@ -185,10 +190,14 @@ class Experiment:
         except WorkloadError as error:
             raise ProgramError(f"{self.config.source}: profiling the [workload] on the original: {error}") from None
         names = self.program.functions()
-        total = max(spent.values(), default=0.0)
-        if total <= 0:
+        hottest = max((seconds for key, seconds in spent.items() if key in names), default=0.0)
+        if hottest <= 0:
             return {}
-        return {names[key]: seconds / total for key, seconds in spent.items() if key in names}
+        weights = dict.fromkeys(names.values(), COLD_WEIGHT)
+        for key, seconds in spent.items():
+            if key in names:
+                weights[names[key]] = max(COLD_WEIGHT, seconds / hottest)
+        return weights
 
     def _context(self, baseline: Evaluation) -> MutationContext:
         """Where operators should edit: hot functions of the workload, and the suspicious lines
@@ -196,10 +205,11 @@ class Experiment:
         self.hot = self._hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
         return MutationContext(
+            # Module-level code (constants, imports) is not in the profile and keeps weight 1:
+            # a constant there may well steer the hot loop.
             site_weights=self.hot,
-            # Cold code and lines no failing test runs keep a little weight: the search may go there.
-            default_weight=0.02 if self.hot else 1.0,
             line_weights=self.suspicious,
+            # Lines no failing test runs keep a little weight, so the search may still go there.
             line_floor=0.05 * max(self.suspicious.values(), default=0.0),
         )
 
@@ -233,6 +243,7 @@ class Experiment:
                 settings.crossover_rate,
                 settings.mutation_rate,
                 settings.max_edits,
+                settings.archive_parents,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,

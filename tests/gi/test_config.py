@@ -75,6 +75,13 @@ MISTAKES = [
     ("seed = 1", "seed = -1", r"experiment\.seed = -1: .*greater than or equal to 0"),
     ("timeout = 10", "timeout = 10\ntimeout = 11", r"not valid TOML: Cannot overwrite a value \(at line 14"),
     ('algorithm = "nsga2"', 'algorithm = "nsga3"', r"search\.algorithm = 'nsga3': .*'nsga2'"),
+    ('"complexity", "size"]', '"runtime", "size"]', r"objectives: 'runtime' needs a \[workload\] section"),
+    ('operators = "all"', 'operators = "all"\n\n[workload]\ncall = "bench"', r"workload\.call = 'bench': .*pattern"),
+    (
+        'operators = "all"',
+        'operators = "all"\n\n[workload]\ncheck_output = true',
+        r"workload: give either call = \"module:function\" or command = \[\.\.\.\], not both",
+    ),
 ]
 
 

@@ -99,23 +99,8 @@ def test_repair_run_finds_a_patch_passing_every_training_test(
     assert scores[13] == max(scores.values())
 
 
-@pytest.mark.slow
-def test_same_config_and_seed_give_the_same_front(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
-    program = example_copy("grading")
-    small = {"population": 8, "generations": 3}
-    first = run_experiment(example("grading", tmp_path / "one", program, **small)).summary
-    second = run_experiment(example("grading", tmp_path / "two", program, **small)).summary
-    assert front(first) == front(second)
-    assert first["evaluations"] == second["evaluations"]
-    other = example("grading", tmp_path / "three", program, **small)
-    other = other.model_copy(update={"experiment": other.experiment.model_copy(update={"seed": 99})})
-    third = run_experiment(other).summary
-    assert [m["edits"] for m in third["front"]] != [m["edits"] for m in first["front"]] or third[
-        "evaluations"
-    ] != first["evaluations"], "a different seed should make a different run"
-
-
 def write_small_config(tmp_path: Path, program: Path, output: Path) -> Path:
+    """The grading example at 8 x 4, writing into `output`."""
     text = (EXPERIMENTS / "grading.toml").read_text()
     text = text.replace('root = "programs/grading"', f'root = "{program}"')
     text = text.replace('output = "runs"', f'output = "{output}"')
@@ -123,6 +108,30 @@ def write_small_config(tmp_path: Path, program: Path, output: Path) -> Path:
     path = tmp_path / f"{output.name}.toml"
     path.write_text(text)
     return path
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """One uninterrupted small run through the command line: (config, run folder, summary)."""
+    tmp_path = tmp_path_factory.mktemp("small")
+    program = EXPERIMENTS / "programs" / "grading"
+    before = checksums(program)
+    config = write_small_config(tmp_path, program, tmp_path / "whole")
+    assert main(["run", str(config), "--quiet"]) == 0
+    assert checksums(program) == before
+    folder = tmp_path / "whole" / "grading-simplify-seed1"
+    return config, folder, json.loads((folder / "summary.json").read_text())
+
+
+@pytest.mark.slow
+def test_same_config_and_seed_give_the_same_front(tmp_path: Path, small_run: tuple[Path, Path, dict[str, Any]]) -> None:
+    _, _, expected = small_run
+    again = write_small_config(tmp_path, EXPERIMENTS / "programs" / "grading", tmp_path / "again")
+    assert main(["run", str(again), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "again" / "grading-simplify-seed1" / "summary.json").read_text())
+    assert front(summary) == front(expected)
+    assert summary["evaluations"] == expected["evaluations"]
+    assert summary["hypervolume"] == expected["hypervolume"]
 
 
 def checkpoints(store: Path) -> int:
@@ -134,12 +143,11 @@ def checkpoints(store: Path) -> int:
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_to_the_same_front(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+def test_a_killed_run_resumes_to_the_same_front(
+    tmp_path: Path, example_copy: Callable[[str], Path], small_run: tuple[Path, Path, dict[str, Any]]
+) -> None:
+    _, _, expected = small_run
     program = example_copy("grading")
-    whole = write_small_config(tmp_path, program, tmp_path / "whole")
-    assert main(["run", str(whole), "--quiet"]) == 0
-    expected = json.loads((tmp_path / "whole" / "grading-simplify-seed1" / "summary.json").read_text())
-
     killed = write_small_config(tmp_path, program, tmp_path / "killed")
     store = tmp_path / "killed" / "grading-simplify-seed1" / "store.sqlite"
     process = subprocess.Popen(
@@ -162,17 +170,16 @@ def test_a_killed_run_resumes_to_the_same_front(tmp_path: Path, example_copy: Ca
 
 
 @pytest.mark.slow
-def test_show_prints_a_members_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    program = EXPERIMENTS / "programs" / "grading"
-    config = write_small_config(tmp_path, program, tmp_path / "show")
-    assert main(["run", str(config), "--quiet"]) == 0
-    folder = tmp_path / "show" / "grading-simplify-seed1"
-    summary = json.loads((folder / "summary.json").read_text())
+def test_show_prints_a_members_diff(
+    small_run: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, folder, summary = small_run
     member = next(m for m in summary["front"] if m["diff"])
-    capsys.readouterr()
     assert main(["show", str(folder), member["id"]]) == 0
     out = capsys.readouterr().out
     assert "--- a/grading.py" in out and member["id"] in out
+    assert main(["show", str(folder)]) == 0
+    assert "Pareto front of grading-simplify" in capsys.readouterr().out
     assert main(["show", str(folder), "nobody"]) == 1
     assert "no front member 'nobody'" in capsys.readouterr().err
 
@@ -207,3 +214,36 @@ def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     for name in OPERATORS.names() + CROSSOVERS.names():
         assert name in out
+
+
+@pytest.mark.slow
+def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+    program = example_copy("dedupe")
+    before = checksums(program)
+    summary = run_experiment(example("dedupe", tmp_path / "runs", program)).summary
+    assert checksums(program) == before
+    assert summary["baseline"]["objectives"]["runtime"] == 1.0
+    confirmed = [
+        m
+        for m in summary["front"]
+        if m["objectives"]["failed_tests"] == 0 and m.get("speedup") and m["speedup"].get("significant")
+    ]
+    assert confirmed, f"no confirmed speed-up in {front(summary)}"
+    best = max(confirmed, key=lambda m: m["speedup"]["value"])
+    assert best["speedup"]["low"] >= 3.0, best["speedup"]
+    assert best["training"]["failed"] == 0
+    assert len(summary["runtime_drift"]) == 11  # the original, timed again every generation
+    assert "dedupe" in summary["hot_functions"]
+
+
+@pytest.mark.slow
+def test_constant_tweaks_find_a_faster_batch_size(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+    program = example_copy("batching")
+    summary = run_experiment(example("batching", tmp_path / "runs", program)).summary
+    faster = [
+        m
+        for m in summary["front"]
+        if m.get("speedup") and m["speedup"].get("significant") and m["speedup"]["value"] > 1
+    ]
+    assert faster, f"no significantly faster variant in {front(summary)}"
+    assert any(edit["kind"] == "replace_number" for member in faster for edit in member["edits"])
