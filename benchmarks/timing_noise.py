@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fitness.runtime import SCREENING, Workload, compare
+from fitness.runtime import RIGOROUS, SCREENING, Workload, compare, scaled_loops
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
@@ -57,12 +57,13 @@ def main() -> None:
         started = time.perf_counter()
         calibration = evaluator.timing(original)
         loops = calibration.loops
+        rigorous_loops = scaled_loops(loops, SCREENING, RIGOROUS)
         print(f"workload: {calibration.median * 1e3:.3f} ms a call, {loops} loops a value (screening)")
 
         screening = [evaluator.timing(original, loops=loops).median for _ in range(args.repeats)]
         rigorous_means = []
         for _ in range(args.repeats):
-            first, _ = evaluator.rigorous_timings(original, original, loops=loops * 2)
+            first, _ = evaluator.rigorous_timings(original, original, loops=rigorous_loops)
             rigorous_means.append(first.mean)
         print(
             f"coefficient of variation, screening ({SCREENING.processes} processes): "
@@ -77,8 +78,8 @@ def main() -> None:
             false_positives = detections = 0
             for index in range(args.comparisons):
                 if mode == "rigorous":
-                    aa = evaluator.rigorous(original, original, loops=loops * 2, seed=index)
-                    ab = evaluator.rigorous(original, slower, loops=loops * 2, seed=index)
+                    aa = evaluator.rigorous(original, original, loops=rigorous_loops, seed=index)
+                    ab = evaluator.rigorous(original, slower, loops=rigorous_loops, seed=index)
                 else:
                     aa = compare(evaluator.timing(original, loops=loops), evaluator.timing(original, loops=loops),
                                  seed=index)  # fmt: skip

@@ -97,8 +97,13 @@ class TimingSettings:
     min_time: float = 0.1
 
 
-SCREENING = TimingSettings(processes=2, values=3, warmups=1, min_time=0.05)
+SCREENING = TimingSettings(processes=2, values=3, warmups=1, min_time=0.02)
 RIGOROUS = TimingSettings(processes=20, values=3, warmups=1, min_time=0.1)
+
+
+def scaled_loops(loops: int, calibrated: TimingSettings, wanted: TimingSettings) -> int:
+    """The loop count that makes a value last `wanted.min_time`, from one calibrated for another."""
+    return max(1, math.ceil(loops * wanted.min_time / calibrated.min_time))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError
+from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, scaled_loops
 from fitness.tests import count_failed
 from gi.config import Config
 from gi.errors import ProgramError, StoreError
@@ -362,7 +362,8 @@ class Experiment:
         done: dict[str, dict[str, Any]] = self.store.get_meta("speedups") or {}
         if member.tree_hash not in done:
             assert self.evaluator.baseline_timing is not None
-            loops = 2 * self.evaluator.baseline_timing.loops  # pyperf's 100 ms a value, not screening's 50
+            settings = self.evaluator.settings
+            loops = scaled_loops(self.evaluator.baseline_timing.loops, settings.screening, settings.rigorous)
             try:
                 result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
                 done[member.tree_hash] = result.to_json()

@@ -94,9 +94,9 @@ def test_repair_run_finds_a_patch_passing_every_training_test(
     assert summary["baseline"]["objectives"]["failed_tests"] == 4
     repaired = [m for m in summary["front"] if m["objectives"]["failed_tests"] == 0]
     assert repaired, f"no repair in {front(summary)}"
-    # Every failing test runs the loop condition (line 13), so it is among the most suspicious lines.
+    # Every test runs the loop condition (line 12), so it is among the most suspicious lines.
     scores = {entry["line"]: entry["ochiai"] for entry in summary["fault_localisation"]}
-    assert scores[13] == max(scores.values())
+    assert scores[12] == max(scores.values())
 
 
 def write_small_config(tmp_path: Path, program: Path, output: Path) -> Path:
