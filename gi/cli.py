@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fresh", action="store_true", help="delete the run folder first and start over")
     run.add_argument("--seed", type=int, help="use this seed instead of experiment.seed")
     run.add_argument("--quiet", action="store_true", help="print only the final table")
+    run.add_argument(
+        "--offline",
+        action="store_true",
+        help="never ask the language model: replay its replies from the cache, and stop with an error on a miss",
+    )
 
     show = commands.add_parser(
         "show",
@@ -80,6 +85,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         transient=False,
     ) as progress:
         task = progress.add_task("search", total=total, generation=0, generations=search.generations, status="")
+        shown_warnings: list[str] = []
+        errors = Console(stderr=True)
 
         def report(state: RunProgress, generation_done: bool) -> None:
             best = "  ".join(f"{name}={value:.4g}" for name, value in state.best.items())
@@ -90,8 +97,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                             state.generation * search.population + state.done_in_generation)  # fmt: skip
             if generation_done and not args.quiet:
                 progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
+            while len(shown_warnings) < len(state.warnings):
+                shown_warnings.append(state.warnings[len(shown_warnings)])
+                errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False)
 
-        result = run_experiment(config, fresh=args.fresh, on_progress=report)
+        result = run_experiment(config, fresh=args.fresh, offline=args.offline, on_progress=report)
     console.print(front_table(result.summary))
     summary = result.summary
     rate = summary["overfitting_rate"]
@@ -106,11 +116,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
 def _show(args: argparse.Namespace, console: Console) -> int:
     from gi.experiment import load_summary
-    from gi.report import describe_speedup, find_member, front_table
+    from gi.report import describe_speedup, find_member, front_table, operator_table
 
     summary = load_summary(args.run)
     if args.patch is None:
         console.print(front_table(summary))
+        if summary.get("operators"):
+            console.print(operator_table(summary))
         return 0
     member = find_member(summary, args.patch)
     if member is None:

@@ -18,6 +18,7 @@ from fitness.objectives import OBJECTIVES, Constraint, Direction
 from gi.errors import ConfigError, RegistryError
 from gi.registry import suggest
 from mutators import CROSSOVERS, OPERATORS
+from mutators.llm import Prompts
 
 
 class _Section(BaseModel):
@@ -138,6 +139,7 @@ class MutatorsSection(_Section):
         Literal["auto"] | bool,
         Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
     ] = "auto"
+    llm: Annotated[float, Field(ge=0, le=1, description="the share of mutations the language model makes")] = 0.0
 
     def names(self) -> list[str]:
         return OPERATORS.names() if self.operators == "all" else list(self.operators)
@@ -171,6 +173,53 @@ class WorkloadSection(_Section):
         return self
 
 
+class PromptsSection(_Section):
+    chat_system: Annotated[str, Field(description="the system message (chat API)")] = Prompts.chat_system
+    chat_user: Annotated[str, Field(description="the user message (chat API)")] = Prompts.chat_user
+    completion: Annotated[str, Field(description="the prompt (completions API)")] = Prompts.completion
+
+    @model_validator(mode="after")
+    def _formats(self) -> PromptsSection:
+        try:
+            Prompts(self.chat_system, self.chat_user, self.completion).check()
+        except (KeyError, IndexError, ValueError) as error:
+            raise PydanticCustomError(
+                "template",
+                "a prompt template has an unknown field or stray braces ({error}); fields: goal, name, file, code,"
+                " context, objectives, failures, def_line",
+                {"error": str(error)},
+            ) from None
+        return self
+
+
+class LLMSection(_Section):
+    base_url: Annotated[str, Field(pattern=r"^https?://", description="the OpenAI-compatible server's URL")]
+    model: Annotated[str, Field(min_length=1, description="the model's name on that server")]
+    api_key_env: Annotated[
+        str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the NAME of the variable holding the key")
+    ] = "OPENAI_API_KEY"
+    api: Annotated[Literal["chat", "completions"], Field(description="'chat' or 'completions'")] = "chat"
+    temperature: Annotated[float, Field(ge=0, le=2, description="sampling temperature, 0 to 2")] = 0.8
+    max_tokens: Annotated[int, Field(ge=1, description="tokens a reply may have")] = 1024
+    samples: Annotated[int, Field(ge=1, le=16, description="replies asked for in one request")] = 1
+    timeout: Annotated[float, Field(gt=0, description="seconds a request may take")] = 60.0
+    retries: Annotated[int, Field(ge=0, le=20, description="retries, with backoff, of a failed request")] = 3
+    concurrency: Annotated[int, Field(ge=1, le=64, description="requests in flight at once")] = 2
+    max_requests: Annotated[int | None, Field(ge=0, description="the most requests a run makes")] = None
+    max_total_tokens: Annotated[int | None, Field(ge=0, description="the most tokens a run spends")] = None
+    max_cost: Annotated[float | None, Field(ge=0, description="the most money (USD) a run spends")] = None
+    price_prompt: Annotated[float, Field(ge=0, description="USD per million prompt tokens")] = 0.0
+    price_completion: Annotated[float, Field(ge=0, description="USD per million completion tokens")] = 0.0
+    goal: Annotated[
+        Literal["auto", "faster", "simpler", "repair"],
+        Field(description="'auto' (from the objectives), 'faster', 'simpler' or 'repair'"),
+    ] = "auto"
+    cache: Annotated[
+        Path | None, Field(description="the reply cache folder (default: llm-cache in experiment.output)")
+    ] = None
+    prompts: PromptsSection = PromptsSection()
+
+
 class EvaluationSection(_Section):
     workers: Annotated[int, Field(ge=1, le=512, description="variants evaluated at once")] = max(
         1, min(4, os.cpu_count() or 1)
@@ -190,6 +239,7 @@ class Config(_Section):
     mutators: MutatorsSection = MutatorsSection()
     evaluation: EvaluationSection = EvaluationSection()
     workload: WorkloadSection | None = None
+    llm: LLMSection | None = None
     #: The config file, set by `load_config`; paths are resolved against its folder.
     source: Path = Path("<memory>")
 
@@ -199,6 +249,12 @@ class Config(_Section):
     @property
     def program_root(self) -> Path:
         return self.resolve(self.program.root)
+
+    @property
+    def llm_cache(self) -> Path:
+        if self.llm is not None and self.llm.cache is not None:
+            return self.resolve(self.llm.cache)
+        return self.resolve(self.experiment.output) / "llm-cache"
 
     @property
     def run_folder(self) -> Path:
@@ -218,6 +274,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "mutators": MutatorsSection,
     "evaluation": EvaluationSection,
     "workload": WorkloadSection,
+    "llm": LLMSection,
 }
 
 
@@ -292,7 +349,16 @@ def parse_config(data: dict[str, Any], path: Path) -> Config:
         raise ConfigError(f"{path}: {error}") from None
     _check_paths(config, path)
     _check_workload(config, path)
+    _check_llm(config, path)
     return config
+
+
+def _check_llm(config: Config, path: Path) -> None:
+    if config.mutators.llm > 0 and config.llm is None:
+        raise ConfigError(
+            f"{path}: mutators.llm = {config.mutators.llm:g}: the language model needs an [llm] section"
+            ' with base_url and model, e.g. base_url = "http://127.0.0.1:8000/v1"'
+        )
 
 
 def _check_workload(config: Config, path: Path) -> None:

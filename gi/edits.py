@@ -94,6 +94,8 @@ class Edit:
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
             if field.name not in data:
+                if field.default is not dataclasses.MISSING:
+                    continue
                 raise EditError(f"edit {data['kind']!r} lacks the field {field.name!r}: {data!r}")
             raw = data[field.name]
             try:
@@ -373,3 +375,49 @@ class ReplaceNumber(Edit):
 
     def describe(self) -> str:
         return f"constant at {self.target} becomes {self.value}"
+
+
+# --- rewrites proposed by a language model ------------------------------------------------
+
+
+def parse_function(source: str) -> cst.FunctionDef:
+    """Parse the source of one function definition (raises EditError otherwise)."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        raise EditError(f"the new source does not parse: {error.message}") from None
+    functions = [node for node in module.body if isinstance(node, cst.FunctionDef)]
+    if len(module.body) != 1 or len(functions) != 1:
+        raise EditError("the new source must be exactly one function definition")
+    return functions[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceFunction(Edit):
+    """Replace a whole function with new source, as a language model wrote it.
+
+    The edit carries everything needed to apply it again without the model: the source,
+    and for the record the model's name, a hash of the prompt and the tokens it cost.
+    """
+
+    kind: ClassVar[str] = "replace_function"
+    source: str
+    model: str = ""
+    prompt_hash: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        parse_function(self.source)
+
+    def removes(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        target = program.node(self.target)
+        assert isinstance(target, cst.FunctionDef)
+        new = parse_function(self.source)
+        plan.replace(self.target, new.with_changes(leading_lines=target.leading_lines))
+
+    def describe(self) -> str:
+        return f"rewrite the function at {self.target} ({self.model or 'language model'})"

@@ -35,6 +35,12 @@ class StoreError(GIError):
     exit_code = 2
 
 
+class LLMError(GIError):
+    """The language model cannot serve a run: e.g. --offline and a reply is not in the cache."""
+
+    exit_code = 2
+
+
 class RegistryError(GIError, KeyError):
     """A component (operator, objective, algorithm) was asked for by an unknown name."""
 

@@ -9,6 +9,7 @@ NSGA-II survival and updates the Pareto archive. Every random choice comes from 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,11 @@ from populations import (
 MUTATION_TRIES = 10
 #: Candidates tried per slot before a generation is allowed to come out smaller.
 BREEDING_TRIES = 20
+
+
+def operator_of_label(label: str) -> str:
+    """The operator that made an offspring's new edit, from its label ("uniform+replace:llm" -> "llm")."""
+    return label.rpartition("+")[2].removeprefix("replace:")
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ class NSGA2:
         reference: Sequence[float],
         test_count: int,
         context: MutationContext | None = None,
+        llm: Operator | None = None,
+        llm_share: float = 0.0,
     ) -> None:
         if not operators:
             raise ValueError("NSGA2 needs at least one mutation operator")
@@ -85,6 +93,11 @@ class NSGA2:
         self.reference = tuple(reference)
         self.test_count = test_count
         self.context = context or MutationContext()
+        self.llm = llm
+        self.llm_share = llm_share if llm is not None else 0.0
+        #: Per operator: edits proposed, tries that found no site, offspring that repeated a
+        #: program already in the population, and seconds spent proposing.
+        self.accounting: dict[str, dict[str, float]] = {}
         self.weights = tuple(objective.weight for objective in self.objectives)
         self.population: list[Individual] = []
         self.archive = ParetoArchive()
@@ -92,13 +105,27 @@ class NSGA2:
 
     # --- variation -----------------------------------------------------------------------
 
+    def _count(self, operator: str, key: str, amount: float = 1.0) -> None:
+        counts = self.accounting.setdefault(operator, {"proposals": 0, "no_site": 0, "duplicates": 0, "seconds": 0.0})
+        counts[key] += amount
+
     def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
-        """One edit from a uniformly chosen operator; None if none finds a site."""
-        for _ in range(MUTATION_TRIES):
-            operator = self.operators[int(self.rng.integers(len(self.operators)))]
+        """One edit: from the language model for a `llm_share` of mutations, else from a
+        uniformly chosen classic operator (also when the model gives nothing usable)."""
+        for attempt in range(MUTATION_TRIES):
+            use_llm = attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share
+            operator = (
+                self.llm
+                if use_llm and self.llm is not None
+                else self.operators[int(self.rng.integers(len(self.operators)))]
+            )
+            started = time.perf_counter()
             edit = operator.propose(self.program, patch, self.rng, self.context)
+            self._count(operator.name, "seconds", time.perf_counter() - started)
             if edit is not None:
+                self._count(operator.name, "proposals")
                 return edit, operator.name
+            self._count(operator.name, "no_site")
         return None
 
     def mutate(self, patch: Patch) -> tuple[Patch, str] | None:
@@ -160,6 +187,7 @@ class NSGA2:
                 return
             variant = apply(self.program, patch)
             if variant.tree_hash in seen:
+                self._count(operator_of_label(operator), "duplicates")
                 return  # the same program is already here: not worth a slot
             seen.add(variant.tree_hash)
             batch.append(Candidate(f"g{generation}-i{len(batch)}", patch, variant, parents, operator))

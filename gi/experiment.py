@@ -24,8 +24,9 @@ import numpy as np
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
 from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, scaled_loops
 from fitness.tests import count_failed
+from gi.accounting import operator_table
 from gi.config import Config
-from gi.errors import ProgramError, StoreError
+from gi.errors import LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.evolution import NSGA2, Candidate, SearchSettings
 from gi.patch import Patch, Variant, apply
@@ -33,7 +34,8 @@ from gi.program import Program
 from gi.report import write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits
-from mutators import CROSSOVERS, OPERATORS, MutationContext
+from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
+from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
 
 STORE_NAME = "store.sqlite"
@@ -54,6 +56,7 @@ class Progress:
     best: dict[str, float] = field(default_factory=dict)
     hypervolume: float = 0.0
     front_size: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,16 @@ def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
 class Experiment:
     """One run of one config with its seed."""
 
-    def __init__(self, config: Config, *, fresh: bool = False, on_progress: ProgressCallback | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        fresh: bool = False,
+        offline: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
         self.config = config
+        self.offline = offline
         self.folder = config.run_folder
         self.on_progress = on_progress or (lambda progress, generation_done: None)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
@@ -121,6 +132,7 @@ class Experiment:
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
         self.drift: list[dict[str, float]] = []
+        self.llm: LLMOperator | None = None
 
     # --- the baseline ---------------------------------------------------------------------
 
@@ -205,6 +217,7 @@ class Experiment:
         self.hot = self._hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
         return MutationContext(
+            feedback=self._feedback,
             # Module-level code (constants, imports) is not in the profile and keeps weight 1:
             # a constant there may well steer the hot loop.
             site_weights=self.hot,
@@ -224,6 +237,40 @@ class Experiment:
             scores = [[file, line, score] for (file, line), score in sorted(found.items())]
             self.store.set_meta("suspiciousness", scores)
         return {(file, int(line)): float(score) for file, line, score in scores}
+
+    def _feedback(self, patch: Patch) -> Feedback | None:
+        """What the run measured on a patch's variant, for the language model's prompt."""
+        evaluation = self.cache.get(apply(self.program, patch).tree_hash)
+        if evaluation is None:
+            return None
+        objectives = {o.name: evaluation.measures[o.name] for o in self.objectives if o.name in evaluation.measures}
+        failing = evaluation.measures.get("failed_tests", 0) > 0 or not evaluation.ok
+        return Feedback(objectives, evaluation.detail if failing else "")
+
+    def _llm_operator(self, baseline: Evaluation) -> LLMOperator | None:
+        """The language-model operator, if the config asks for one; its goal follows the objectives."""
+        section = self.config.llm
+        if section is None or self.config.mutators.llm <= 0:
+            return None
+        goal = section.goal
+        if goal == "auto":
+            names = self.config.objectives.names()
+            repairing = baseline.measures.get("failed_tests", 0) > 0
+            goal = "faster" if "runtime" in names else "repair" if repairing else "simpler"
+        settings = LLMSettings(
+            base_url=section.base_url, model=section.model, cache=self.config.llm_cache,
+            api_key_env=section.api_key_env, api=section.api, temperature=section.temperature,
+            max_tokens=section.max_tokens, samples=section.samples, timeout=section.timeout,
+            retries=section.retries, concurrency=section.concurrency, max_requests=section.max_requests,
+            max_total_tokens=section.max_total_tokens, max_cost=section.max_cost,
+            price_prompt=section.price_prompt, price_completion=section.price_completion, offline=self.offline,
+        )  # fmt: skip
+        prompts = Prompts(section.prompts.chat_system, section.prompts.chat_user, section.prompts.completion)
+        operator = LLMOperator(LLMClient(settings), goal, prompts)
+        saved = self.store.get_meta("llm_state")
+        if saved is not None:  # resuming: the same prompts must take the same next samples
+            operator.asked = dict(saved["asked"])
+        return operator
 
     def _search(self, baseline: Evaluation) -> NSGA2:
         settings = self.config.search
@@ -249,6 +296,8 @@ class Experiment:
             reference=reference,
             test_count=test_count,
             context=self._context(baseline),
+            llm=self.llm,
+            llm_share=self.config.mutators.llm,
         )
 
     def _evaluate(self, candidates: list[Candidate], generation: int) -> list[Evaluation]:
@@ -288,6 +337,7 @@ class Experiment:
             [rebuilt[i] for i in checkpoint.archive],
         )
         search.rng.bit_generator.state = checkpoint.rng
+        search.accounting = self.store.get_meta("accounting") or {}
         self.progress.evaluations = int(checkpoint.stats.get("evaluations", 0))
         self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
 
@@ -296,6 +346,7 @@ class Experiment:
         started = time.perf_counter()
         elapsed_before = float(self.store.get_meta("wall_seconds") or 0.0)
         baseline = self._baseline()
+        self.llm = self._llm_operator(baseline)
         search = self._search(baseline)
         checkpoint = self.store.last_checkpoint()
         if checkpoint is not None:
@@ -305,7 +356,11 @@ class Experiment:
             self.progress.generation = generation
             if generation > 0:
                 self._remeasure_original(generation)
-            candidates = search.ask()
+            try:
+                candidates = search.ask()
+            except OfflineMissError as error:
+                raise LLMError(str(error)) from None
+            self._note_llm_stop()
             evaluations = self._evaluate(candidates, generation)
             children = search.tell(candidates, evaluations)
             self._checkpoint(search, children)
@@ -314,6 +369,12 @@ class Experiment:
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
         self.store.close()
         return RunResult(self.folder, summary)
+
+    def _note_llm_stop(self) -> None:
+        if self.llm is not None and self.llm.stopped and not any("language model" in w for w in self.progress.warnings):
+            self.progress.warnings.append(
+                f"the language model stopped: {self.llm.stopped}; the run goes on with classic operators"
+            )
 
     def _checkpoint(self, search: NSGA2, children: list[Individual]) -> None:
         self.progress.best = search.best()
@@ -341,6 +402,9 @@ class Experiment:
                         child.operator,
                     )
                 )
+            self.store.set_meta("accounting", search.accounting)
+            if self.llm is not None:
+                self.store.set_meta("llm_state", {"asked": self.llm.asked})
             self.store.checkpoint(
                 Checkpoint(
                     search.generation,
@@ -352,6 +416,32 @@ class Experiment:
             )
 
     # --- after the loop ---------------------------------------------------------------------
+
+    def _llm_summary(self) -> dict[str, Any] | None:
+        """The model's settings (the key's variable name, never its value), usage and verdict."""
+        if self.llm is None:
+            return None
+        settings, usage, stats = self.llm.client.settings, self.llm.client.usage, self.llm.stats
+        return {
+            "base_url": settings.base_url,
+            "model": settings.model,
+            "api": settings.api,
+            "api_key_env": settings.api_key_env,
+            "goal": self.llm.goal,
+            "requests": usage.requests,
+            "cache_hits": usage.cache_hits,
+            "failures": usage.failures,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost": round(usage.cost, 6),
+            "seconds": round(usage.seconds, 3),
+            "proposals": stats.proposals,
+            "edits": stats.edits,
+            "parse_rate": round(1 - stats.unparseable / stats.proposals, 4) if stats.proposals else None,
+            "stopped": usage.stopped,
+            "errors": usage.errors[:10],
+            "rejected": stats.rejected[:10],
+        }
 
     def _times_runtime(self) -> bool:
         return self.config.workload is not None and self.evaluator.baseline_timing is not None
@@ -429,13 +519,18 @@ class Experiment:
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
                 "runtime_drift": self.drift,
+                "operators": operator_table(search.accounting, self.store.lineage(), [m.id for m in members], self.llm),
+                "llm": self._llm_summary(),
+                "warnings": self.progress.warnings,
             },
         )
 
 
-def run_experiment(config: Config, *, fresh: bool = False, on_progress: ProgressCallback | None = None) -> RunResult:
+def run_experiment(
+    config: Config, *, fresh: bool = False, offline: bool = False, on_progress: ProgressCallback | None = None
+) -> RunResult:
     """Run one config end to end; see `Experiment`."""
-    return Experiment(config, fresh=fresh, on_progress=on_progress).run()
+    return Experiment(config, fresh=fresh, offline=offline, on_progress=on_progress).run()
 
 
 def load_summary(folder: Path) -> dict[str, Any]:

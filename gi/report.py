@@ -175,6 +175,22 @@ def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) 
     return f"{figure}, {verdict} (Mann-Whitney U p = {speedup['p_value']:.2g})"
 
 
+def operator_table(summary: Mapping[str, Any]) -> Table:
+    """Per-operator accounting: proposals and what became of them, tokens, money, time."""
+    table = Table(title="Operators")
+    columns = ("proposals", "unparseable", "no_ops", "duplicates", "evaluated", "passing", "front", "tokens",
+               "cost", "seconds")  # fmt: skip
+    table.add_column("operator")
+    for column in columns:
+        table.add_column(column.replace("_", "-"), justify="right")
+    for name, row in summary["operators"].items():
+        table.add_row(name, *(_number(row.get(column, 0)) for column in columns))
+    llm = summary.get("llm")
+    if llm and llm.get("stopped"):
+        table.caption = f"the language model stopped: {llm['stopped']}"
+    return table
+
+
 def find_member(summary: Mapping[str, Any], member_id: str) -> dict[str, Any] | None:
     for member in summary["front"]:
         if member["id"] == member_id:

@@ -4,13 +4,14 @@ Importing this package registers every operator; `OPERATORS` and `CROSSOVERS` ho
 """
 
 from mutators import control, expressions, statements
-from mutators.base import OPERATORS, MutationContext, Operator, choose_site, register
+from mutators.base import OPERATORS, Feedback, MutationContext, Operator, choose_site, register
 from mutators.crossover import CROSSOVERS, Crossover
 
 __all__ = [
     "CROSSOVERS",
     "OPERATORS",
     "Crossover",
+    "Feedback",
     "MutationContext",
     "Operator",
     "choose_site",

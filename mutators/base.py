@@ -20,6 +20,15 @@ from gi.registry import Registry
 
 
 @dataclass(frozen=True)
+class Feedback:
+    """What the search measured on the variant a patch makes: for prompts that learn from it."""
+
+    objectives: Mapping[str, float]
+    #: The failing training tests' output (never held-out tests), empty when all pass.
+    failures: str = ""
+
+
+@dataclass(frozen=True)
 class MutationContext:
     """What the search tells operators beyond the program and the patch: where to edit.
 
@@ -34,6 +43,8 @@ class MutationContext:
     default_weight: float = 1.0
     line_weights: Mapping[tuple[str, int], float] = field(default_factory=dict)
     line_floor: float = 0.0
+    #: Looks up what the search measured on the variant of a patch (None: not measured).
+    feedback: Callable[[Patch], Feedback | None] | None = None
 
     def weight(self, site: Site) -> float:
         weight = self.site_weights.get(site.function, self.default_weight)

@@ -151,6 +151,15 @@ class RunStore:
             )
         return records
 
+    def lineage(self) -> Iterator[tuple[str, str, bool, dict[str, Any] | None]]:
+        """(individual id, operator label, whether it made the evaluation, the evaluation JSON)."""
+        rows = self._db.execute(
+            "SELECT i.id, i.operator, e.individual = i.id, e.evaluation FROM individuals i"
+            " LEFT JOIN evaluations e ON e.tree_hash = i.tree_hash ORDER BY i.generation, i.id"
+        )
+        for identifier, operator, evaluated_here, text in rows:
+            yield identifier, operator, bool(evaluated_here), json.loads(text) if text else None
+
     def count_individuals(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM individuals").fetchone()[0])
 

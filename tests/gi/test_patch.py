@@ -16,6 +16,7 @@ from gi.edits import (
     InsertStatement,
     MoveStatement,
     RemoveUnary,
+    ReplaceFunction,
     ReplaceNumber,
     ReplaceOperator,
     ReplaceStatement,
@@ -162,6 +163,7 @@ def every_kind(program: Program) -> list[Edit]:
         ReplaceOperator(program.sites_of(SiteKind.COMPARISON)[0].location, "LessThan"),
         RemoveUnary(program.sites_of(SiteKind.UNARY_OPERATOR)[0].location),
         ReplaceNumber(program.sites_of(SiteKind.NUMBER)[0].location, "0.5"),
+        ReplaceFunction(s[0], "def f(x):\n    return x\n", model="m", prompt_hash="h", prompt_tokens=3),
     ]
 
 

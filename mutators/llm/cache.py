@@ -1,0 +1,48 @@
+"""The reply cache: every request and reply on disk, keyed by a hash of the request's content.
+
+Like Hypothesis's example database, it is a cache that never needs invalidating: the key is
+the model, the API, the messages or prompt, the sampling parameters and the sample index,
+so the same request always means the same reply, and a rerun replays without the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """The content hash of a request (sorted JSON)."""
+    text = json.dumps(request, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ReplyCache:
+    """A folder of JSON files, one per (request, sample index)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        path = self._path(request_key(request))
+        try:
+            entry: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+        return entry.get("reply")
+
+    def put(self, request: dict[str, Any], reply: dict[str, Any]) -> None:
+        path = self._path(request_key(request))
+        path.parent.mkdir(exist_ok=True)
+        # Write then rename: a run killed mid-write leaves no half entry.
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as stream:
+            json.dump({"request": request, "reply": reply}, stream)
+        os.replace(stream.name, path)
