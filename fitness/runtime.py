@@ -180,12 +180,17 @@ def output_of(workdir: Path, workload: Workload, *, runner: CommandRunner, timeo
         if process.returncode != 0:
             raise _failure(process, "running the workload")
         return process.stdout
+    return _call_once(workdir, workload.call, "--gi-output", runner=runner, timeout=timeout)
+
+
+def _call_once(workdir: Path, call: str, mode: str, *, runner: CommandRunner, timeout: float) -> str:
+    """Run the workload script once in `mode` (--gi-output or --gi-profile); return what it wrote."""
     (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
-    target = workdir / ".gi-output.txt"
-    process = runner([sys.executable, SCRIPT_NAME, "--gi-call", workload.call, "--gi-output", str(target)],
+    target = workdir / f".gi{mode.removeprefix('--gi')}.txt"
+    process = runner([sys.executable, SCRIPT_NAME, "--gi-call", call, mode, str(target)],
                      cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})  # fmt: skip
     if process.returncode != 0 or not target.exists():
-        raise _failure(process, "running the workload")
+        raise _failure(process, "running the workload" if mode == "--gi-output" else "profiling the workload")
     return target.read_text(encoding="utf-8")
 
 
@@ -198,13 +203,8 @@ def profile(
     """
     if workload.call is None:
         return {}
-    (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
-    target = workdir / ".gi-profile.json"
-    process = runner([sys.executable, SCRIPT_NAME, "--gi-call", workload.call, "--gi-profile", str(target)],
-                     cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})  # fmt: skip
-    if process.returncode != 0 or not target.exists():
-        raise _failure(process, "profiling the workload")
-    rows: list[list[Any]] = json.loads(target.read_text(encoding="utf-8"))
+    rows: list[list[Any]] = json.loads(_call_once(workdir, workload.call, "--gi-profile", runner=runner,
+                                                  timeout=timeout))  # fmt: skip
     wanted = {str((workdir / file).resolve()): file for file in files}
     spent: dict[tuple[str, int], float] = {}
     for filename, line, _name, _own, cumulative in rows:
