@@ -188,6 +188,7 @@ def test_bad_replies_are_counted_and_cost_no_evaluation(
         Action(reply=LINEAR, delay=3.0),  # slower than the 2 s timeout: retried
     ]
     config = write_experiment(tmp_path, server.base_url, share=1.0)
+    config.write_text(config.read_text().replace("max_requests = 200", "max_requests = 40"))
     assert main(["run", str(config), "--quiet"]) == 0
     summary = summary_of(tmp_path)
     row = summary["operators"]["llm"]
