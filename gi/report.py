@@ -109,7 +109,11 @@ def write_report(
         "hypervolume": [round(float(stats["hypervolume"]), 6) for stats in history],
         "generations": history,
         **extra,
-        "sandbox": "bubblewrap (no network, private /tmp, PID namespace)" if isolated else "process limits only",
+        "sandbox": (
+            "bubblewrap (no network, read-only but for the scratch copy, PID namespace)"
+            if isolated
+            else "process limits only"
+        ),
     }
     lines = []
     for seq, individual, generation, evaluation in evaluation_log:

@@ -3,7 +3,9 @@
 Every variant runs in its own copy of the project folder; the user's folder is only read.
 Commands run in a new session with a wall-clock limit (the whole process group is killed
 when it strikes) and an address-space limit. Where bubblewrap works, the command also runs
-with no network, a private /tmp and its own PID namespace, so nothing it starts outlives it.
+with no network, the whole file system read-only but its scratch folder (where TMPDIR
+points), and its own PID namespace, so nothing it starts outlives it. (No tmpfs over /tmp:
+the interpreter or the project may live there, as a CI checkout often does.)
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class Limits:
     """Limits for every command a variant runs."""
 
     memory_mb: int = 4096
-    isolate: bool = True  # use bubblewrap (no network, private /tmp, PID namespace) if it works
+    isolate: bool = True  # use bubblewrap (no network, read-only system, PID namespace) if it works
 
 
 class LimitedRunner:
@@ -61,14 +63,19 @@ class LimitedRunner:
         self.writable = writable
         self.isolated = limits.isolate and bubblewrap_available()
 
+    def _temporary(self) -> Path:
+        """The scratch folder's own temporary folder, for TMPDIR."""
+        folder = self.writable / "tmp"
+        folder.mkdir(exist_ok=True)
+        return folder
+
     def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         # `ulimit -v` in a tiny shell is the thread-safe way to set RLIMIT_AS for a child.
         limited = ["/bin/sh", "-c", f'ulimit -v {self.limits.memory_mb * 1024} && exec "$@"', "gi-limit", *argv]
         if not self.isolated:
             return limited
         return [
-            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", str(self.writable), str(self.writable), "--unshare-net", "--unshare-pid",
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(self.writable), str(self.writable), "--unshare-net", "--unshare-pid",
             "--unshare-ipc", "--die-with-parent", "--new-session", "--chdir", str(cwd), "--", *limited,
         ]  # fmt: skip
 
@@ -83,7 +90,7 @@ class LimitedRunner:
         run_env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
         run_env.update(
             HOME=str(self.writable),
-            TMPDIR="/tmp" if self.isolated else str(self.writable),
+            TMPDIR=str(self._temporary()),
             PYTHONDONTWRITEBYTECODE="1",
             PYTHONHASHSEED="0",
         )

@@ -157,6 +157,22 @@ def test_sandboxed_tests_have_no_network(tmp_path: Path) -> None:
     assert result.outcomes == {"tests/test_net.py::test_only_loopback": "passed"}, result.output_tail
 
 
+@pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable on this machine")
+def test_sandboxed_tests_write_only_their_scratch_copy(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    folder = tmp_path / "writer"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_write.py").write_text(
+        "import pathlib\nimport tempfile\n\nimport pytest\n\n\ndef test_write():\n"
+        f"    with pytest.raises(OSError):\n        pathlib.Path({str(outside)!r}).write_text('x')\n"
+        "    with tempfile.NamedTemporaryFile() as scratch:\n        scratch.write(b'fine')\n"
+    )
+    with scratch_copy(folder, {}) as workdir:
+        result = run_tests(workdir, ["tests"], timeout=60, runner=LimitedRunner(Limits(), workdir.parent))
+    assert result.outcomes == {"tests/test_write.py::test_write": "passed"}, result.output_tail
+    assert not outside.exists()
+
+
 def test_memory_limit_applies(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     (folder / "tests").mkdir(parents=True)
