@@ -75,7 +75,8 @@ class LimitedRunner:
         if not self.isolated:
             return limited
         return [
-            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(self.writable), str(self.writable), "--unshare-net", "--unshare-pid",
+            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--bind", str(self.writable), str(self.writable), "--unshare-net", "--unshare-pid",
             "--unshare-ipc", "--die-with-parent", "--new-session", "--chdir", str(cwd), "--", *limited,
         ]  # fmt: skip
 
