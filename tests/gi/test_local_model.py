@@ -54,7 +54,7 @@ def test_a_short_run_with_the_real_local_model(tmp_path: Path) -> None:
             'api = "chat"', 'api = "completions"'
         )
         text = text.replace("timeout = 2\n", "timeout = 120\n").replace("max_requests = 200", "max_requests = 40")
-        config.write_text(text.replace("[llm]", "[llm]\nmax_tokens = 200"))
+        config.write_text(text.replace("[llm]", "[llm]\nmax_tokens = 128"))
         assert main(["run", str(config), "--quiet"]) == 0
     finally:
         os.killpg(server.pid, signal.SIGTERM)

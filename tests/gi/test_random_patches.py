@@ -36,6 +36,6 @@ def test_a_thousand_edits_of_one_operator_apply_and_compile(real_world: Program,
     assert_compiles(real_world, random_patch(real_world, [name], seed=1))
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_a_thousand_edits_of_every_operator_apply_and_compile(real_world: Program, seed: int) -> None:
     assert_compiles(real_world, random_patch(real_world, OPERATORS.names(), seed=seed))
