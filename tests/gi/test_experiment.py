@@ -242,7 +242,7 @@ def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example
 @pytest.mark.slow
 def test_constant_tweaks_find_a_faster_batch_size(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
     program = example_copy("batching")
-    summary = run_experiment(example("batching", tmp_path / "runs", program)).summary
+    summary = run_experiment(example("batching", tmp_path / "runs", program, population=8, generations=4)).summary
     faster = [
         m
         for m in summary["front"]
