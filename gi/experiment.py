@@ -483,9 +483,9 @@ class Experiment:
         front = []
         for member in members:
             variant = apply(self.program, member.patch)
-            minimal = variant.minimal()
-            if apply(self.program, minimal).tree_hash == variant.tree_hash:
-                variant = apply(self.program, minimal)
+            minimal = apply(self.program, variant.minimal())
+            if minimal.tree_hash == variant.tree_hash:
+                variant = minimal
             evaluation = self.cache[member.tree_hash]
             entry: dict[str, Any] = {
                 "member": member,
