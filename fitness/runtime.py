@@ -3,15 +3,17 @@
 A workload is either a no-argument callable (`package.module:function`, imported from the
 variant's scratch copy) or a command. pyperf runs it in fresh worker processes with warm-ups
 and loops calibrated to a minimum time per value. Screening measurements (few processes)
-drive the search; the rigorous protocol (pyperf's default of 20 processes, the original and
-the variant interleaved in the same session) confirms a speed-up at the end, with a 95%
-bootstrap interval and a Mann-Whitney U test over per-process means.
+drive the search; the rigorous protocol (pyperf's values, warm-ups and 100 ms a value, in 30
+processes a program, the original and the variant interleaved in the same session) confirms a
+speed-up at the end, with a 95% bootstrap interval and a Mann-Whitney U test over per-process
+means.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -98,12 +100,11 @@ class TimingSettings:
 
 
 SCREENING = TimingSettings(processes=2, values=3, warmups=1, min_time=0.02)
-RIGOROUS = TimingSettings(processes=20, values=3, warmups=1, min_time=0.1)
-
-
-def scaled_loops(loops: int, calibrated: TimingSettings, wanted: TimingSettings) -> int:
-    """The loop count that makes a value last `wanted.min_time`, from one calibrated for another."""
-    return max(1, math.ceil(loops * wanted.min_time / calibrated.min_time))
+#: 30 processes rather than pyperf's 20: the process is the unit of evidence (each has its own
+#: hash seed and memory layout). On this project's shared 2-core machine process means varied
+#: by ~8% from process to process against ~5% for values within one, so more processes, not
+#: longer values, buy power; benchmarks/timing_noise.py measures what it gives.
+RIGOROUS = TimingSettings(processes=30, values=3, warmups=1, min_time=0.1)
 
 
 @dataclass(frozen=True)
@@ -125,13 +126,40 @@ class Timing:
         return Timing(self.process_means + other.process_means, self.loops)
 
 
+def loops_for(timing: Timing, settings: TimingSettings) -> int:
+    """The loop count that makes one value last at least `settings.min_time`, even in the
+    fastest process of `timing`.
+
+    Both programs of a comparison are timed with the same count, taken from a screening timing
+    of the original, so neither pays a calibration of its own.
+    """
+    return max(1, math.ceil(settings.min_time / min(timing.process_means)))
+
+
 class WorkloadError(Exception):
     """The workload failed on a variant (it raised, or pyperf could not measure it)."""
+
+
+def timing_cpu() -> int | None:
+    """The CPU that timed workers are pinned to: the highest this process may use, if it has several.
+
+    Unpinned, the scheduler moves a worker between cores mid-value, and work on the other core
+    adds to some values but not others: on this project's 2-core machine a 10% slowdown then
+    measured as 6.5%, and pinned as 10%, with a smaller spread between processes.
+    """
+    try:
+        cpus = os.sched_getaffinity(0)
+    except AttributeError:  # not Linux: pyperf runs unpinned
+        return None
+    return max(cpus) if len(cpus) > 1 else None
 
 
 def _pyperf_options(settings: TimingSettings, output: Path, loops: int | None) -> list[str]:
     options = ["-p", str(settings.processes), "-n", str(settings.values), "-w", str(settings.warmups),
                "-o", str(output), "--quiet"]  # fmt: skip
+    cpu = timing_cpu()
+    if cpu is not None:
+        options += ["--affinity", str(cpu)]
     if loops:
         options += ["--loops", str(loops)]
     else:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from fitness.objectives import OBJECTIVES, Constraint, Direction
+from fitness.runtime import RIGOROUS
 from gi.errors import ConfigError, RegistryError
 from gi.registry import suggest
 from mutators import CROSSOVERS, OPERATORS
@@ -158,7 +159,7 @@ class WorkloadSection(_Section):
     screening_processes: Annotated[int, Field(ge=1, le=100, description="pyperf worker processes per variant")] = 2
     rigorous_processes: Annotated[
         int, Field(ge=2, le=200, description="pyperf worker processes per program in the final re-measurement")
-    ] = 20
+    ] = RIGOROUS.processes
     profile: Annotated[
         Literal["auto"] | bool,
         Field(description="weight edit sites by the time the workload spends in their function"),

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, scaled_loops
+from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, loops_for
 from fitness.tests import count_failed
 from gi.accounting import operator_table
 from gi.config import Config
@@ -461,8 +461,7 @@ class Experiment:
         done: dict[str, dict[str, Any]] = self.store.get_meta("speedups") or {}
         if member.tree_hash not in done:
             assert self.evaluator.baseline_timing is not None
-            settings = self.evaluator.settings
-            loops = scaled_loops(self.evaluator.baseline_timing.loops, settings.screening, settings.rigorous)
+            loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
             try:
                 result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
                 done[member.tree_hash] = result.to_json()

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyperf
 import pytest
 
 from fitness.objectives import Constraint, violation
-from fitness.runtime import Timing, TimingSettings, Workload, WorkloadError, compare, measure, output_of, profile
+from fitness.runtime import (
+    Timing,
+    TimingSettings,
+    Workload,
+    WorkloadError,
+    compare,
+    loops_for,
+    measure,
+    output_of,
+    profile,
+    timing_cpu,
+)
 from gi.sandbox import LimitedRunner, Limits, scratch_copy
 
 PROGRAM = """\
@@ -58,6 +70,17 @@ def test_measure_runs_pyperf_workers(project: Path) -> None:
         assert 0 < timing.median < 1
         fixed = measure(workdir, Workload(call="work:slow"), QUICK, runner=runner, timeout=120, loops=3)
         assert fixed.loops == 3
+        # The workers ran pinned to one CPU, so none moved between cores mid-value.
+        recorded = pyperf.Benchmark.load(str(workdir / ".gi-timing.json")).get_metadata()
+        cpu = timing_cpu()
+        assert recorded.get("cpu_affinity") == (str(cpu) if cpu is not None else None)
+
+
+def test_loops_make_a_value_last_the_minimum_time() -> None:
+    rigorous = TimingSettings(processes=30, min_time=0.1)
+    assert loops_for(Timing((0.0012, 0.001, 0.0011), 8), rigorous) == 100  # from the fastest process
+    assert loops_for(Timing((0.0003,), 300), rigorous) * 0.0003 >= 0.1
+    assert loops_for(Timing((2.0,), 1), rigorous) == 1
 
 
 def test_output_and_profile_of_a_call(project: Path) -> None:

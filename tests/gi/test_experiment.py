@@ -40,8 +40,8 @@ def example(name: str, output: Path, program: Path, **search: Any) -> Config:
         "search": config.search.model_copy(update=search),
     }
     if config.workload is not None:
-        # pyperf's full protocol is 20 processes a program; 10 keep CI within its budget and
-        # still give the Mann-Whitney test 10 against 10.
+        # The rigorous protocol is 30 processes a program; 10 keep CI within its budget and
+        # still give the Mann-Whitney test 10 against 10 (the speed-ups here are 2x and more).
         update["workload"] = config.workload.model_copy(update={"rigorous_processes": 10})
     return config.model_copy(update=update)
 
