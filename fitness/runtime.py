@@ -102,7 +102,7 @@ class TimingSettings:
 SCREENING = TimingSettings(processes=2, values=3, warmups=1, min_time=0.02)
 #: 30 processes rather than pyperf's 20: the process is the unit of evidence (each has its own
 #: hash seed and memory layout). On this project's shared 2-core machine process means varied
-#: by ~8% from process to process against ~5% for values within one, so more processes, not
+#: by ~8% from process to process against ~4% for values within one, so more processes, not
 #: longer values, buy power; benchmarks/timing_noise.py measures what it gives.
 RIGOROUS = TimingSettings(processes=30, values=3, warmups=1, min_time=0.1)
 
@@ -144,8 +144,9 @@ def timing_cpu() -> int | None:
     """The CPU that timed workers are pinned to: the highest this process may use, if it has several.
 
     Unpinned, the scheduler moves a worker between cores mid-value, and work on the other core
-    adds to some values but not others: on this project's 2-core machine a 10% slowdown then
-    measured as 6.5%, and pinned as 10%, with a smaller spread between processes.
+    adds to some values but not others. On this project's 2-core machine a variant that timeit
+    puts at 0.91 of the original's speed measured 0.935 unpinned and 0.913 pinned, with a
+    smaller spread between processes.
     """
     try:
         cpus = os.sched_getaffinity(0)

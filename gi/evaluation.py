@@ -221,7 +221,7 @@ class Evaluator:
         return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
 
     def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
-        """pyperf's full protocol on both programs, interleaved two processes at a time."""
+        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a time."""
         settings = self.settings.rigorous
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
