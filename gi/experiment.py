@@ -5,7 +5,9 @@
            ─► validate the front (minimal patches, held-out tests) ─► summary.json, diffs, log
 
 A run folder belongs to one config: running the same config again resumes it from its
-last checkpoint (a finished run just rewrites its report); `fresh=True` starts over.
+last checkpoint (a finished run just rewrites its report); `fresh=True` starts over. The
+original's timings (first timing, drift, hot functions, the front's rigorous re-measurement)
+are gi/timing.py's.
 """
 
 from __future__ import annotations
@@ -21,26 +23,24 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, loops_for
+from fitness.objectives import OBJECTIVES, Objective, objective_values, reference_point
 from fitness.tests import count_failed
 from gi.accounting import operator_table
 from gi.config import Config
 from gi.errors import LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.evolution import NSGA2, Candidate, SearchSettings
-from gi.patch import Patch, Variant, apply
+from gi.patch import Patch, apply
 from gi.program import Program
 from gi.report import write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits
+from gi.timing import OriginalTiming, workload_settings
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
 from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
 
 STORE_NAME = "store.sqlite"
-#: The weight of a function the workload never enters (the hottest weighs 1).
-COLD_WEIGHT = 0.02
 
 
 @dataclass
@@ -66,21 +66,6 @@ class RunResult:
 
 
 ProgressCallback = Callable[[Progress, bool], None]
-
-
-def _workload_settings(config: Config) -> dict[str, Any]:
-    """The evaluator's workload settings from the [workload] section, if any."""
-    section = config.workload
-    if section is None:
-        return {}
-    return {
-        "workload": Workload(call=section.call, command=tuple(section.command or ())),
-        "check_output": section.check_output,
-        "time_failing": config.objectives.constraint is not Constraint.TRAIN_PASS,
-        "workload_timeout": section.timeout,
-        "screening": dataclasses.replace(SCREENING, processes=section.screening_processes),
-        "rigorous": dataclasses.replace(RIGOROUS, processes=section.rigorous_processes),
-    }
 
 
 def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
@@ -124,48 +109,21 @@ class Experiment:
                 timeout=config.tests.timeout,
                 limits=Limits(memory_mb=config.evaluation.memory_mb, isolate=config.evaluation.isolate),
                 workers=config.evaluation.workers,
-                **_workload_settings(config),
+                **workload_settings(config),
             ),
         )
         self.cache: dict[str, Evaluation] = self.store.evaluations()
         self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
-        self.drift: list[dict[str, float]] = []
+        self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
         self.llm: LLMOperator | None = None
 
     # --- the baseline ---------------------------------------------------------------------
 
-    def _baseline_workload(self, original: Variant) -> None:
-        """The original's output and first timing; the loop count found then is kept for the run."""
-        if self.config.workload is None:
-            return
-        try:
-            if self.config.workload.check_output:
-                self.evaluator.baseline_output = self.evaluator.output(original)
-            loops = self.store.get_meta("timing_loops")
-            timing = self.evaluator.timing(original, loops=loops)
-        except WorkloadError as error:
-            raise ProgramError(f"{self.config.source}: [workload] on the original program: {error}") from None
-        self.store.set_meta("timing_loops", timing.loops)
-        self.evaluator.baseline_timing = timing
-        self.drift.append({"generation": 0, "seconds": timing.median})
-
-    def _remeasure_original(self, generation: int) -> None:
-        """Time the original again, so this generation's ratios do not inherit the machine's drift."""
-        if self.config.workload is None or self.evaluator.baseline_timing is None:
-            return
-        original = apply(self.program, Patch())
-        try:
-            timing = self.evaluator.timing(original, loops=self.evaluator.baseline_timing.loops)
-        except WorkloadError:
-            return  # keep the previous baseline; the run goes on
-        self.evaluator.baseline_timing = timing
-        self.drift.append({"generation": generation, "seconds": timing.median})
-
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
-        self._baseline_workload(original)
+        self.timing.start(original)
         evaluation = self.cache.get(original.tree_hash)
         if evaluation is None:
             evaluation = self.evaluator.evaluate(original)
@@ -186,35 +144,10 @@ class Experiment:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    def _hot_functions(self) -> dict[str, float]:
-        """Weight of each function of the program: its share of the workload's time (cumulative,
-        from cProfile, relative to the hottest), at least 0.02 so cold code is not ruled out."""
-        workload = self.config.workload
-        wanted = workload.profile if workload is not None else False
-        if (
-            workload is None
-            or wanted is False
-            or (wanted == "auto" and "runtime" not in self.config.objectives.names())
-        ):
-            return {}
-        try:
-            spent = self.evaluator.profile(apply(self.program, Patch()))
-        except WorkloadError as error:
-            raise ProgramError(f"{self.config.source}: profiling the [workload] on the original: {error}") from None
-        names = self.program.functions()
-        hottest = max((seconds for key, seconds in spent.items() if key in names), default=0.0)
-        if hottest <= 0:
-            return {}
-        weights = dict.fromkeys(names.values(), COLD_WEIGHT)
-        for key, seconds in spent.items():
-            if key in names:
-                weights[names[key]] = max(COLD_WEIGHT, seconds / hottest)
-        return weights
-
     def _context(self, baseline: Evaluation) -> MutationContext:
         """Where operators should edit: hot functions of the workload, and the suspicious lines
         of fault localisation when the original fails tests."""
-        self.hot = self._hot_functions()
+        self.hot = self.timing.hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
         return MutationContext(
             feedback=self._feedback,
@@ -355,7 +288,7 @@ class Experiment:
             generation = search.generation + 1
             self.progress.generation = generation
             if generation > 0:
-                self._remeasure_original(generation)
+                self.timing.remeasure(generation)
             try:
                 candidates = search.ask()
             except OfflineMissError as error:
@@ -452,24 +385,6 @@ class Experiment:
             "rejected": stats.rejected[:10],
         }
 
-    def _times_runtime(self) -> bool:
-        return self.config.workload is not None and self.evaluator.baseline_timing is not None
-
-    def _speedup(self, original: Variant, member: Variant) -> dict[str, Any] | None:
-        """The rigorous re-measurement of a front member against the original (stored, so a
-        resumed run does not repeat it)."""
-        done: dict[str, dict[str, Any]] = self.store.get_meta("speedups") or {}
-        if member.tree_hash not in done:
-            assert self.evaluator.baseline_timing is not None
-            loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
-            try:
-                result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
-                done[member.tree_hash] = result.to_json()
-            except WorkloadError as error:
-                done[member.tree_hash] = {"error": str(error)}
-            self.store.set_meta("speedups", done)
-        return done[member.tree_hash]
-
     def _finish(self, search: NSGA2, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
         """Validate the front (minimal patches, held-out tests) and write the run folder."""
         members = search.archive.feasible() or search.archive.members
@@ -492,8 +407,8 @@ class Experiment:
                 "evaluation": evaluation,
                 "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
             }
-            if self._times_runtime() and member.fitness.feasible and variant.changed_files:
-                entry["speedup"] = self._speedup(original, variant)
+            if self.timing.active and member.fitness.feasible and variant.changed_files:
+                entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:
                 run = self.evaluator.holdout(variant)
                 failing = run.failing()
@@ -527,7 +442,7 @@ class Experiment:
                     ]
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
-                "runtime_drift": self.drift,
+                "runtime_drift": self.timing.drift,
                 "operators": operators,
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,

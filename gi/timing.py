@@ -1,0 +1,130 @@
+"""The original program's timings during a run: the engine's side of the runtime objective.
+
+The evaluator scores a variant's runtime against `Evaluator.baseline_timing`; this module
+keeps that baseline honest and uses the workload for the rest of the run:
+
+    start      the original's output (for check_output) and first timing; its loop count is
+               stored, so a resumed run times with the same one
+    remeasure  the original again each generation (drift), so ratios use the nearest baseline
+    hot        cProfile of the workload on the original -> a weight for each function
+    speedup    the rigorous re-measurement of a front member, stored so a resume skips it
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fitness.objectives import Constraint
+from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, loops_for
+from gi.config import Config
+from gi.errors import ProgramError
+from gi.evaluation import Evaluator
+from gi.patch import Patch, Variant, apply
+from gi.program import Program
+from populations import RunStore
+
+#: The weight of a function the workload never enters (the hottest weighs 1): low, not zero,
+#: so a cold function can still be edited.
+COLD_WEIGHT = 0.02
+
+
+def workload_settings(config: Config) -> dict[str, Any]:
+    """The evaluator's workload settings from the [workload] section, if any."""
+    section = config.workload
+    if section is None:
+        return {}
+    return {
+        "workload": Workload(call=section.call, command=tuple(section.command or ())),
+        "check_output": section.check_output,
+        "time_failing": config.objectives.constraint is not Constraint.TRAIN_PASS,
+        "workload_timeout": section.timeout,
+        "screening": dataclasses.replace(SCREENING, processes=section.screening_processes),
+        "rigorous": dataclasses.replace(RIGOROUS, processes=section.rigorous_processes),
+    }
+
+
+class OriginalTiming:
+    """Times the original for one run and re-measures the front; a no-op without [workload]."""
+
+    def __init__(self, config: Config, program: Program, evaluator: Evaluator, store: RunStore) -> None:
+        self.config = config
+        self.program = program
+        self.evaluator = evaluator
+        self.store = store
+        #: The original's screening timings: {"generation", "seconds"} (summary.json runtime_drift).
+        self.drift: list[dict[str, float]] = []
+
+    @property
+    def active(self) -> bool:
+        """Whether variants are being timed (a workload, and the original timed)."""
+        return self.config.workload is not None and self.evaluator.baseline_timing is not None
+
+    def start(self, original: Variant) -> None:
+        """The original's output and first timing; the loop count found then is kept for the run."""
+        if self.config.workload is None:
+            return
+        try:
+            if self.config.workload.check_output:
+                self.evaluator.baseline_output = self.evaluator.output(original)
+            loops = self.store.get_meta("timing_loops")
+            timing = self.evaluator.timing(original, loops=loops)
+        except WorkloadError as error:
+            raise ProgramError(f"{self.config.source}: [workload] on the original program: {error}") from None
+        self.store.set_meta("timing_loops", timing.loops)
+        self.evaluator.baseline_timing = timing
+        self.drift.append({"generation": 0, "seconds": timing.median})
+
+    def remeasure(self, generation: int) -> None:
+        """Time the original again, so this generation's ratios do not inherit the machine's drift."""
+        if not self.active:
+            return
+        assert self.evaluator.baseline_timing is not None
+        try:
+            timing = self.evaluator.timing(apply(self.program, Patch()), loops=self.evaluator.baseline_timing.loops)
+        except WorkloadError:
+            return  # keep the previous baseline; the run goes on
+        self.evaluator.baseline_timing = timing
+        self.drift.append({"generation": generation, "seconds": timing.median})
+
+    def hot_functions(self) -> dict[str, float]:
+        """Weight of each function of the program: its share of the workload's time (cumulative,
+        from cProfile, relative to the hottest), at least COLD_WEIGHT so cold code is not ruled
+        out. Empty (every site weighs the same) unless profiling is on."""
+        workload = self.config.workload
+        wanted = workload.profile if workload is not None else False
+        if (
+            workload is None
+            or wanted is False
+            or (wanted == "auto" and "runtime" not in self.config.objectives.names())
+        ):
+            return {}
+        try:
+            spent = self.evaluator.profile(apply(self.program, Patch()))
+        except WorkloadError as error:
+            raise ProgramError(f"{self.config.source}: profiling the [workload] on the original: {error}") from None
+        names = self.program.functions()
+        hottest = max((seconds for key, seconds in spent.items() if key in names), default=0.0)
+        if hottest <= 0:
+            return {}
+        weights = dict.fromkeys(names.values(), COLD_WEIGHT)
+        for key, seconds in spent.items():
+            if key in names:
+                weights[names[key]] = max(COLD_WEIGHT, seconds / hottest)
+        return weights
+
+    def speedup(self, original: Variant, member: Variant) -> dict[str, Any]:
+        """The rigorous re-measurement of a front member against the original, as summary.json
+        gives it ({"error": ...} when the workload fails on it); stored, so a resumed run does
+        not repeat it."""
+        done: dict[str, dict[str, Any]] = self.store.get_meta("speedups") or {}
+        if member.tree_hash not in done:
+            assert self.evaluator.baseline_timing is not None
+            loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
+            try:
+                result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
+                done[member.tree_hash] = result.to_json()
+            except WorkloadError as error:
+                done[member.tree_hash] = {"error": str(error)}
+            self.store.set_meta("speedups", done)
+        return done[member.tree_hash]
