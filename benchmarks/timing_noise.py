@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=RIGOROUS.processes, help="rigorous processes a program")
     parser.add_argument("--size", type=int, default=20000, help="loop iterations of the timed function")
     args = parser.parse_args()
+    if min(args.comparisons, args.repeats) < 2:
+        parser.error("--comparisons and --repeats need at least 2 (a coefficient of variation takes two timings)")
 
     rigorous = dataclasses.replace(RIGOROUS, processes=args.processes)
     with tempfile.TemporaryDirectory() as folder:
@@ -86,9 +88,9 @@ def main() -> None:
             rigorous_means.append(first.mean)
             outcomes["rigorous"][0].append(compare(first, second, seed=index))
             outcomes["rigorous"][1].append(evaluator.rigorous(original, slower, loops=rigorous_loops, seed=index))
-            for same, variant in ((outcomes["screening"][0], original), (outcomes["screening"][1], slower)):
-                same.append(compare(evaluator.timing(original, loops=loops), evaluator.timing(variant, loops=loops),
-                                    seed=index))  # fmt: skip
+            for results, variant in zip(outcomes["screening"], (original, slower), strict=True):
+                results.append(compare(evaluator.timing(original, loops=loops), evaluator.timing(variant, loops=loops),
+                                       seed=index))  # fmt: skip
 
         print(
             f"coefficient of variation, screening ({SCREENING.processes} processes): "

@@ -3,11 +3,11 @@
 The evaluator scores a variant's runtime against `Evaluator.baseline_timing`; this module
 keeps that baseline honest and uses the workload for the rest of the run:
 
-    start      the original's output (for check_output) and first timing; its loop count is
-               stored, so a resumed run times with the same one
-    remeasure  the original again each generation (drift), so ratios use the nearest baseline
-    hot        cProfile of the workload on the original -> a weight for each function
-    speedup    the rigorous re-measurement of a front member, stored so a resume skips it
+    start          the original's output (for check_output) and first timing; its loop count
+                   is stored, so a resumed run times with the same one
+    remeasure      the original again each generation (drift), so ratios use the nearest baseline
+    hot_functions  cProfile of the workload on the original -> a weight for each function
+    speedup        the rigorous re-measurement of a front member, stored so a resume skips it
 """
 
 from __future__ import annotations
