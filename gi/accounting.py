@@ -18,7 +18,7 @@ COLUMNS = ("proposals", "no_site", "duplicates", "unparseable", "wrong_kind", "n
            "front", "tokens", "cost", "seconds")  # fmt: skip
 
 
-def operator_table(
+def count_by_operator(
     proposals: Mapping[str, Mapping[str, float]],
     lineage: Iterable[tuple[str, str, bool, dict[str, Any] | None]],
     front: Iterable[str],

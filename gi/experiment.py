@@ -25,12 +25,12 @@ import numpy as np
 
 from fitness.objectives import OBJECTIVES, Objective, objective_values, reference_point
 from fitness.tests import count_failed
-from gi.accounting import operator_table
+from gi.accounting import count_by_operator
 from gi.config import Config
 from gi.errors import LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.evolution import NSGA2, Candidate, SearchSettings
-from gi.patch import Patch, apply
+from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import write_report
 from gi.results import Evaluation, Status
@@ -171,9 +171,9 @@ class Experiment:
             self.store.set_meta("suspiciousness", scores)
         return {(file, int(line)): float(score) for file, line, score in scores}
 
-    def _feedback(self, patch: Patch) -> Feedback | None:
-        """What the run measured on a patch's variant, for the language model's prompt."""
-        evaluation = self.cache.get(apply(self.program, patch).tree_hash)
+    def _feedback(self, variant: Variant) -> Feedback | None:
+        """What the run measured on a variant, for the language model's prompt."""
+        evaluation = self.cache.get(variant.tree_hash)
         if evaluation is None:
             return None
         objectives = {o.name: evaluation.measures[o.name] for o in self.objectives if o.name in evaluation.measures}
@@ -190,14 +190,12 @@ class Experiment:
             names = self.config.objectives.names()
             repairing = baseline.measures.get("failed_tests", 0) > 0
             goal = "faster" if "runtime" in names else "repair" if repairing else "simpler"
+        # The [llm] keys are LLMSettings' fields; goal, cache and prompts are the run's to settle.
         settings = LLMSettings(
-            base_url=section.base_url, model=section.model, cache=self.config.llm_cache,
-            api_key_env=section.api_key_env, api=section.api, temperature=section.temperature,
-            max_tokens=section.max_tokens, samples=section.samples, timeout=section.timeout,
-            retries=section.retries, concurrency=section.concurrency, max_requests=section.max_requests,
-            max_total_tokens=section.max_total_tokens, max_cost=section.max_cost,
-            price_prompt=section.price_prompt, price_completion=section.price_completion, offline=self.offline,
-        )  # fmt: skip
+            **section.model_dump(exclude={"goal", "cache", "prompts"}),
+            cache=self.config.llm_cache,
+            offline=self.offline,
+        )
         prompts = Prompts(section.prompts.chat_system, section.prompts.chat_user, section.prompts.completion)
         operator = LLMOperator(LLMClient(settings), goal, prompts)
         saved = self.store.get_meta("llm_state")
@@ -304,10 +302,11 @@ class Experiment:
         return RunResult(self.folder, summary)
 
     def _note_llm_stop(self) -> None:
-        if self.llm is not None and self.llm.stopped and not any("language model" in w for w in self.progress.warnings):
-            self.progress.warnings.append(
-                f"the language model stopped: {self.llm.stopped}; the run goes on with classic operators"
-            )
+        if self.llm is None or not self.llm.stopped:
+            return
+        warning = f"the language model stopped: {self.llm.stopped}; the run goes on with classic operators"
+        if warning not in self.progress.warnings:
+            self.progress.warnings.append(warning)
 
     def _checkpoint(self, search: NSGA2, children: list[Individual]) -> None:
         self.progress.best = search.best()
@@ -419,7 +418,7 @@ class Experiment:
                 }
             front.append(entry)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
-        operators = operator_table(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)
+        operators = count_by_operator(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)
         return write_report(
             self.folder,
             config=self.config,

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from gi.edits import Edit
-from gi.patch import Patch
+from gi.patch import Patch, Variant
 from gi.program import Program, Site, SiteKind
 from gi.registry import Registry
 
@@ -43,8 +43,8 @@ class MutationContext:
     default_weight: float = 1.0
     line_weights: Mapping[tuple[str, int], float] = field(default_factory=dict)
     line_floor: float = 0.0
-    #: Looks up what the search measured on the variant of a patch (None: not measured).
-    feedback: Callable[[Patch], Feedback | None] | None = None
+    #: Looks up what the search measured on a variant (None: not measured).
+    feedback: Callable[[Variant], Feedback | None] | None = None
 
     def weight(self, site: Site) -> float:
         weight = self.site_weights.get(site.function, self.default_weight)

@@ -24,8 +24,8 @@ import openai
 
 from gi.edits import Edit, ReplaceFunction
 from gi.errors import EditError
-from gi.patch import Patch, apply
-from gi.program import Program, Site, SiteKind
+from gi.patch import Patch, Variant, apply
+from gi.program import Program, SiteKind
 from mutators.base import MutationContext, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError
 from mutators.llm.prompts import GOALS, Prompts
@@ -110,12 +110,13 @@ class LLMOperator:
     def stopped(self) -> str | None:
         return self.client.usage.stopped
 
-    def _payload(self, site: Site, file: str, source: str, function: cst.FunctionDef, module: cst.Module,
-                 context: MutationContext, patch: Patch) -> tuple[dict[str, Any], str | None]:  # fmt: skip
+    def _payload(self, variant: Variant, file: str, function: cst.FunctionDef, module: cst.Module,
+                 context: MutationContext) -> tuple[dict[str, Any], str | None]:  # fmt: skip
         code = textwrap.dedent(module.code_for_node(function.with_changes(leading_lines=()))).strip("\n")
+        source = variant.sources[file]
         where = source.find(code.splitlines()[0].strip())
         above = source[:where].splitlines()[-12:] if where > 0 else []
-        feedback = context.feedback(patch) if context.feedback is not None else None
+        feedback = context.feedback(variant) if context.feedback is not None else None
         objectives = ", ".join(f"{k} = {v:.4g}" for k, v in (feedback.objectives if feedback else {}).items())
         failures = ""
         if self.goal == "repair" and feedback is not None and feedback.failures:
@@ -145,12 +146,12 @@ class LLMOperator:
         assert isinstance(node, cst.FunctionDef)
         qualified = f"{site.function}.{node.name.value}" if site.function else node.name.value
         file = site.location.file
-        source = apply(program, patch).sources[file]
-        module = cst.parse_module(source)
+        variant = apply(program, patch)
+        module = cst.parse_module(variant.sources[file])
         function = _find_function(module, qualified)
         if function is None:
             return None  # the patch removed or renamed it
-        payload, def_line = self._payload(site, file, source, function, module, context, patch)
+        payload, def_line = self._payload(variant, file, function, module, context)
         prompt_hash = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         index = self.asked.get(prompt_hash, 0)
         self.asked[prompt_hash] = index + 1
