@@ -8,13 +8,13 @@ run by many failing and few passing tests is suspicious; repair runs weight edit
 from __future__ import annotations
 
 import math
-import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from coverage import CoverageData
 
-from fitness.tests import TestRun, pytest_command, run_tests
+from fitness.tests import NOT_FAILING, TestRun, run_tests
 from gi.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"
@@ -24,7 +24,6 @@ LineCoverage = dict[str, dict[int, set[str]]]
 
 
 def covered_test_run(
-    workdir: Path,
     paths: Sequence[str],
     files: Sequence[str],
     *,
@@ -32,25 +31,29 @@ def covered_test_run(
     runner: CommandRunner,
 ) -> tuple[TestRun, LineCoverage]:
     """Run the tests under coverage.py with a context per test; return outcomes and coverage."""
-    data_file = workdir / COVERAGE_FILE
-    include = ",".join(str(workdir / file) for file in files)
-    prefix = [sys.executable, "-m", "coverage", "run", f"--data-file={data_file}", f"--include={include}"]
-    command = prefix + pytest_command(paths)[1:]  # `python -m coverage run -m pytest ...`
-    run = run_tests(workdir, paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"},
-                    command=command)  # fmt: skip
+    runner.clear_output(COVERAGE_FILE)
+    include = ",".join(str(runner.workdir / file) for file in files)
+    prefix = ["-m", "coverage", "run", f"--data-file={runner.outputs / COVERAGE_FILE}", f"--include={include}", "-m",
+              "pytest"]  # fmt: skip
+    run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix)
     coverage: LineCoverage = {}
-    if data_file.exists():
-        data = CoverageData(basename=str(data_file))
-        data.read()
+    data = runner.read_output(COVERAGE_FILE)
+    if data is None:
+        return run, coverage
+    with tempfile.TemporaryDirectory(prefix="gi-coverage-") as private:
+        copy = Path(private) / COVERAGE_FILE  # read from gi's own copy, not from where the tests wrote
+        copy.write_bytes(data)
+        recorded = CoverageData(basename=str(copy))
+        recorded.read()
         for file in files:
-            by_line = data.contexts_by_lineno(str(workdir / file))
+            by_line = recorded.contexts_by_lineno(str(runner.workdir / file))
             coverage[file] = {line: {c for c in contexts if c} for line, contexts in by_line.items()}
     return run, coverage
 
 
 def ochiai(coverage: LineCoverage, outcomes: Mapping[str, str]) -> dict[tuple[str, int], float]:
     """Ochiai suspiciousness of every covered line: failed(l) / sqrt(failed * (failed(l) + passed(l)))."""
-    failing = {test for test, outcome in outcomes.items() if outcome not in ("passed", "skipped", "xfailed")}
+    failing = {test for test, outcome in outcomes.items() if outcome not in NOT_FAILING}
     passing = {test for test, outcome in outcomes.items() if outcome == "passed"}
     scores: dict[tuple[str, int], float] = {}
     if not failing:

@@ -1,31 +1,67 @@
-"""A pytest plugin loaded into every test run gi starts (`-p fitness.pytest_plugin`).
+"""gi's pytest plugin, loaded into every test run gi starts (`-p gi_pytest_report`).
 
-It appends one JSON line per event to the file named by GI_TEST_REPORT, flushing each, so
-that the outcomes of the tests that finished survive a run killed at its time limit.
+gi copies this file into the workspace's read-only tools folder, so the plugin needs nothing
+but the standard library and pytest. It reports every event as one line on a pipe that gi
+reads while the tests run (GI_CHANNEL_FD names it), so the outcomes of the tests that
+finished survive a run killed at its time limit; no report file exists that a variant could
+append to.
+
+Each line is `<mac> <json>`: an HMAC-SHA256 over the line's sequence number and its JSON,
+keyed by a secret gi writes to the process's standard input, which the plugin reads as
+pytest loads it (before any project code is imported) and then replaces with /dev/null.
+A line the plugin did not write, or a line left out, breaks the chain and gi scores the run
+as forged. The key lives in the plugin's memory, where code in the same process could still
+dig for it: gi also checks the report against pytest's own exit status and summary line,
+and refuses variants whose code reaches for the test machinery (see gi.guard).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-_stream: TextIO | None = None
+KEY_BYTES = 64
+#: Characters of one failing test's report that are kept (its end: the assertion and where).
+FAILURE_CHARS = 2000
+
+
+def _channel() -> Callable[[dict[str, Any]], None]:
+    """The writer of signed records, or a writer that drops them when gi did not start us."""
+    descriptor = int(os.environ.pop("GI_CHANNEL_FD", "-1"))
+    if descriptor < 0:
+        return lambda record: None
+    key = b""
+    while len(key) < KEY_BYTES:
+        chunk = os.read(0, KEY_BYTES - len(key))
+        if not chunk:
+            break
+        key += chunk
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+    sequence = [0]
+
+    def write(record: dict[str, Any]) -> None:
+        text = json.dumps(record, separators=(",", ":"))
+        mac = hmac.new(key, f"{sequence[0]}:{text}".encode(), hashlib.sha256).hexdigest()
+        sequence[0] += 1
+        data = f"{mac} {text}\n".encode()
+        while data:
+            data = data[os.write(descriptor, data) :]
+
+    return write
+
+
+_write = _channel()
 _outcomes: dict[str, str] = {}
 _durations: dict[str, float] = {}
-
-
-def _write(record: dict[str, Any]) -> None:
-    global _stream
-    path = os.environ.get("GI_TEST_REPORT")
-    if not path:
-        return
-    if _stream is None:
-        _stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 (open for the session)
-    _stream.write(json.dumps(record) + "\n")
-    _stream.flush()
+_failures: dict[str, str] = {}
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -34,7 +70,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
-        _write({"collect_error": report.nodeid, "message": str(report.longrepr)[-2000:]})
+        _write({"collect_error": report.nodeid, "message": str(report.longrepr)[-FAILURE_CHARS:]})
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
@@ -62,10 +98,19 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _outcomes[nodeid] = "error"
     elif report.skipped and nodeid not in _outcomes:
         _outcomes[nodeid] = "skipped"
+    if report.failed:
+        _failures[nodeid] = report.longreprtext[-FAILURE_CHARS:]
 
 
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    _write({"finish": nodeid, "outcome": _outcomes.get(nodeid, "error"), "duration": _durations.get(nodeid, 0.0)})
+    record: dict[str, Any] = {
+        "finish": nodeid,
+        "outcome": _outcomes.get(nodeid, "error"),
+        "duration": _durations.get(nodeid, 0.0),
+    }
+    if nodeid in _failures:
+        record["failure"] = _failures[nodeid]
+    _write(record)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

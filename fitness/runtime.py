@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,15 +27,22 @@ from scipy import stats
 
 from gi.results import CommandRunner, ProcessOutcome
 
-SCRIPT_NAME = ".gi-workload.py"
+SCRIPT_NAME = "gi_workload.py"
+TIMING_NAME = "timing.json"
+#: The largest file of results a workload run may hand back (a pyperf JSON, a profile, a repr).
+RESULT_BYTES = 64 * 1024 * 1024
 
-#: Written into the scratch copy and run from there, so `import package.module` finds the
-#: variant's code first (the script's folder heads sys.path). It imports nothing of gi's.
+#: Installed in the workspace's tools folder and run from the variant's copy, whose folder
+#: (the working directory, also that of pyperf's workers) heads sys.path, so `import
+#: package.module` finds the variant's code. It imports nothing of gi's.
 WORKLOAD_SCRIPT = """\
 import argparse
 import importlib
 import json
+import os
 import sys
+
+sys.path.insert(0, os.getcwd())
 
 
 def load(spec):
@@ -168,14 +176,20 @@ def _pyperf_options(settings: TimingSettings, output: Path, loops: int | None) -
     return options
 
 
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
+
+
 def _failure(process: ProcessOutcome, what: str) -> WorkloadError:
-    tail = (process.stderr or process.stdout).strip().splitlines()[-3:]
+    """The error for a failed workload run, naming the workload's own exception when it raised
+    one (pyperf's closing "worker failed" lines alone say nothing)."""
+    lines = (process.stderr or process.stdout).strip().splitlines()
+    raised = [line.strip() for line in lines if _EXCEPTION.match(line.strip())]
+    tail = [raised[-1]] if raised else lines[-3:]
     reason = "timed out" if process.timed_out else f"exit {process.returncode}"
     return WorkloadError(f"{what} failed ({reason}): {' | '.join(tail)}")
 
 
 def measure(
-    workdir: Path,
     workload: Workload,
     settings: TimingSettings,
     *,
@@ -183,48 +197,56 @@ def measure(
     timeout: float,
     loops: int | None = None,
 ) -> Timing:
-    """Time the workload in `workdir` with pyperf; `loops` fixes the loop count (no calibration)."""
-    output = workdir / ".gi-timing.json"
-    output.unlink(missing_ok=True)
+    """Time the workload in the runner's copy with pyperf; `loops` fixes the loop count (no
+    calibration)."""
+    runner.clear_output(TIMING_NAME)
+    output = runner.outputs / TIMING_NAME
     if workload.call is not None:
-        (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
-        argv = [sys.executable, SCRIPT_NAME, "--gi-call", workload.call, *_pyperf_options(settings, output, loops)]
+        script = runner.install_tool(SCRIPT_NAME, WORKLOAD_SCRIPT)
+        argv = [sys.executable, str(script), "--gi-call", workload.call, *_pyperf_options(settings, output, loops)]
     else:
         argv = [sys.executable, "-m", "pyperf", "command", *_pyperf_options(settings, output, loops), "--",
                 *workload.command]  # fmt: skip
-    process = runner(argv, cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})
-    if process.returncode != 0 or not output.exists():
+    process = runner(argv, timeout=timeout, env={"PYTHONPATH": str(runner.workdir)})
+    data = runner.read_output(TIMING_NAME, RESULT_BYTES)
+    if process.returncode != 0 or data is None:
         raise _failure(process, "timing the workload")
-    benchmark = pyperf.Benchmark.load(str(output))
+    try:
+        benchmark = pyperf.Benchmark.loads(data.decode("utf-8"))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        raise WorkloadError(f"pyperf's results are unreadable ({error})") from None
     runs = [run for run in benchmark.get_runs() if run.values]
     if not runs:
         raise WorkloadError("pyperf recorded no values")
     return Timing(tuple(float(np.mean(run.values)) for run in runs), int(runs[0].get_loops()))
 
 
-def output_of(workdir: Path, workload: Workload, *, runner: CommandRunner, timeout: float) -> str:
-    """What the workload gives: repr() of the call's return value, or the command's stdout."""
+def output_of(workload: Workload, *, runner: CommandRunner, timeout: float) -> str:
+    """What the workload gives: repr() of the call's return value, or the command's stdout
+    (its digest, when it printed more than gi keeps)."""
     if workload.call is None:
-        process = runner(list(workload.command), cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})
+        process = runner(list(workload.command), timeout=timeout, env={"PYTHONPATH": str(runner.workdir)})
         if process.returncode != 0:
             raise _failure(process, "running the workload")
-        return process.stdout
-    return _call_once(workdir, workload.call, "--gi-output", runner=runner, timeout=timeout)
+        return process.stdout_digest or process.stdout
+    return _call_once(workload.call, "--gi-output", runner=runner, timeout=timeout)
 
 
-def _call_once(workdir: Path, call: str, mode: str, *, runner: CommandRunner, timeout: float) -> str:
+def _call_once(call: str, mode: str, *, runner: CommandRunner, timeout: float) -> str:
     """Run the workload script once in `mode` (--gi-output or --gi-profile); return what it wrote."""
-    (workdir / SCRIPT_NAME).write_text(WORKLOAD_SCRIPT, encoding="utf-8")
-    target = workdir / f".gi{mode.removeprefix('--gi')}.txt"
-    process = runner([sys.executable, SCRIPT_NAME, "--gi-call", call, mode, str(target)],
-                     cwd=workdir, timeout=timeout, env={"PYTHONPATH": str(workdir)})  # fmt: skip
-    if process.returncode != 0 or not target.exists():
+    script = runner.install_tool(SCRIPT_NAME, WORKLOAD_SCRIPT)
+    name = f"gi{mode.removeprefix('--gi')}.txt"
+    runner.clear_output(name)
+    process = runner([sys.executable, str(script), "--gi-call", call, mode, str(runner.outputs / name)],
+                     timeout=timeout, env={"PYTHONPATH": str(runner.workdir)})  # fmt: skip
+    data = runner.read_output(name, RESULT_BYTES)
+    if process.returncode != 0 or data is None:
         raise _failure(process, "running the workload" if mode == "--gi-output" else "profiling the workload")
-    return target.read_text(encoding="utf-8")
+    return data.decode("utf-8", "replace")
 
 
 def profile(
-    workdir: Path, workload: Workload, files: Sequence[str], *, runner: CommandRunner, timeout: float
+    workload: Workload, files: Sequence[str], *, runner: CommandRunner, timeout: float
 ) -> dict[tuple[str, int], float]:
     """Cumulative time (cProfile cumtime) of each function of the editable files, by (file, first line).
 
@@ -232,11 +254,17 @@ def profile(
     """
     if workload.call is None:
         return {}
-    rows: list[list[Any]] = json.loads(_call_once(workdir, workload.call, "--gi-profile", runner=runner,
-                                                  timeout=timeout))  # fmt: skip
-    wanted = {str((workdir / file).resolve()): file for file in files}
+    text = _call_once(workload.call, "--gi-profile", runner=runner, timeout=timeout)
+    try:
+        rows: list[list[Any]] = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise WorkloadError(f"the profile is unreadable ({error})") from None
+    wanted = {str((runner.workdir / file).resolve()): file for file in files}
     spent: dict[tuple[str, int], float] = {}
-    for filename, line, _name, _own, cumulative in rows:
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 5:
+            raise WorkloadError("the profile is unreadable (a row is not [file, line, name, own, cumulative])")
+        filename, line, _name, _own, cumulative = row
         file = wanted.get(str(Path(filename).resolve())) if filename and not filename.startswith("<") else None
         if file is not None:
             spent[(file, int(line))] = max(spent.get((file, int(line)), 0.0), float(cumulative))

@@ -1,24 +1,50 @@
-"""The tests measure: pytest in a subprocess on a scratch copy, with per-test outcomes.
+"""The tests measure: pytest in a subprocess on the variant's copy, with per-test outcomes.
 
 Training tests are run on every variant and drive selection; held-out tests are run only
 on the final front, to see which patches overfit the tests used in search.
+
+Outcomes come from gi's plugin over a signed channel (see fitness/pytest_plugin.py), and a
+report counts only when independent signals agree with it: every record carries a valid
+signature in sequence; the process's real exit status is pytest's own; pytest's exit status
+and its summary line on stdout do not contradict the outcomes. A run that fails these checks
+is `TestRun.forged`, and the engine scores the variant as tampered.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import hmac
 import json
+import re
+import secrets
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gi.results import CommandRunner
+from gi.results import CommandRunner, ProcessOutcome
 
 #: Outcomes a test can have. "timed_out": it was running when the time limit struck;
 #: "not_run": collected but never reached; "missing": known from the baseline, not collected.
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "timed_out", "not_run", "missing")
+#: Outcomes that are not a failure: the test passed, or did not run by its own design.
+NOT_FAILING = ("passed", "skipped", "xfailed")
 
-REPORT_NAME = ".gi-test-report.jsonl"
+PLUGIN_MODULE = "gi_pytest_report"
+#: pytest's exit status when tests ran and some failed.
+TESTS_FAILED = 1
+#: Characters of failing-test output an evaluation keeps (for reports and repair prompts).
+FAILURE_DETAIL_CHARS = 4000
+
+_SUMMARY = re.compile(r"^=*\s*(?P<counts>(?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$|^=*\s*no tests ran\b.*$")
+_COUNT = re.compile(r"(\d+) ([a-z]+)")
+
+
+@functools.cache
+def plugin_source() -> str:
+    """The plugin's source, copied into each workspace's tools folder."""
+    return (Path(__file__).parent / "pytest_plugin.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -29,86 +55,146 @@ class TestRun:
     durations: dict[str, float] = field(default_factory=dict)
     timed_out: bool = False
     #: pytest's exit status; 0 all passed, 1 some failed, 2 interrupted, 3 internal error,
-    #: 4 usage error, 5 no tests collected; -1 when killed.
+    #: 4 usage error, 5 no tests collected; -1 when killed or it never finished.
     exit_status: int = -1
     collect_errors: dict[str, str] = field(default_factory=dict)
+    #: The end of each failing test's report (its assertion output), by node id.
+    failures: dict[str, str] = field(default_factory=dict)
+    #: The end of stderr, for runs that crashed before reporting anything.
     output_tail: str = ""
     seconds: float = 0.0
+    #: Why the report cannot be trusted ("" when it can).
+    forged: str = ""
 
     @property
     def passed(self) -> int:
         return sum(outcome == "passed" for outcome in self.outcomes.values())
 
     def failing(self) -> list[str]:
-        return sorted(
-            test for test, outcome in self.outcomes.items() if outcome not in ("passed", "skipped", "xfailed")
-        )
+        """The tests that failed: every outcome but passed, skipped and xfailed."""
+        return sorted(test for test, outcome in self.outcomes.items() if outcome not in NOT_FAILING)
+
+    def failure_report(self) -> str:
+        """The failing tests' own output, trimmed: what reports and repair prompts show."""
+        parts = [f"{test}: {message}" for test, message in sorted(self.collect_errors.items())]
+        for test in self.failing():
+            text = self.failures.get(test) or {"timed_out": "ran past its time limit"}.get(self.outcomes[test], "")
+            parts.append(f"{test} {self.outcomes[test]}" + (f"\n{text}" if text else ""))
+        if not parts and self.exit_status not in (0, TESTS_FAILED):
+            parts.append(self.output_tail)
+        return "\n\n".join(parts)[-FAILURE_DETAIL_CHARS:]
 
 
-def pytest_command(paths: Sequence[str]) -> list[str]:
-    """The command line for one test run; `python -m pytest` puts the project root on sys.path."""
+def pytest_command(paths: Sequence[str], prefix: Sequence[str] = ("-m", "pytest")) -> list[str]:
+    """The command line for one test run; `python -m pytest` puts the project root on sys.path.
+
+    `prefix` replaces `-m pytest`, e.g. to run pytest under `coverage run`.
+    """
     return [
-        sys.executable, "-m", "pytest", "-p", "fitness.pytest_plugin", "-p", "no:cacheprovider",
+        sys.executable, *prefix, "-p", PLUGIN_MODULE, "-p", "no:cacheprovider",
         "-q", "--no-header", "-rN", "--color=no", *paths,
     ]  # fmt: skip
 
 
 def run_tests(
-    workdir: Path,
     paths: Sequence[str],
     *,
     timeout: float,
     runner: CommandRunner,
     env: Mapping[str, str] | None = None,
-    command: Sequence[str] | None = None,
+    prefix: Sequence[str] = ("-m", "pytest"),
 ) -> TestRun:
-    """Run pytest on `paths` inside `workdir` (a scratch copy) and read the per-test outcomes.
+    """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes."""
+    runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
+    key = secrets.token_hex(32).encode()
+    run_env = {**(env or {}), "PYTHONPATH": str(runner.tools)}
+    process = runner(pytest_command(paths, prefix), timeout=timeout, env=run_env, stdin=key, channel=True)
+    return read_report(process, key)
 
-    `command` replaces the plain pytest command line (it must load our plugin), e.g. to run
-    pytest under coverage.
-    """
-    report = workdir / REPORT_NAME
-    report.unlink(missing_ok=True)
-    run_env = {**(env or {}), "GI_TEST_REPORT": str(report)}
-    process = runner(command or pytest_command(paths), cwd=workdir, timeout=timeout, env=run_env)
+
+def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
+    """The outcomes in a run's signed report, checked against what pytest itself said."""
     collected: list[str] = []
     started: list[str] = []
     outcomes: dict[str, str] = {}
     durations: dict[str, float] = {}
+    failures: dict[str, str] = {}
     collect_errors: dict[str, str] = {}
-    exit_status = -1
-    if report.exists():
-        for line in report.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by the kill
-            if "collected" in record:
-                collected = list(record["collected"])
-            elif "start" in record:
-                started.append(record["start"])
-            elif "finish" in record:
-                outcomes[record["finish"]] = record["outcome"]
-                durations[record["finish"]] = float(record["duration"])
-            elif "collect_error" in record:
-                collect_errors[record["collect_error"]] = record["message"]
-            elif "exitstatus" in record:
-                exit_status = int(record["exitstatus"])
-        report.unlink()
+    exit_status: int | None = None
+    forged = "the test report overflowed" if process.channel_overflow else ""
+    lines = process.channel.decode("utf-8", "replace").split("\n")
+    complete = lines[:-1]  # the last piece is "" or a line cut short by the kill
+    for sequence, line in enumerate(complete):
+        mac, _, text = line.partition(" ")
+        expected = hmac.new(key, f"{sequence}:{text}".encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(mac, expected):
+            forged = f"record {sequence} of the test report was not written by gi's plugin"
+            break
+        record = json.loads(text)
+        if "collected" in record:
+            collected = list(record["collected"])
+        elif "start" in record:
+            started.append(record["start"])
+        elif "finish" in record:
+            outcomes[record["finish"]] = record["outcome"]
+            durations[record["finish"]] = float(record["duration"])
+            if "failure" in record:
+                failures[record["finish"]] = record["failure"]
+        elif "collect_error" in record:
+            collect_errors[record["collect_error"]] = record["message"]
+        elif "exitstatus" in record:
+            exit_status = int(record["exitstatus"])
     for test in started:
         outcomes.setdefault(test, "timed_out" if process.timed_out else "error")
     for test in collected:
         outcomes.setdefault(test, "not_run")
-    tail = (process.stdout + process.stderr)[-4000:]
+    if not forged and not process.timed_out:
+        forged = _contradiction(process, exit_status, outcomes)
+    finished = exit_status is not None and exit_status == process.returncode and not process.timed_out
     return TestRun(
         outcomes=outcomes,
         durations=durations,
         timed_out=process.timed_out,
-        exit_status=exit_status if not process.timed_out else -1,
+        exit_status=exit_status if finished and exit_status is not None else -1,
         collect_errors=collect_errors,
-        output_tail=tail,
+        failures=failures,
+        output_tail=process.stderr[-FAILURE_DETAIL_CHARS:],
         seconds=process.seconds,
+        forged=forged,
     )
+
+
+def _contradiction(process: ProcessOutcome, exit_status: int | None, outcomes: Mapping[str, str]) -> str:
+    """Why the report of a run that ended by itself contradicts pytest, or ""."""
+    if exit_status is None:
+        if process.returncode == 0:
+            return "the test process exited with status 0 before pytest finished"
+        return ""  # a crash: the unfinished tests count as failed
+    if process.returncode != exit_status:
+        if process.returncode == 0:
+            return f"the test process exited with status 0, but pytest's exit status was {exit_status}"
+        return ""  # it crashed after pytest finished; the exit status is not trusted
+    failing = [test for test, outcome in outcomes.items() if outcome not in NOT_FAILING]
+    if exit_status == TESTS_FAILED and not failing:
+        return "pytest counted failed tests that the report does not show"
+    if exit_status == 0 and failing:
+        return "the report shows failed tests that pytest did not count"
+    summary = _summary(process.stdout)
+    if summary is None:
+        return "pytest's summary line is missing from the test output"
+    reported = sum(outcome == "passed" for outcome in outcomes.values())
+    if reported > summary.get("passed", 0) + summary.get("xpassed", 0):
+        return f"the report shows {reported} passed tests, pytest's summary {summary.get('passed', 0)}"
+    return ""
+
+
+def _summary(stdout: str) -> dict[str, int] | None:
+    """pytest's last summary line ("2 failed, 3 passed in 0.12s") as counts, if there is one."""
+    for line in reversed(stdout.splitlines()):
+        match = _SUMMARY.match(line.strip())
+        if match:
+            return {word: int(number) for number, word in _COUNT.findall(match.group("counts") or "")}
+    return None
 
 
 def count_failed(run: TestRun, baseline: Mapping[str, str] | None = None) -> int:

@@ -206,9 +206,9 @@ class LLMSection(_Section):
     timeout: Annotated[float, Field(gt=0, description="seconds a request may take")] = 60.0
     retries: Annotated[int, Field(ge=0, le=20, description="retries, with backoff, of a failed request")] = 3
     concurrency: Annotated[int, Field(ge=1, le=64, description="requests in flight at once")] = 2
-    max_requests: Annotated[int | None, Field(ge=0, description="the most requests a run makes")] = None
+    max_requests: Annotated[int | None, Field(ge=0, description="the most requests a run makes")] = 200
     max_total_tokens: Annotated[int | None, Field(ge=0, description="the most tokens a run spends")] = None
-    max_cost: Annotated[float | None, Field(ge=0, description="the most money (USD) a run spends")] = None
+    max_cost: Annotated[float | None, Field(ge=0, description="the most money (USD) a run spends")] = 5.0
     price_prompt: Annotated[float, Field(ge=0, description="USD per million prompt tokens")] = 0.0
     price_completion: Annotated[float, Field(ge=0, description="USD per million completion tokens")] = 0.0
     goal: Annotated[
@@ -226,7 +226,15 @@ class EvaluationSection(_Section):
         1, min(4, os.cpu_count() or 1)
     )
     memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
+    processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256
+    file_mb: Annotated[int, Field(ge=1, description="the largest file a test run may write, in MiB")] = 1024
     isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
+    read_only: Annotated[
+        list[Path], Field(description="more host folders the sandbox shows, read-only (e.g. a package the tests need)")
+    ] = []
+    llm_without_sandbox: Annotated[
+        bool, Field(description="let the language model's code run with process limits only, where no sandbox works")
+    ] = False
 
 
 class Config(_Section):
@@ -260,6 +268,10 @@ class Config(_Section):
     @property
     def run_folder(self) -> Path:
         return self.resolve(self.experiment.output) / f"{self.experiment.name}-seed{self.experiment.seed}"
+
+    def test_paths(self) -> list[str]:
+        """The training and held-out test paths (without ::node ids), relative to the root."""
+        return [path.split("::")[0] for path in (*self.tests.train, *self.tests.holdout)]
 
     def fingerprint(self) -> dict[str, Any]:
         """What makes two runs the same experiment (the config, without where it was read from)."""
@@ -379,6 +391,10 @@ def _check_paths(config: Config, path: Path) -> None:
         )
     for key, paths in (("tests.train", config.tests.train), ("tests.holdout", config.tests.holdout)):
         for test_path in paths:
+            if not (root / test_path.split("::")[0]).resolve().is_relative_to(root):
+                raise ConfigError(
+                    f"{path}: {key}: {test_path!r} lies outside program.root ({root}); tests must be inside the project"
+                )
             if not (root / test_path.split("::")[0]).exists():
                 raise ConfigError(
                     f"{path}: {key}: {test_path!r} does not exist under program.root ({root});"

@@ -14,8 +14,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +37,11 @@ from fitness.runtime import (
     profile,
 )
 from fitness.tests import TestRun, count_failed, run_tests
+from gi.guard import new_risky_names
 from gi.patch import Variant
 from gi.program import Program
 from gi.results import Evaluation, Status
-from gi.sandbox import LimitedRunner, Limits, bubblewrap_available, scratch_copy
+from gi.sandbox import Isolation, Limits, Sandbox, isolation, workspace
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,11 @@ class EvaluationSettings:
     workload_timeout: float = 120.0
     screening: TimingSettings = SCREENING
     rigorous: TimingSettings = RIGOROUS
+    #: Folders never copied into a workspace (absolute): the run folder and the reply cache,
+    #: when they lie inside the project.
+    exclude: tuple[Path, ...] = ()
+    #: Text that must never reach a report or a prompt (the API key, say).
+    secrets: tuple[str, ...] = ()
 
 
 def static_measures(variant: Variant) -> dict[str, float]:
@@ -74,6 +81,8 @@ def static_measures(variant: Variant) -> dict[str, float]:
 
 
 def _status(run: TestRun) -> Status:
+    if run.forged:
+        return Status.TAMPERED
     if run.timed_out:
         return Status.TIMED_OUT
     if run.exit_status in (-1, 3, 4):  # killed, pytest internal error, usage error
@@ -95,16 +104,34 @@ class Evaluator:
         self._timing_lock = threading.Lock()
 
     @property
-    def isolated(self) -> bool:
-        """Whether test runs get bubblewrap's isolation, or process limits only."""
-        return self.settings.limits.isolate and bubblewrap_available()
+    def isolation(self) -> Isolation:
+        """Whether commands get bubblewrap's isolation, or process limits only."""
+        return isolation(self.settings.limits)
 
-    def _runner(self, workdir: Path) -> LimitedRunner:
-        return LimitedRunner(self.settings.limits, workdir.parent)
+    @contextmanager
+    def _sandbox(self, variant: Variant, *, holdout: bool = False) -> Iterator[Sandbox]:
+        """A fresh workspace for the variant, and a sandbox to run commands in it.
+
+        During the search (holdout=False) the held-out tests are not in the copy, so no
+        variant can read what it will be judged on at the end.
+        """
+        hidden = self.settings.exclude
+        if not holdout:
+            hidden += tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
+        with workspace(self.program.root, variant.sources, parent=self.scratch, exclude=hidden,
+                       encodings=self.program.encodings) as space:  # fmt: skip
+            yield Sandbox(self.settings.limits, space)
+
+    def redact(self, text: str) -> str:
+        """`text` without the secrets gi knows of, for everything that is stored or sent."""
+        for secret in self.settings.secrets:
+            if secret:
+                text = text.replace(secret, "[redacted]")
+        return text
 
     def _tests(self, variant: Variant, paths: Sequence[str]) -> TestRun:
-        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
-            return run_tests(workdir, paths, timeout=self.settings.timeout, runner=self._runner(workdir))
+        with self._sandbox(variant, holdout=True) as sandbox:
+            return run_tests(paths, timeout=self.settings.timeout, runner=sandbox)
 
     # --- one variant --------------------------------------------------------------------------
 
@@ -112,43 +139,47 @@ class Evaluator:
         """Measure one variant; any failure becomes the evaluation's status, never an exception."""
         started = time.perf_counter()
         tree_hash = variant.tree_hash
+
+        def result(status: Status, detail: str, measures: dict[str, float] | None = None,
+                   tests: Mapping[str, str] | None = None) -> Evaluation:  # fmt: skip
+            return Evaluation(status, tree_hash, measures or {}, dict(tests or {}), self.redact(detail),
+                              time.perf_counter() - started)  # fmt: skip
+
         try:
             if variant.syntax_error is not None:
-                return Evaluation(Status.UNPARSEABLE, tree_hash, detail=variant.syntax_error,
-                                  seconds=time.perf_counter() - started)  # fmt: skip
+                return result(Status.UNPARSEABLE, variant.syntax_error)
+            tampering = new_risky_names(self.program.sources, variant.sources)
+            if tampering:
+                return result(Status.TAMPERED, "new code reaches for the test machinery: " + "; ".join(tampering))
             measures = static_measures(variant)
-            with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
-                run = run_tests(workdir, self.settings.train, timeout=self.settings.timeout,
-                                runner=self._runner(workdir))  # fmt: skip
+            with self._sandbox(variant) as sandbox:
+                run = run_tests(self.settings.train, timeout=self.settings.timeout, runner=sandbox)
                 measures["failed_tests"] = float(count_failed(run, self.baseline_tests))
                 measures["passed_tests"] = float(run.passed)
                 measures["test_count"] = float(len(run.outcomes))
                 status = _status(run)
-                detail = "" if status is Status.OK and not run.failing() else run.output_tail
+                detail = run.forged or ("" if status is Status.OK and not run.failing() else run.failure_report())
                 if status is Status.TIMED_OUT:
                     detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
                 if status is Status.OK and self.settings.workload is not None and wanted:
-                    detail += self._workload_measures(workdir, measures)
-            return Evaluation(status, tree_hash, measures, dict(run.outcomes), detail,
-                              time.perf_counter() - started)  # fmt: skip
+                    detail += self._workload_measures(sandbox, measures)
+            return result(status, detail, measures, run.outcomes)
         except Exception:  # a broken variant is a result, not a crash of the search
-            return Evaluation(Status.CRASHED, tree_hash, detail=traceback.format_exc()[-4000:],
-                              seconds=time.perf_counter() - started)  # fmt: skip
+            return result(Status.CRASHED, traceback.format_exc()[-4000:])
 
-    def _workload_measures(self, workdir: Path, measures: dict[str, float]) -> str:
+    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> str:
         """Check the workload's output and time it; adds to `measures`, returns what went wrong."""
         workload = self.settings.workload
         assert workload is not None
-        runner = self._runner(workdir)
         try:
             if self.settings.check_output and self.baseline_output is not None:
-                output = output_of(workdir, workload, runner=runner, timeout=self.settings.workload_timeout)
+                output = output_of(workload, runner=sandbox, timeout=self.settings.workload_timeout)
                 measures["output_differs"] = float(output != self.baseline_output)
             if self.baseline_timing is not None:
                 with self._timing_lock:
                     timing = measure(
-                        workdir, workload, self.settings.screening, runner=runner,
+                        workload, self.settings.screening, runner=sandbox,
                         timeout=self.settings.workload_timeout, loops=self.baseline_timing.loops,
                     )  # fmt: skip
                 measures["runtime_seconds"] = timing.median
@@ -187,11 +218,10 @@ class Evaluator:
 
     def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
-        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
+        with self._sandbox(variant) as sandbox:
             run, coverage = covered_test_run(
-                workdir, self.settings.train, self.program.files, timeout=self.settings.timeout * 3,
-                runner=self._runner(workdir),
-            )  # fmt: skip
+                self.settings.train, self.program.files, timeout=self.settings.timeout * 3, runner=sandbox
+            )
         return ochiai(coverage, run.outcomes)
 
     def _workload(self) -> Workload:
@@ -201,19 +231,18 @@ class Evaluator:
 
     def timing(self, variant: Variant, *, loops: int | None = None) -> Timing:
         """A screening timing of one variant (the original, to set the baseline); raises WorkloadError."""
-        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir, self._timing_lock:
-            return measure(workdir, self._workload(), self.settings.screening, runner=self._runner(workdir),
+        with self._sandbox(variant) as sandbox, self._timing_lock:
+            return measure(self._workload(), self.settings.screening, runner=sandbox,
                            timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
     def output(self, variant: Variant) -> str:
-        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
-            return output_of(workdir, self._workload(), runner=self._runner(workdir),
-                             timeout=self.settings.workload_timeout)  # fmt: skip
+        with self._sandbox(variant) as sandbox:
+            return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout)
 
     def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Cumulative time of each function of the editable files in the workload, by (file, line)."""
-        with scratch_copy(self.program.root, variant.sources, parent=self.scratch) as workdir:
-            return profile(workdir, self._workload(), self.program.files, runner=self._runner(workdir),
+        with self._sandbox(variant) as sandbox:
+            return profile(self._workload(), self.program.files, runner=sandbox,
                            timeout=self.settings.workload_timeout)  # fmt: skip
 
     def rigorous(self, original: Variant, member: Variant, *, loops: int, seed: int = 0) -> SpeedUp:
@@ -226,13 +255,10 @@ class Evaluator:
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
                               min_time=settings.min_time)  # fmt: skip
-        with (
-            scratch_copy(self.program.root, original.sources, parent=self.scratch) as first,
-            scratch_copy(self.program.root, member.sources, parent=self.scratch) as second,
-        ):
+        with self._sandbox(original) as first, self._sandbox(member) as second:
 
-            def timer(workdir: Path) -> Callable[[], Timing]:
-                return lambda: measure(workdir, self._workload(), pair, runner=self._runner(workdir),
+            def timer(sandbox: Sandbox) -> Callable[[], Timing]:
+                return lambda: measure(self._workload(), pair, runner=sandbox,
                                        timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
             return interleaved(timer(first), timer(second), rounds)

@@ -13,7 +13,9 @@ are gi/timing.py's.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -23,24 +25,26 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import OBJECTIVES, Objective, objective_values, reference_point
-from fitness.tests import count_failed
+from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
+from fitness.tests import NOT_FAILING, count_failed
 from gi.accounting import count_by_operator
 from gi.config import Config
-from gi.errors import LLMError, ProgramError, StoreError
+from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.evolution import NSGA2, Candidate, SearchSettings
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import write_report
 from gi.results import Evaluation, Status
-from gi.sandbox import Limits
+from gi.sandbox import Limits, hide_environment, isolation
 from gi.timing import OriginalTiming, workload_settings
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
 from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
 
 STORE_NAME = "store.sqlite"
+#: Words in an environment variable's name that mark its value as a secret to redact.
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 @dataclass
@@ -88,36 +92,64 @@ class Experiment:
         self.folder = config.run_folder
         self.on_progress = on_progress or (lambda progress, generation_done: None)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
-        self.program = Program.load(config.program_root, config.program.files)
-        if fresh and self.folder.exists():
-            shutil.rmtree(self.folder)
+        self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.store = RunStore(self.folder / STORE_NAME)
-        fingerprint = self.store.get_meta("config")
-        if fingerprint is not None and fingerprint != config.fingerprint():
-            self.store.close()
-            raise StoreError(
-                f"{self.folder} holds a run of a different config; rerun with --fresh to replace it,"
-                " or change experiment.name or experiment.output"
-            )
-        self.store.set_meta("config", config.fingerprint())
-        self.evaluator = Evaluator(
-            self.program,
-            EvaluationSettings(
-                train=tuple(config.tests.train),
-                holdout=tuple(config.tests.holdout),
-                timeout=config.tests.timeout,
-                limits=Limits(memory_mb=config.evaluation.memory_mb, isolate=config.evaluation.isolate),
-                workers=config.evaluation.workers,
-                **workload_settings(config),
-            ),
-        )
+        self._lock = lock_run_folder(self.folder)
+        try:
+            self._open(config, fresh)
+        except BaseException:
+            os.close(self._lock)
+            raise
         self.cache: dict[str, Evaluation] = self.store.evaluations()
         self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
         self.llm: LLMOperator | None = None
+
+    def _open(self, config: Config, fresh: bool) -> None:
+        """Open the run store (emptied with `fresh`, or when it holds a run that never got past
+        its first generation) and set up the evaluator."""
+        if fresh:
+            _empty(self.folder)
+        self.store = RunStore(self.folder / STORE_NAME)
+        fingerprint = self.store.get_meta("config")
+        if fingerprint is not None and fingerprint != config.fingerprint():
+            if self.store.last_checkpoint() is not None:
+                self.store.close()
+                raise StoreError(
+                    f"{self.folder} holds a run of a different config; rerun with --fresh to replace it,"
+                    " or change experiment.name or experiment.output"
+                )
+            # The earlier run never finished its first generation (its baseline failed, say):
+            # nothing is lost by starting over with the corrected config.
+            self.store.close()
+            _empty(self.folder)
+            self.store = RunStore(self.folder / STORE_NAME)
+        self.store.set_meta("config", config.fingerprint())
+        section = config.evaluation
+        limits = Limits(
+            memory_mb=section.memory_mb,
+            isolate=section.isolate,
+            processes=section.processes,
+            file_mb=section.file_mb,
+            read_only=tuple(config.resolve(path) for path in section.read_only),
+        )
+        self.isolation = isolation(limits)
+        inside = [self.folder, config.llm_cache]
+        self.evaluator = Evaluator(
+            self.program,
+            EvaluationSettings(
+                train=tuple(config.tests.train),
+                holdout=tuple(config.tests.holdout),
+                timeout=config.tests.timeout,
+                limits=limits,
+                workers=section.workers,
+                exclude=tuple(path for path in inside if path.is_relative_to(self.program.root)),
+                secrets=_secrets(config),
+                **workload_settings(config),
+            ),
+        )
 
     # --- the baseline ---------------------------------------------------------------------
 
@@ -127,6 +159,11 @@ class Experiment:
         evaluation = self.cache.get(original.tree_hash)
         if evaluation is None:
             evaluation = self.evaluator.evaluate(original)
+            if evaluation.status is Status.TAMPERED:
+                raise ProgramError(
+                    f"{self.config.program_root}: gi cannot trust the original program's test report:"
+                    f" {evaluation.detail.strip().splitlines()[0]}"
+                )
             if evaluation.status is not Status.OK:
                 raise ProgramError(
                     f"{self.config.program_root}: the original program's training tests do not run"
@@ -135,6 +172,14 @@ class Experiment:
                 )
             if not evaluation.tests:
                 raise ProgramError(f"{self.config.source}: tests.train collects no test in {self.config.program_root}")
+            failed = evaluation.measures.get("failed_tests", 0)
+            if failed and self.config.objectives.constraint is Constraint.TRAIN_PASS:
+                failing = [test for test, outcome in sorted(evaluation.tests.items()) if outcome not in NOT_FAILING]
+                raise ProgramError(
+                    f"{self.config.source}: objectives.constraint = 'train_pass', but the original program fails"
+                    f" {failed:g} training test(s) ({', '.join(failing[:3])}{', ...' if len(failing) > 3 else ''}),"
+                    ' so no variant could be feasible; for a repair use constraint = "none"'
+                )
             if "runtime" in evaluation.measures:  # the original is the unit its variants are timed in
                 evaluation = dataclasses.replace(evaluation, measures={**evaluation.measures, "runtime": 1.0})
             self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
@@ -185,6 +230,14 @@ class Experiment:
         section = self.config.llm
         if section is None or self.config.mutators.llm <= 0:
             return None
+        if not self.isolation.sandboxed:
+            if not self.config.evaluation.llm_without_sandbox:
+                raise ConfigError(
+                    f"{self.config.source}: mutators.llm = {self.config.mutators.llm:g}, but the sandbox does not"
+                    f" work here ({self.isolation.description}); the model's code would run with your rights."
+                    " Install bubblewrap, or set evaluation.llm_without_sandbox = true to accept that"
+                )
+            hide_environment()
         goal = section.goal
         if goal == "auto":
             names = self.config.objectives.names()
@@ -272,8 +325,21 @@ class Experiment:
         self.progress.evaluations = int(checkpoint.stats.get("evaluations", 0))
         self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
 
+    def close(self) -> None:
+        """Close the run store and release the run folder's lock."""
+        self.store.close()
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
     def run(self) -> RunResult:
         """Run (or resume) the search, then validate the front and write the report."""
+        try:
+            return self._run()
+        finally:
+            self.close()
+
+    def _run(self) -> RunResult:
         started = time.perf_counter()
         elapsed_before = float(self.store.get_meta("wall_seconds") or 0.0)
         baseline = self._baseline()
@@ -298,7 +364,6 @@ class Experiment:
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
-        self.store.close()
         return RunResult(self.folder, summary)
 
     def _note_llm_stop(self) -> None:
@@ -432,7 +497,7 @@ class Experiment:
             evaluations=len(self.cache) - 1,  # every program measured, but the original
             cache_hits=self.progress.cache_hits,
             wall_seconds=wall_seconds,
-            isolated=self.evaluator.isolated,
+            isolated=self.isolation.sandboxed,
             extra={
                 "fault_localisation": [
                     {"file": file, "line": line, "ochiai": round(score, 4)}
@@ -447,6 +512,35 @@ class Experiment:
                 "warnings": self.progress.warnings,
             },
         )
+
+
+def lock_run_folder(folder: Path) -> int:
+    """Hold an exclusive lock on the run folder for as long as this process lives (or until the
+    descriptor is closed); a second `gi run` of the same folder is refused, not interleaved."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise StoreError(f"{folder}: another gi run is using this run folder; wait for it or stop it") from None
+    return descriptor
+
+
+def _empty(folder: Path) -> None:
+    """Delete what a run folder holds, keeping the folder (and its lock)."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _secrets(config: Config) -> tuple[str, ...]:
+    """Values that must never reach a report or a prompt: the API key, and any variable of
+    gi's environment whose name says it holds a secret."""
+    names = {config.llm.api_key_env} if config.llm is not None else set()
+    names |= {name for name in os.environ if any(word in name.upper() for word in SECRET_WORDS)}
+    return tuple(sorted({os.environ[name] for name in names if len(os.environ.get(name, "")) >= 8}))
 
 
 def run_experiment(

@@ -12,7 +12,9 @@ import dataclasses
 import enum
 import fnmatch
 import hashlib
+import io
 import os
+import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,7 +328,7 @@ def _line_starts(module: cst.Module) -> dict[int, int]:
 def _matching_files(root: Path, pattern: str) -> list[str]:
     """Relative paths of the .py files under `root` that match a glob, skipping caches and VCS folders."""
     if not any(char in pattern for char in "*?["):
-        return [pattern] if pattern.endswith(".py") and (root / pattern).is_file() else []
+        return [pattern] if pattern.endswith(".py") and os.path.lexists(root / pattern) else []
     found = []
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(name for name in subfolders if name not in IGNORED_DIRS)
@@ -335,6 +337,36 @@ def _matching_files(root: Path, pattern: str) -> list[str]:
             if name.endswith(".py") and fnmatch.fnmatchcase(relative, pattern):
                 found.append(relative)
     return found
+
+
+def _is_test_file(relative: str, protected: Sequence[str]) -> bool:
+    """Is `relative` a conftest.py, or inside one of the `protected` test paths?"""
+    path = Path(relative)
+    inside = any(path == Path(test) or Path(test) in path.parents for test in protected)
+    return path.name == "conftest.py" or inside
+
+
+def _check_editable(root: Path, relative: str) -> None:
+    """An editable file must be a regular file inside `root`, reached without links: gi must
+    never write, nor let a variant write, anywhere else."""
+    current = root
+    for part in Path(relative).parts:
+        current = current / part
+        if current.is_symlink():
+            raise ProgramError(f"{root / relative}: an editable file must not be or lie behind a symbolic link")
+    if not current.is_file():
+        raise ProgramError(f"{current}: an editable file must be a regular file inside {root}")
+
+
+def decode_source(data: bytes, path: Path) -> tuple[str, str]:
+    """The text of a Python file and its encoding: UTF-8 (a byte-order mark is dropped) or the
+    encoding its coding declaration names (PEP 263), as the interpreter reads it."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as error:
+        raise ProgramError(f"{path}: cannot read the file as Python source ({error})") from None
+    return text.removeprefix("\ufeff"), "utf-8" if encoding == "utf-8-sig" else encoding
 
 
 def normalised_dump(source: str, filename: str = "<variant>") -> str:
@@ -349,10 +381,12 @@ class Program:
     sites of this object by `Location`.
     """
 
-    def __init__(self, root: Path, sources: Mapping[str, str]) -> None:
+    def __init__(self, root: Path, sources: Mapping[str, str], encodings: Mapping[str, str] | None = None) -> None:
         self.root = root
         self.files: tuple[str, ...] = tuple(sorted(sources))
         self.sources: Mapping[str, str] = dict(sources)
+        #: How each file is written back (its coding declaration's encoding; UTF-8 by default).
+        self.encodings: Mapping[str, str] = {file: (encodings or {}).get(file, "utf-8") for file in self.files}
         self.modules: dict[str, cst.Module] = {}
         self._nodes: dict[Location, cst.CSTNode] = {}
         self._code: dict[Location, str] = {}
@@ -381,22 +415,31 @@ class Program:
         self.tree_hash = tree_hash(self._dumps)
 
     @classmethod
-    def load(cls, root: Path | str, patterns: Sequence[str]) -> Program:
-        """Read the files under `root` that match the glob `patterns` (relative to root)."""
+    def load(cls, root: Path | str, patterns: Sequence[str], *, protected: Sequence[str] = ()) -> Program:
+        """Read the files under `root` that match the glob `patterns` (relative to root).
+
+        Test files are never editable: a glob skips every conftest.py and everything under the
+        `protected` paths (the training and held-out tests); naming one outright is an error.
+        """
         root = Path(root).resolve()
         if not root.is_dir():
             raise ProgramError(f"{root}: the program folder does not exist")
         sources: dict[str, str] = {}
+        encodings: dict[str, str] = {}
         for pattern in patterns:
+            explicit = not any(char in pattern for char in "*?[")
             matches = _matching_files(root, pattern)
+            if explicit and matches and _is_test_file(matches[0], protected):
+                raise ProgramError(
+                    f"{root / pattern}: tests and conftest.py are never editable (program.files names a test file)"
+                )
+            matches = [name for name in matches if not _is_test_file(name, protected)]
             if not matches:
                 raise ProgramError(f"{root}: no Python file matches {pattern!r} (globs are relative to the folder)")
             for name in matches:
-                try:
-                    sources[name] = (root / name).read_bytes().decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise ProgramError(f"{root / name}: not UTF-8 text ({error.reason})") from None
-        return cls(root, sources)
+                _check_editable(root, name)
+                sources[name], encodings[name] = decode_source((root / name).read_bytes(), root / name)
+        return cls(root, sources, encodings)
 
     def sites_of(self, kind: SiteKind) -> tuple[Site, ...]:
         return self._by_kind[kind]

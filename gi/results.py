@@ -22,22 +22,48 @@ class ProcessOutcome:
     stderr: str
     seconds: float
     timed_out: bool = False
+    #: What the command wrote to its channel pipe (see `CommandRunner`), and whether it wrote
+    #: more than was kept.
+    channel: bytes = b""
+    channel_overflow: bool = False
+    #: "sha256:bytes" of the whole stdout when only its tail was kept, else "".
+    stdout_digest: str = ""
 
 
 class CommandRunner(Protocol):
-    """Runs a command in a scratch folder with a time limit, killing all it started on expiry.
+    """Runs commands for one variant in its workspace, with limits, killing all they started.
 
     The engine's sandbox implements it; measures in fitness/ take one, so they never decide
-    themselves how a variant's code is isolated.
+    themselves how a variant's code is isolated. `workdir` is the variant's copy of the
+    project; `tools` holds gi's own files, which the command can read but not change;
+    `outputs` is where the command leaves files for gi, read back with `read_output` (regular
+    files only, never through a link: the variant may have planted one).
     """
+
+    @property
+    def workdir(self) -> Path: ...
+
+    @property
+    def tools(self) -> Path: ...
+
+    @property
+    def outputs(self) -> Path: ...
+
+    def install_tool(self, name: str, text: str) -> Path: ...
+
+    def read_output(self, name: str, max_bytes: int = ...) -> bytes | None: ...
+
+    def clear_output(self, name: str) -> None: ...
 
     def __call__(
         self,
         argv: Sequence[str],
         *,
-        cwd: Path,
         timeout: float,
         env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: bytes = b"",
+        channel: bool = False,
     ) -> ProcessOutcome: ...
 
 
@@ -48,6 +74,9 @@ class Status(enum.StrEnum):
     UNPARSEABLE = "unparseable"
     TIMED_OUT = "timed_out"
     CRASHED = "crashed"
+    #: The variant reached for the test machinery (a new use of os._exit, sys.modules, pytest,
+    #: ...) or its test report was forged; it scores as the worst of all.
+    TAMPERED = "tampered"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,24 +1,47 @@
-"""Scratch copies of the program and a command runner with limits.
+"""The sandbox: a workspace per variant and a command runner with limits and isolation.
 
-Every variant runs in its own copy of the project folder; the user's folder is only read.
-Commands run in a new session with a wall-clock limit (the whole process group is killed
-when it strikes) and an address-space limit. Where bubblewrap works, the command also runs
-with no network, the whole file system read-only but its scratch folder (where TMPDIR
-points), and its own PID namespace, so nothing it starts outlives it. (No tmpfs over /tmp:
-the interpreter or the project may live there, as a CI checkout often does.)
+Every variant's code is hostile until proven otherwise: a mutation or a language model may
+have written code that deletes files, reads secrets, opens sockets, forks, floods its
+output or forges its own test results. Each evaluation gets a `Workspace`:
+
+    <temporary folder>/      made by gi, never writable by the variant
+        program/   a copy of the project with the variant's sources  (read-only inside)
+        tools/     gi's own files: the pytest plugin, the workload script  (read-only inside)
+        outputs/   what the command hands back: timings, coverage, return values  (writable)
+        temporary/ HOME and TMPDIR  (writable)
+
+gi writes only into folders the variant cannot write (program/ and tools/ are filled before
+the first command runs) and reads back only regular files from outputs/, without following
+links, after every process of the command is dead.
+
+`Sandbox` runs a command in the workspace. Always: a new session and process group, a
+wall-clock limit (the whole group is killed when it strikes), limits on address space, file
+size and process count, stdout and stderr kept only as a bounded tail while they stream.
+Where bubblewrap works (`isolation()` says), also: a user namespace with every capability
+dropped and no nested namespaces, no network of any kind (a network namespace with only
+loopback, so no host Unix socket either: the host's /run and /tmp are not mounted), its own
+PID namespace (nothing it starts outlives it), and a file system that holds only the system
+folders, the Python installation and the workspace: nothing of the home folder, nothing of
+the user's project but the copy, all read-only but outputs/ and temporary/. As root, a
+pids cgroup caps the process count (the kernel does not apply RLIMIT_NPROC to root).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
+import hashlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,24 +50,12 @@ from gi.program import IGNORED_DIRS
 from gi.results import ProcessOutcome
 
 #: Environment variables passed through to sandboxed commands; everything else is dropped.
-_PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-
-
-@functools.cache
-def bubblewrap_available() -> bool:
-    """True if `bwrap` is installed and can make the namespaces we ask for here."""
-    if shutil.which("bwrap") is None:
-        return False
-    try:
-        probe = subprocess.run(
-            ["bwrap", "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--die-with-parent", "true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+_PASSED_ENV = ("LANG", "LC_ALL", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+#: System folders mounted read-only inside the sandbox (those that exist on the host).
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: The few files of /etc the interpreter and its libraries read; the rest of /etc stays out.
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
+_PIDS_CGROUPS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
 
 @dataclass(frozen=True)
@@ -52,106 +63,473 @@ class Limits:
     """Limits for every command a variant runs."""
 
     memory_mb: int = 4096
-    isolate: bool = True  # use bubblewrap (no network, read-only system, PID namespace) if it works
+    #: Use bubblewrap where it works (see `isolation`).
+    isolate: bool = True
+    #: The most processes (threads included) the command may have at once.
+    processes: int = 256
+    #: The largest file the command may write.
+    file_mb: int = 1024
+    #: How much of stdout and of stderr is kept (the tail).
+    output_kb: int = 256
+    #: Further host folders the command may read (e.g. a package the project imports).
+    read_only: tuple[Path, ...] = ()
 
 
-class LimitedRunner:
-    """A `CommandRunner` that enforces `Limits`; one per scratch folder."""
+@dataclass(frozen=True)
+class Isolation:
+    """What a run's commands are isolated by: said at the start of every run and in summary.json."""
 
-    def __init__(self, limits: Limits, writable: Path) -> None:
+    sandboxed: bool
+    description: str
+
+
+@functools.cache
+def _bubblewrap_problem() -> str | None:
+    """Why bubblewrap cannot give the isolation we ask of it here, or None when it can."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    argv = ["bwrap", *_NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
+    try:
+        probe = subprocess.run(argv, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap does not start ({error})"
+    if probe.returncode != 0:
+        reason = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"bubblewrap cannot make its namespaces here ({reason[-1] if reason else probe.returncode})"
+    return None
+
+
+_NAMESPACES = (
+    "--unshare-user", "--disable-userns", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+    "--unshare-cgroup-try", "--hostname", "gi", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+)  # fmt: skip
+
+
+def bubblewrap_available() -> bool:
+    """True if bubblewrap can make every namespace the sandbox uses."""
+    return _bubblewrap_problem() is None
+
+
+def isolation(limits: Limits) -> Isolation:
+    """Which isolation commands get under `limits` on this machine, in one line."""
+    bounds = f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB"
+    if not limits.isolate:
+        return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
+    problem = _bubblewrap_problem()
+    if problem is not None:
+        return Isolation(False, f"NO SANDBOX ({problem}): process limits only ({bounds})")
+    return Isolation(
+        True,
+        "bubblewrap: user namespace without capabilities, no network, own PID namespace, only system"
+        f" folders, the Python installation and the workspace visible ({bounds})",
+    )
+
+
+# --- the workspace -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The folders of one evaluation; see the module doc."""
+
+    base: Path
+
+    @property
+    def program(self) -> Path:
+        return self.base / "program"
+
+    @property
+    def tools(self) -> Path:
+        return self.base / "tools"
+
+    @property
+    def outputs(self) -> Path:
+        return self.base / "outputs"
+
+    @property
+    def temporary(self) -> Path:
+        return self.base / "temporary"
+
+
+def copy_program(root: Path, destination: Path, exclude: Iterable[Path] = ()) -> None:
+    """Copy the project folder, without version control, caches, environments and `exclude`
+    (absolute paths: the run folder, the reply cache, held-out tests during search)."""
+    excluded = {path.resolve() for path in exclude}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = {name for name in names if name in IGNORED_DIRS or name.endswith((".pyc", ".pyo"))}
+        return skipped | {name for name in names if (Path(folder) / name).resolve() in excluded}
+
+    shutil.copytree(root, destination, ignore=ignore, symlinks=True)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create `path` and write `data`, never through a link: an existing entry is removed first
+    (unlink does not follow links) and the file is created exclusively."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
+
+
+def read_regular(path: Path, max_bytes: int) -> bytes | None:
+    """The content of `path` if it is a regular file (not a link, a FIFO or a device) of at most
+    `max_bytes`; None otherwise. For files a variant could have planted."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        return stream.read(max_bytes + 1)[:max_bytes]
+
+
+@contextmanager
+def workspace(
+    root: Path,
+    sources: Mapping[str, str],
+    *,
+    parent: Path | None = None,
+    exclude: Iterable[Path] = (),
+    encodings: Mapping[str, str] | None = None,
+) -> Iterator[Workspace]:
+    """A fresh workspace: a copy of the program with `sources` (relative path -> text) written
+    in, each in its file's encoding (UTF-8 unless `encodings` says otherwise)."""
+    with tempfile.TemporaryDirectory(prefix="gi-", dir=parent) as folder:
+        space = Workspace(Path(folder))
+        copy_program(root, space.program, exclude)
+        for relative, text in sources.items():
+            target = space.program / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_new(target, text.encode((encodings or {}).get(relative, "utf-8")))
+        for made in (space.tools, space.outputs, space.temporary):
+            made.mkdir()
+        yield space
+
+
+# --- running a command ---------------------------------------------------------------------------
+
+
+class _Tail:
+    """Keeps the last `limit` bytes of a stream read on a thread, and a digest of all of it."""
+
+    def __init__(self, stream: int, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.total = 0
+        self.digest = hashlib.sha256()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: int) -> None:
+        with os.fdopen(stream, "rb", buffering=0) as source:
+            while chunk := source.read(65536):
+                self.total += len(chunk)
+                self.digest.update(chunk)
+                self.data += chunk
+                if len(self.data) > 2 * self.limit:
+                    del self.data[: len(self.data) - self.limit]
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def text(self) -> str:
+        kept = bytes(self.data[-self.limit :])
+        return kept.decode("utf-8", "replace")
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.limit
+
+
+def _python_paths() -> list[Path]:
+    """The Python installation the commands run: prefixes of the interpreter and the venv."""
+    found: list[Path] = []
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        path = Path(prefix).resolve()
+        if not any(path == other or path.is_relative_to(other) for other in map(Path, _SYSTEM)):
+            found.append(path)
+    return sorted(set(found))
+
+
+@functools.cache
+def _processes_of_this_user() -> int:
+    """How many processes this user has now (counted once per gi process)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and entry.stat().st_uid == os.getuid():
+                count += 1
+    return count
+
+
+class _ProcessCap:
+    """A pids cgroup per command, where gi may make one (as root): the kernel's RLIMIT_NPROC,
+    which `prlimit` also sets, does not bind root."""
+
+    @staticmethod
+    @functools.cache
+    def hierarchy() -> Path | None:
+        if os.geteuid() != 0:
+            return None
+        for candidate in _PIDS_CGROUPS:
+            probe = candidate / f"gi-probe-{os.getpid()}"
+            try:
+                probe.mkdir()
+                ok = (probe / "pids.max").exists()
+                probe.rmdir()
+            except OSError:
+                continue
+            if ok:
+                return candidate
+        return None
+
+    def __init__(self, processes: int) -> None:
+        hierarchy = self.hierarchy()
+        self.folder: Path | None = None
+        if hierarchy is not None:
+            folder = Path(tempfile.mkdtemp(prefix="gi-", dir=hierarchy))
+            try:
+                (folder / "pids.max").write_text(str(processes))
+                self.folder = folder
+            except OSError:
+                folder.rmdir()
+
+    def close(self) -> None:
+        if self.folder is None:
+            return
+        for _ in range(50):  # the last processes may take a moment to leave after SIGKILL
+            try:
+                self.folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
+class Sandbox:
+    """Runs commands in one `Workspace` under `Limits` (a `CommandRunner`)."""
+
+    def __init__(self, limits: Limits, space: Workspace) -> None:
         self.limits = limits
-        self.writable = writable
-        self.isolated = limits.isolate and bubblewrap_available()
+        self.space = space
+        self.isolated = isolation(limits).sandboxed
 
-    def _temporary(self) -> Path:
-        """The scratch folder's own temporary folder, for TMPDIR."""
-        folder = self.writable / "tmp"
-        folder.mkdir(exist_ok=True)
-        return folder
+    @property
+    def workdir(self) -> Path:
+        return self.space.program
+
+    @property
+    def tools(self) -> Path:
+        return self.space.tools
+
+    @property
+    def outputs(self) -> Path:
+        return self.space.outputs
+
+    def install_tool(self, name: str, text: str) -> Path:
+        """Put one of gi's files into tools/ (read-only to the command) and return its path."""
+        path = self.space.tools / name
+        write_new(path, text.encode("utf-8"))
+        return path
+
+    def read_output(self, name: str, max_bytes: int = 64 * 1024 * 1024) -> bytes | None:
+        """A file the command left in outputs/: a regular file only, never through a link."""
+        return read_regular(self.space.outputs / name, max_bytes)
+
+    def clear_output(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.space.outputs / name).unlink()
+
+    def _limited(self, argv: Sequence[str], cgroup: Path | None) -> list[str]:
+        memory = self.limits.memory_mb * 1024 * 1024
+        size = self.limits.file_mb * 1024 * 1024
+        # Without a user namespace, RLIMIT_NPROC counts every process of the user, not just ours.
+        processes = self.limits.processes + (0 if self.isolated else _processes_of_this_user())
+        limits = [f"--as={memory}:{memory}", f"--fsize={size}:{size}", f"--nproc={processes}"]
+        join = f'echo $$ > "{cgroup / "cgroup.procs"}" && ' if cgroup is not None else ""
+        if shutil.which("prlimit"):
+            command = ["prlimit", *limits, "--", *argv]
+        else:  # only the address space then: `ulimit` differs between shells for the rest
+            command = ["/bin/sh", "-c", f'ulimit -v {memory // 1024} && exec "$@"', "gi-limit", *argv]
+        return ["/bin/sh", "-c", f'{join}exec "$@"', "gi-sandbox", *command]
 
     def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
-        # `ulimit -v` in a tiny shell is the thread-safe way to set RLIMIT_AS for a child.
-        limited = ["/bin/sh", "-c", f'ulimit -v {self.limits.memory_mb * 1024} && exec "$@"', "gi-limit", *argv]
         if not self.isolated:
-            return limited
-        return [
-            "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--bind", str(self.writable), str(self.writable), "--unshare-net", "--unshare-pid",
-            "--unshare-ipc", "--die-with-parent", "--new-session", "--chdir", str(cwd), "--", *limited,
-        ]  # fmt: skip
+            return [sys.executable, "-I", "-S", "-c", _REAPER, *argv]
+        mounts: list[str] = ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for folder in _SYSTEM:
+            path = Path(folder)
+            if path.is_symlink():
+                mounts += ["--symlink", os.readlink(path), folder]
+            elif path.exists():
+                mounts += ["--ro-bind", folder, folder]
+        for file in _ETC:
+            if os.path.exists(file):
+                mounts += ["--ro-bind", file, file]
+        passwd = self.install_tool("passwd", f"gi:x:{os.getuid()}:{os.getgid()}:gi:{self.space.temporary}:/bin/sh\n")
+        group = self.install_tool("group", f"gi:x:{os.getgid()}:\n")
+        mounts += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+        for path in (*_python_paths(), *self.limits.read_only):
+            mounts += ["--ro-bind", str(path), str(path)]
+        space = self.space
+        mounts += ["--ro-bind", str(space.program), str(space.program), "--ro-bind", str(space.tools), str(space.tools)]
+        mounts += ["--bind", str(space.outputs), str(space.outputs)]
+        mounts += ["--bind", str(space.temporary), str(space.temporary)]
+        return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]
+
+    def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """The command's whole environment: a few locale variables and ours, nothing else."""
+        env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
+        temporary = str(self.space.temporary)
+        env.update(
+            PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+            HOME=temporary,
+            TMPDIR=temporary,
+            USER="gi",
+            LOGNAME="gi",
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONHASHSEED="0",
+            PYTHONNOUSERSITE="1",
+        )
+        env.update(extra or {})
+        return env
 
     def __call__(
         self,
         argv: Sequence[str],
         *,
-        cwd: Path,
         timeout: float,
         env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: bytes = b"",
+        channel: bool = False,
     ) -> ProcessOutcome:
-        run_env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
-        run_env.update(
-            HOME=str(self.writable),
-            TMPDIR=str(self._temporary()),
-            PYTHONDONTWRITEBYTECODE="1",
-            PYTHONHASHSEED="0",
-        )
-        run_env.update(env or {})
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            started = time.perf_counter()
+        """Run `argv` in the workspace's program copy (or `cwd`) within the limits.
+
+        `stdin` is written to the command's standard input before it starts (it must fit a pipe
+        buffer). With `channel`, the command gets one more pipe, whose descriptor number is in
+        GI_CHANNEL_FD; what it writes there comes back as `ProcessOutcome.channel`.
+        """
+        cwd = cwd or self.space.program
+        run_env = self.environment(env)
+        limit = self.limits.output_kb * 1024
+        cap = _ProcessCap(self.limits.processes)
+        read_in, write_in = os.pipe()
+        os.write(write_in, stdin)
+        os.close(write_in)
+        read_out, write_out = os.pipe()
+        read_err, write_err = os.pipe()
+        read_channel, write_channel = os.pipe() if channel else (-1, -1)
+        if channel:
+            run_env["GI_CHANNEL_FD"] = str(write_channel)
+        started = time.perf_counter()
+        try:
             process = subprocess.Popen(
-                self._wrap(argv, cwd),
+                self._limited(self._wrap(argv, cwd), cap.folder),
                 cwd=cwd,
                 env=run_env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
+                stdin=read_in,
+                stdout=write_out,
+                stderr=write_err,
+                pass_fds=(write_channel,) if channel else (),
                 start_new_session=True,
             )
-            timed_out = False
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                _kill_group(process)
-            seconds = time.perf_counter() - started
-            out.seek(0)
-            err.seek(0)
-            stdout = out.read().decode("utf-8", "replace")
-            stderr = err.read().decode("utf-8", "replace")
+        finally:
+            for descriptor in (read_in, write_out, write_err, write_channel):
+                if descriptor >= 0:
+                    os.close(descriptor)
+        out, err = _Tail(read_out, limit), _Tail(read_err, limit)
+        report = _Tail(read_channel, 64 * 1024 * 1024) if channel else None
+        timed_out = False
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            self._stop(process)
+            for tail in (out, err, report):
+                if tail is not None:
+                    tail.join(timeout=5)
+            cap.close()
         return ProcessOutcome(
             returncode=process.returncode if process.returncode is not None else -9,
-            stdout=stdout,
-            stderr=stderr,
-            seconds=seconds,
+            stdout=out.text(),
+            stderr=err.text(),
+            seconds=time.perf_counter() - started,
             timed_out=timed_out,
+            channel=bytes(report.data) if report is not None else b"",
+            channel_overflow=report is not None and report.truncated,
+            stdout_digest=f"{out.digest.hexdigest()}:{out.total}" if out.truncated else "",
         )
 
+    def _stop(self, process: subprocess.Popen[bytes]) -> None:
+        """Kill everything the command started, and reap it.
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the command's whole process group, including what it left running, and reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+        In the sandbox, killing the process group takes bubblewrap and with it the PID
+        namespace. Without it, the reaper first kills what left the group (daemons), then the
+        group goes.
+        """
+        if not self.isolated and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
-def copy_program(root: Path, destination: Path) -> None:
-    """Copy the project folder, without version-control folders, caches and environments."""
+# --- without bubblewrap: no process may outlive its command ----------------------------------------
 
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        return {name for name in names if name in IGNORED_DIRS or name.endswith((".pyc", ".pyo"))}
+#: Runs a command as its child and, when it ends or gi sends SIGTERM, kills every process the
+#: command left behind: as a child subreaper, it inherits the orphans, daemons included (Linux).
+_REAPER = """
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+child = os.fork()
+if child == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+def descendants():
+    found = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as stream:
+                found.update(int(pid) for pid in stream.read().split())
+        except OSError:
+            pass
+    return found
+def finish(*_):
+    for _ in range(100):
+        left = descendants()
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in left:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    os._exit(status)
+status = 137
+signal.signal(signal.SIGTERM, finish)
+_, code = os.waitpid(child, 0)
+status = os.waitstatus_to_exitcode(code)
+status = 128 - status if status < 0 else status
+finish()
+"""
 
-    shutil.copytree(root, destination, ignore=ignore, symlinks=True)
+_PR_SET_DUMPABLE = 4
 
 
-@contextmanager
-def scratch_copy(root: Path, sources: Mapping[str, str], *, parent: Path | None = None) -> Iterator[Path]:
-    """A temporary copy of the program with `sources` (relative path -> text) written in."""
-    with tempfile.TemporaryDirectory(prefix="gi-", dir=parent) as folder:
-        workdir = Path(folder) / "program"
-        copy_program(root, workdir)
-        for relative, text in sources.items():
-            target = workdir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(text.encode("utf-8"))
-        yield workdir
+def hide_environment() -> None:
+    """Make gi's /proc entries (its environment, with the API key) unreadable to other processes
+    of the same user, for runs without a sandbox (root can still read them; Linux only)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -20,7 +20,7 @@ from fitness.runtime import (
     profile,
     timing_cpu,
 )
-from gi.sandbox import LimitedRunner, Limits, scratch_copy
+from gi.sandbox import Limits, Sandbox, workspace
 
 PROGRAM = """\
 def helper(n):
@@ -63,15 +63,15 @@ def test_too_few_processes_are_never_significant() -> None:
 
 
 def test_measure_runs_pyperf_workers(project: Path) -> None:
-    with scratch_copy(project, {}) as workdir:
-        runner = LimitedRunner(Limits(), workdir.parent)
-        timing = measure(workdir, Workload(call="work:slow"), QUICK, runner=runner, timeout=120)
+    with workspace(project, {}) as space:
+        runner = Sandbox(Limits(), space)
+        timing = measure(Workload(call="work:slow"), QUICK, runner=runner, timeout=120)
         assert len(timing.process_means) == 2 and timing.loops >= 1
         assert 0 < timing.median < 1
-        fixed = measure(workdir, Workload(call="work:slow"), QUICK, runner=runner, timeout=120, loops=3)
+        fixed = measure(Workload(call="work:slow"), QUICK, runner=runner, timeout=120, loops=3)
         assert fixed.loops == 3
         # The workers ran pinned to one CPU, so none moved between cores mid-value.
-        recorded = pyperf.Benchmark.load(str(workdir / ".gi-timing.json")).get_metadata()
+        recorded = pyperf.Benchmark.load(str(space.outputs / "timing.json")).get_metadata()
         cpu = timing_cpu()
         assert recorded.get("cpu_affinity") == (str(cpu) if cpu is not None else None)
 
@@ -84,10 +84,10 @@ def test_loops_make_a_value_last_the_minimum_time() -> None:
 
 
 def test_output_and_profile_of_a_call(project: Path) -> None:
-    with scratch_copy(project, {}) as workdir:
-        runner = LimitedRunner(Limits(), workdir.parent)
-        assert output_of(workdir, Workload(call="work:slow"), runner=runner, timeout=60).startswith("[2664667000, ")
-        spent = profile(workdir, Workload(call="work:slow"), ["work.py"], runner=runner, timeout=60)
+    with workspace(project, {}) as space:
+        runner = Sandbox(Limits(), space)
+        assert output_of(Workload(call="work:slow"), runner=runner, timeout=60).startswith("[2664667000, ")
+        spent = profile(Workload(call="work:slow"), ["work.py"], runner=runner, timeout=60)
         # Functions by their first line; comprehensions show up as code objects of their own.
         assert {("work.py", 1), ("work.py", 5)} <= set(spent) <= {("work.py", line) for line in (1, 2, 5, 6)}
         assert spent[("work.py", 5)] >= spent[("work.py", 1)] > 0  # cumulative: slow() includes helper()
@@ -95,19 +95,19 @@ def test_output_and_profile_of_a_call(project: Path) -> None:
 
 def test_a_command_workload(project: Path) -> None:
     command = Workload(command=("python3", "-c", "import work; print(len(work.slow()))"))
-    with scratch_copy(project, {}) as workdir:
-        runner = LimitedRunner(Limits(), workdir.parent)
-        assert output_of(workdir, command, runner=runner, timeout=60) == "20\n"
-        assert measure(workdir, command, QUICK, runner=runner, timeout=120).median > 0
+    with workspace(project, {}) as space:
+        runner = Sandbox(Limits(), space)
+        assert output_of(command, runner=runner, timeout=60) == "20\n"
+        assert measure(command, QUICK, runner=runner, timeout=120).median > 0
 
 
 def test_a_failing_workload_is_a_clear_error(project: Path) -> None:
-    with scratch_copy(project, {}) as workdir:
-        runner = LimitedRunner(Limits(), workdir.parent)
+    with workspace(project, {}) as space:
+        runner = Sandbox(Limits(), space)
         with pytest.raises(WorkloadError, match="the workload breaks"):
-            output_of(workdir, Workload(call="work:broken"), runner=runner, timeout=60)
+            output_of(Workload(call="work:broken"), runner=runner, timeout=60)
         with pytest.raises(WorkloadError, match="timing the workload failed"):
-            measure(workdir, Workload(call="work:broken"), QUICK, runner=runner, timeout=60)
+            measure(Workload(call="work:broken"), QUICK, runner=runner, timeout=60)
 
 
 def test_a_workload_is_a_call_or_a_command() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fitness.tests import count_failed, run_tests
-from gi.sandbox import LimitedRunner, Limits, bubblewrap_available, scratch_copy
+from gi.sandbox import Limits, Sandbox, bubblewrap_available, workspace
 
 PROGRAM = """\
 def add(a, b):
@@ -86,9 +86,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def run(project: Path, *, timeout: float = 60, loop: bool = False, sources: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    with scratch_copy(project, sources or {}) as workdir:
-        runner = LimitedRunner(Limits(), workdir.parent)
-        return run_tests(workdir, ["tests"], timeout=timeout, runner=runner, env={"GI_LOOP": "1" if loop else "0"})
+    with workspace(project, sources or {}) as space:
+        runner = Sandbox(Limits(), space)
+        return run_tests(["tests"], timeout=timeout, runner=runner, env={"GI_LOOP": "1" if loop else "0"})
 
 
 def test_per_test_outcomes(project: Path) -> None:
@@ -152,9 +152,9 @@ def test_sandboxed_tests_have_no_network(tmp_path: Path) -> None:
         "import socket\n\n\ndef test_only_loopback():\n"
         "    assert [name for _, name in socket.if_nameindex()] == ['lo']\n"
     )
-    with scratch_copy(folder, {}) as workdir:
-        result = run_tests(workdir, ["tests"], timeout=60, runner=LimitedRunner(Limits(), workdir.parent))
-    assert result.outcomes == {"tests/test_net.py::test_only_loopback": "passed"}, result.output_tail
+    with workspace(folder, {}) as space:
+        result = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+    assert result.outcomes == {"tests/test_net.py::test_only_loopback": "passed"}, result.failure_report()
 
 
 @pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable on this machine")
@@ -167,9 +167,9 @@ def test_sandboxed_tests_write_only_their_scratch_copy(tmp_path: Path) -> None:
         f"    with pytest.raises(OSError):\n        pathlib.Path({str(outside)!r}).write_text('x')\n"
         "    with tempfile.NamedTemporaryFile() as scratch:\n        scratch.write(b'fine')\n"
     )
-    with scratch_copy(folder, {}) as workdir:
-        result = run_tests(workdir, ["tests"], timeout=60, runner=LimitedRunner(Limits(), workdir.parent))
-    assert result.outcomes == {"tests/test_write.py::test_write": "passed"}, result.output_tail
+    with workspace(folder, {}) as space:
+        result = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+    assert result.outcomes == {"tests/test_write.py::test_write": "passed"}, result.failure_report()
     assert not outside.exists()
 
 
@@ -180,16 +180,15 @@ def test_memory_limit_applies(tmp_path: Path) -> None:
         "import pytest\n\n\ndef test_allocates_too_much():\n"
         "    with pytest.raises(MemoryError):\n        bytearray(1024 * 1024 * 1024)\n"
     )
-    with scratch_copy(folder, {}) as workdir:
-        runner = LimitedRunner(Limits(memory_mb=512), workdir.parent)
-        result = run_tests(workdir, ["tests"], timeout=60, runner=runner)
-    assert result.outcomes == {"tests/test_memory.py::test_allocates_too_much": "passed"}, result.output_tail
+    with workspace(folder, {}) as space:
+        result = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(memory_mb=512), space))
+    assert result.outcomes == {"tests/test_memory.py::test_allocates_too_much": "passed"}, result.failure_report()
 
 
-def test_scratch_copy_leaves_nothing_behind(project: Path) -> None:
-    with scratch_copy(project, {"calc.py": "x = 1\n"}) as workdir:
-        assert (workdir / "calc.py").read_text() == "x = 1\n"
+def test_workspace_leaves_nothing_behind(project: Path) -> None:
+    with workspace(project, {"calc.py": "x = 1\n"}) as space:
+        assert (space.program / "calc.py").read_text() == "x = 1\n"
         assert (project / "calc.py").read_text() == PROGRAM
-        parent = workdir.parent
+        parent = space.base
     assert not parent.exists()
     assert os.path.exists(project / "calc.py")
