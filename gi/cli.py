@@ -1,22 +1,33 @@
 """The `gi` command: run experiments, show their results, list operators.
 
-Bad input (config, program, run folder) prints one line per mistake and exits with the
-error's code (2 for a bad config), never a traceback.
+Bad input (command line, config, program, run folder) prints one line per mistake and exits
+with the error's code (2), never a traceback. Ctrl-C, or SIGTERM during a run, stops it with
+exit code 130; the run resumes from its last checkpoint when run again.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 from rich.table import Table
 
-from gi.errors import GIError
+from gi.errors import GIError, StoreError, UsageError
+
+if TYPE_CHECKING:
+    from gi.config import Config
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,11 +91,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     from gi.experiment import run_experiment
     from gi.report import front_table
 
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
     config = load_config(args.config)
     if args.seed is not None:
-        if args.seed < 0:
-            raise GIError(f"--seed {args.seed}: a seed is a whole number >= 0")
         config = config.model_copy(update={"experiment": config.experiment.model_copy(update={"seed": args.seed})})
+    _check_run_folder(config)
+    _say_isolation(config)
     search = config.search
     total = search.population * (search.generations + 1)
     with Progress(
@@ -127,11 +140,53 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _show(args: argparse.Namespace, console: Console) -> int:
-    from gi.experiment import load_summary
-    from gi.report import describe_speedup, find_member, front_table, operator_table
+def _say_isolation(config: Config) -> None:
+    """Say at the start of every run how the variants' code is isolated; loudly when it is not."""
+    from gi.experiment import sandbox_limits
+    from gi.sandbox import isolation
 
-    summary = load_summary(args.run)
+    isolated = isolation(sandbox_limits(config))
+    errors = Console(stderr=True)
+    if isolated.sandboxed:
+        errors.print(f"gi: sandbox: {isolated.description}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        errors.print(
+            f"gi: WARNING: {isolated.description}; variants run with your rights and can read, change"
+            " and delete your files",
+            style="bold red",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _check_run_folder(config: Config) -> None:
+    """Refuse, before any work, a run folder that cannot be made or written: experiment.output
+    is (under) a file, or on a file system no one may write to. Probed by creating a folder
+    and removing it again, since permission bits do not stop root."""
+    folder = config.run_folder
+    existing = folder
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    problem = None
+    if not existing.is_dir():
+        problem = f"{existing} is {'a file' if existing.is_file() else 'a broken link or a device'}, not a folder"
+    else:
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".gi-probe-", dir=existing))
+        except OSError as error:
+            problem = f"cannot create a folder in {existing} ({error.strerror or error})"
+    if problem is not None:
+        raise StoreError(
+            f"{config.source}: experiment.output = {str(config.experiment.output)!r}: "
+            f"cannot write the run folder {folder}: {problem}"
+        )
+
+
+def _show(args: argparse.Namespace, console: Console) -> int:
+    from gi.report import describe_speedup, find_member, front_table, operator_table, read_diff, read_summary
+
+    summary = read_summary(args.run)
     if args.patch is None:
         console.print(front_table(summary))
         if summary.get("operators"):
@@ -140,7 +195,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     member = find_member(summary, args.patch)
     if member is None:
         ids = ", ".join(m["id"] for m in summary["front"])
-        raise GIError(f"{args.run}: no front member {args.patch!r}; the front holds {ids}")
+        raise UsageError(f"{args.run}: no front member {args.patch!r}; the front holds {ids or 'no member'}")
     table = Table(title=f"{member['id']} (generation {member['generation']}, by {member['operator']})")
     table.add_column("objective")
     table.add_column("original", justify="right")
@@ -158,10 +213,11 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     console.print(table)
     for line in member["descriptions"]:
         console.print(f"  - {line}")
-    if member["diff"]:
-        console.print(Syntax((args.run / member["diff"]).read_text(encoding="utf-8"), "diff", theme="ansi_dark"))
-    else:
+    diff = read_diff(args.run, member)
+    if diff is None:
         console.print("(no change: this member is the original program)")
+    else:
+        console.print(Syntax(diff, "diff", theme="ansi_dark"))
     return 0
 
 
@@ -183,13 +239,34 @@ def _operators(console: Console) -> int:
     return 0
 
 
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While a run lasts, SIGTERM (`kill`, a scheduler's stop) interrupts it as Ctrl-C does: the
+    same cleanup, message and exit code, and the run resumes from its last checkpoint. A second
+    SIGTERM ends the process at once. Signal handlers belong to the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     errors = Console(stderr=True)
     try:
         if args.command == "run":
-            return _run(args, console)
+            with _sigterm_interrupts():
+                return _run(args, console)
         if args.command == "show":
             return _show(args, console)
         if args.command == "llm":
@@ -203,7 +280,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             errors.print(f"gi: error: {line}", markup=False, highlight=False, soft_wrap=True)
         return error.exit_code
     except KeyboardInterrupt:
-        errors.print("gi: interrupted; run the same command again to resume from the last generation")
+        errors.print(
+            "gi: interrupted; run the same command again to resume from the last generation",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return 130
 
 

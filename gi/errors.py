@@ -13,6 +13,12 @@ class GIError(Exception):
     exit_code = 1
 
 
+class UsageError(GIError, ValueError):
+    """The command line asks for something that cannot be: a negative seed, an unknown front member."""
+
+    exit_code = 2
+
+
 class ConfigError(GIError, ValueError):
     """An experiment config is invalid: unknown key, wrong type or bad value."""
 

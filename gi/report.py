@@ -1,5 +1,10 @@
 """The run folder's report: summary.json, one .diff per front member, the evaluation log; and
-the tables `gi run` and `gi show` print from it."""
+the tables `gi run` and `gi show` print from it.
+
+`read_summary` and `read_diff` read a run folder back for `gi show`: a folder that is not a
+run, a summary gi did not write, or a missing diff is a `StoreError` naming the file, never a
+traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from rich.table import Table
 
 from fitness.objectives import Objective
+from gi.errors import StoreError
 from gi.results import Evaluation
 
 if TYPE_CHECKING:
@@ -20,6 +27,7 @@ if TYPE_CHECKING:
 SUMMARY_NAME = "summary.json"
 LOG_NAME = "evaluations.jsonl"
 PATCH_DIR = "patches"
+STORE_NAME = "store.sqlite"  # the run store's file, as gi/experiment.py names it
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -48,7 +56,7 @@ def write_report(
     evaluations: int,
     cache_hits: int,
     wall_seconds: float,
-    isolated: bool,
+    sandbox: str,
     extra: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Write summary.json, patches/*.diff and evaluations.jsonl; return the summary."""
@@ -109,11 +117,7 @@ def write_report(
         "hypervolume": [round(float(stats["hypervolume"]), 6) for stats in history],
         "generations": history,
         **extra,
-        "sandbox": (
-            "bubblewrap (no network, read-only but for the scratch copy, PID namespace)"
-            if isolated
-            else "process limits only"
-        ),
+        "sandbox": sandbox,
     }
     lines = []
     for seq, individual, generation, evaluation in evaluation_log:
@@ -200,3 +204,162 @@ def find_member(summary: Mapping[str, Any], member_id: str) -> dict[str, Any] | 
         if member["id"] == member_id:
             return dict(member)
     return None
+
+
+# --- reading a run folder back ----------------------------------------------------------------
+
+
+class _Shape(BaseModel):
+    """The parts of summary.json that `gi show` reads, checked before any is used. Strict (a
+    number must be a JSON number), and other keys are allowed: the summary holds far more."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class _Tests(_Shape):
+    passed: int
+    failed: int
+
+
+class _SpeedUp(_Shape):
+    """Either the figures, or why there are none."""
+
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    significant: bool | None = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _figures_or_error(self) -> _SpeedUp:
+        figures = (self.value, self.low, self.high, self.p_value, self.significant)
+        if self.error is None and any(figure is None for figure in figures):
+            raise ValueError("a speed-up has value, low, high, p_value and significant, or an error")
+        return self
+
+
+class _Member(_Shape):
+    id: str
+    generation: int
+    operator: str
+    objectives: dict[str, float | None]
+    descriptions: list[str]
+    diff: str | None
+    training: _Tests
+    holdout: _Tests | None
+    overfits: bool | None
+    speedup: _SpeedUp | None = None
+
+
+class _Experiment(_Shape):
+    name: str
+    seed: int
+
+
+class _ObjectiveName(_Shape):
+    name: str
+
+
+class _Baseline(_Shape):
+    objectives: dict[str, float | None]
+    holdout: _Tests | None = None
+
+
+class _LLM(_Shape):
+    stopped: str | None = None
+
+
+class _Summary(_Shape):
+    experiment: _Experiment
+    objectives: list[_ObjectiveName]
+    baseline: _Baseline
+    front: list[_Member]
+    operators: dict[str, dict[str, float | None]] | None = None
+    llm: _LLM | None = None
+
+
+#: Union members appear in pydantic's error locations by class name; a key path leaves them out.
+_SHAPE_NAMES = {
+    cls.__name__ for cls in (_Tests, _SpeedUp, _Member, _Experiment, _ObjectiveName, _Baseline, _LLM, _Summary)
+}
+
+
+def _shape_problem(error: ValidationError) -> str:
+    """What is wrong, by dotted key: every missing key when only keys are missing, else the
+    first problem and how many more there are."""
+    problems = error.errors()
+
+    def key(problem: Any) -> str:
+        return ".".join(str(part) for part in problem["loc"] if str(part) not in _SHAPE_NAMES)
+
+    if all(problem["type"] == "missing" for problem in problems):
+        keys = ", ".join(repr(key(problem)) for problem in problems)
+        return f"missing key{'s' if len(problems) > 1 else ''} {keys}"
+    first = problems[0]
+    if first["type"] == "missing":
+        text = f"missing key {key(first)!r}"
+    elif not key(first):
+        text = "it is not a JSON object"
+    else:
+        message = first["msg"].removeprefix("Value error, ")
+        text = f"{key(first)}: {message[0].lower()}{message[1:]}"
+    more = len(problems) - 1
+    return text + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
+def _rewrite_hint(folder: Path, what: str) -> str:
+    """How to get a lost or damaged report back: a finished run run again rewrites it."""
+    if not (folder / STORE_NAME).is_file():
+        return ""
+    return f"; running `gi run` on its config again rewrites {what} from {STORE_NAME}"
+
+
+def read_summary(folder: Path) -> dict[str, Any]:
+    """Read a run folder's summary.json and check it has what `gi show` prints."""
+    path = folder / SUMMARY_NAME
+    if not folder.exists():
+        raise StoreError(f"{folder}: no such run folder")
+    if not folder.is_dir():
+        hint = f"; give the folder that holds it: gi show {folder.parent}" if folder.name == SUMMARY_NAME else ""
+        raise StoreError(f"{folder}: a file, not a run folder{hint}")
+    rewrite = _rewrite_hint(folder, SUMMARY_NAME)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StoreError(f"{folder}: no summary.json here; is it a run folder (see `gi run`)?") from None
+    except UnicodeDecodeError as error:
+        raise StoreError(f"{path}: not UTF-8 text (byte {error.start}), so not a summary gi wrote{rewrite}") from None
+    except OSError as error:
+        raise StoreError(f"{path}: cannot read it ({error.strerror or error})") from None
+    try:
+        summary = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise StoreError(f"{path}: corrupt summary ({error}){rewrite}") from None
+    except RecursionError:
+        raise StoreError(f"{path}: corrupt summary (nested too deeply){rewrite}") from None
+    try:
+        _Summary.model_validate(summary)
+    except ValidationError as error:
+        raise StoreError(f"{path}: not a summary gi wrote: {_shape_problem(error)}{rewrite}") from None
+    checked: dict[str, Any] = summary
+    return checked
+
+
+def read_diff(folder: Path, member: Mapping[str, Any]) -> str | None:
+    """A front member's diff from the run folder's patches/, or None for the original program."""
+    if member["diff"] is None:
+        return None
+    name = Path(member["diff"])
+    if name.is_absolute() or ".." in name.parts:  # show only files of the run folder
+        raise StoreError(f"{folder / SUMMARY_NAME}: member {member['id']}: diff {str(name)!r} is not in {PATCH_DIR}/")
+    path = folder / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        rewrite = _rewrite_hint(folder, f"{PATCH_DIR}/")
+        raise StoreError(
+            f"{path}: missing; member {member['id']}'s diff is gone from the run folder{rewrite}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise StoreError(f"{path}: cannot read member {member['id']}'s diff ({error})") from None

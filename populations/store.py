@@ -71,17 +71,27 @@ class RunStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        if path.is_dir():
+            raise StoreError(f"{path}: cannot open the run store: it is a folder, not a file")
         try:
             self._db = sqlite3.connect(path, isolation_level=None)
+        except sqlite3.Error as error:  # a missing or unwritable folder, a read-only file system
+            raise StoreError(f"{path}: cannot open the run store for writing ({error})") from None
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             version = self.get_meta("schema_version")
-        except sqlite3.DatabaseError as error:
+        except sqlite3.OperationalError as error:  # read-only, or locked by another gi for too long
+            self._db.close()
+            raise StoreError(f"{path}: cannot open the run store for writing ({error})") from None
+        except (sqlite3.DatabaseError, ValueError) as error:  # another file, or a meta row that is not JSON
+            self._db.close()
             raise StoreError(f"{path}: not a gi run store ({error})") from None
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
         elif version != SCHEMA_VERSION:
+            self._db.close()
             raise StoreError(f"{path}: store schema {version}, this gi reads {SCHEMA_VERSION}")
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""The floors of ../shared/DESIGN.md: imports point down only, and the parts do not know each other."""
+"""The floors of docs/architecture.md: imports point down only, and the parts do not know each other."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +55,29 @@ def test_a_checkpoint_naming_a_missing_individual_is_a_clear_error(tmp_path: Pat
     store = RunStore(tmp_path / "store.sqlite")
     with pytest.raises(StoreError, match="'g9-i9', which is not stored"):
         store.individuals(["g9-i9"])
+
+
+@pytest.mark.parametrize("where", ["a folder", "under a file", "under /proc"])
+def test_a_store_that_cannot_be_opened_for_writing_is_a_clear_error(tmp_path: Path, where: str) -> None:
+    # As root, permission bits stop nothing; no one can create a file inside a regular file or in /proc.
+    if where == "under /proc" and not Path("/proc/self").exists():
+        pytest.skip("no /proc on this system")
+    (tmp_path / "plain").write_text("")
+    path = {
+        "a folder": tmp_path,
+        "under a file": tmp_path / "plain" / "store.sqlite",
+        "under /proc": Path("/proc/gi-store-test.sqlite"),
+    }[where]
+    problem = "it is a folder, not a file" if where == "a folder" else "cannot open the run store for writing"
+    with pytest.raises(StoreError, match=problem) as raised:
+        RunStore(path)
+    assert str(raised.value).startswith(f"{path}: ")
+
+
+def test_a_meta_row_that_is_not_json_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "store.sqlite"
+    RunStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = 'not json' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="not a gi run store"):
+        RunStore(path)
