@@ -187,7 +187,7 @@ class PromptsSection(_Section):
             raise PydanticCustomError(
                 "template",
                 "a prompt template has an unknown field or stray braces ({error}); fields: goal, name, file, code,"
-                " context, objectives, failures, def_line",
+                " context, objectives, failures, decorators, def_line",
                 {"error": str(error)},
             ) from None
         return self

@@ -9,6 +9,7 @@ NSGA-II survival and updates the Pareto archive. Every random choice comes from 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.results import Evaluation
 from mutators import Crossover, MutationContext, Operator
+from mutators.llm import LLMOperator
 from populations import (
     Individual,
     ParetoArchive,
@@ -34,6 +36,9 @@ from populations import (
 MUTATION_TRIES = 10
 #: Candidates tried per slot before a generation is allowed to come out smaller.
 BREEDING_TRIES = 20
+#: Uses of the language model a generation may make beyond its share of mutations (for
+#: replies that give nothing new); past that, its mutations come from classic operators.
+LLM_MARGIN = 2
 
 
 def operator_of_label(label: str) -> str:
@@ -78,7 +83,7 @@ class NSGA2:
         reference: Sequence[float],
         test_count: int,
         context: MutationContext | None = None,
-        llm: Operator | None = None,
+        llm: LLMOperator | None = None,
         llm_share: float = 0.0,
     ) -> None:
         if not operators:
@@ -92,9 +97,11 @@ class NSGA2:
         self.rng = rng
         self.reference = tuple(reference)
         self.test_count = test_count
-        self.context = context or MutationContext()
+        self.context = (context or MutationContext()).bind(program)
         self.llm = llm
         self.llm_share = llm_share if llm is not None else 0.0
+        #: Uses of the language model left in this generation (`ask` sets it).
+        self.llm_left = 0
         #: Per operator: edits proposed, tries that found no site, offspring that repeated a
         #: program already in the population, and seconds spent proposing.
         self.accounting: dict[str, dict[str, float]] = {}
@@ -110,15 +117,17 @@ class NSGA2:
         counts[key] += amount
 
     def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
-        """One edit: from the language model for a `llm_share` of mutations, else from a
-        uniformly chosen classic operator (also when the model gives nothing usable)."""
+        """One edit: from the language model for a `llm_share` of mutations (while the
+        generation's uses of it last), else from a uniformly chosen classic operator (also
+        when the model gives nothing usable)."""
         for attempt in range(MUTATION_TRIES):
             use_llm = attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share
-            operator = (
-                self.llm
-                if use_llm and self.llm is not None
-                else self.operators[int(self.rng.integers(len(self.operators)))]
-            )
+            operator: Operator
+            if use_llm and self.llm is not None and self.llm_left > 0:
+                self.llm_left -= 1
+                operator = self.llm
+            else:
+                operator = self.operators[int(self.rng.integers(len(self.operators)))]
             started = time.perf_counter()
             edit = operator.propose(self.program, patch, self.rng, self.context)
             self._count(operator.name, "seconds", time.perf_counter() - started)
@@ -128,24 +137,25 @@ class NSGA2:
             self._count(operator.name, "no_site")
         return None
 
-    def mutate(self, patch: Patch) -> tuple[Patch, str] | None:
+    def mutate(self, patch: Patch) -> tuple[Patch, str, Edit | None] | None:
         """Change a patch: append a new edit, replace a random edit with a new one, or drop a
-        random edit, a third of the time each (an empty patch can only grow).
+        random edit, a third of the time each (an empty patch can only grow). Returns the
+        patch, a label and the new edit.
 
         Replacing and dropping let a useful edit shed the harmful ones it arrived with.
         """
         choice = self.rng.random() if patch.edits else 0.0
         if choice >= 2 / 3:
             index = int(self.rng.integers(len(patch)))
-            return Patch(patch.edits[:index] + patch.edits[index + 1 :]), "drop"
+            return Patch(patch.edits[:index] + patch.edits[index + 1 :]), "drop", None
         made = self.new_edit(patch)
         if made is None:
             return None
         edit, name = made
         if choice >= 1 / 3:
             index = int(self.rng.integers(len(patch)))
-            return Patch((*patch.edits[:index], edit, *patch.edits[index + 1 :])), f"replace:{name}"
-        return patch.appended(edit), name
+            return Patch((*patch.edits[:index], edit, *patch.edits[index + 1 :])), f"replace:{name}", edit
+        return patch.appended(edit), name, edit
 
     def _parent(self) -> Individual:
         """A parent from the Pareto archive (with probability `archive_parents`, uniformly) or by
@@ -160,47 +170,55 @@ class NSGA2:
             return archive[int(self.rng.integers(len(archive)))]
         return crowded_tournament(self.population, 1, self.rng)[0]
 
-    def _breed(self) -> tuple[Patch, tuple[str, ...], str] | None:
+    def _breed(self) -> tuple[Patch, tuple[str, ...], str, Edit | None] | None:
+        """An offspring: its patch, parents, label and new edit (None if it has none)."""
         first, second = self._parent(), self._parent()
         if self.crossovers and self.rng.random() < self.settings.crossover_rate:
             crossover = self.crossovers[int(self.rng.integers(len(self.crossovers)))]
             child = crossover.combine(first.patch, second.patch, self.rng)
-            label, parents = crossover.name, (first.id, second.id)
+            label, parents, edit = crossover.name, (first.id, second.id), None
             if self.rng.random() < self.settings.mutation_rate:
                 mutated = self.mutate(child)
                 if mutated is not None:
-                    child, label = mutated[0], f"{label}+{mutated[1]}"
-            return child, parents, label
+                    child, label, edit = mutated[0], f"{label}+{mutated[1]}", mutated[2]
+            return child, parents, label, edit
         mutated = self.mutate(first.patch)
         if mutated is None:
             return None
-        return mutated[0], (first.id,), mutated[1]
+        return mutated[0], (first.id,), mutated[1], mutated[2]
 
     def ask(self) -> list[Candidate]:
-        """The next batch to evaluate: the initial population, or one generation of offspring."""
+        """The next batch to evaluate: the initial population, or one generation of offspring.
+
+        The language model is used at most its share of the generation's mutations plus
+        LLM_MARGIN times, however many of its replies make programs already here.
+        """
         generation = self.generation + 1
         seen = {individual.tree_hash for individual in self.population}
         batch: list[Candidate] = []
+        self.llm_left = math.ceil(self.settings.population * self.llm_share) + LLM_MARGIN if self.llm is not None else 0
 
-        def offer(patch: Patch, parents: tuple[str, ...], operator: str) -> None:
+        def offer(patch: Patch, parents: tuple[str, ...], operator: str, edit: Edit | None) -> None:
             if len(patch) > self.settings.max_edits:
                 return
             variant = apply(self.program, patch)
             if variant.tree_hash in seen:
                 self._count(operator_of_label(operator), "duplicates")
+                if self.llm is not None and edit is not None and operator_of_label(operator) == self.llm.name:
+                    self.llm.note_duplicate(edit)
                 return  # the same program is already here: not worth a slot
             seen.add(variant.tree_hash)
             batch.append(Candidate(f"g{generation}-i{len(batch)}", patch, variant, parents, operator))
 
         if generation == 0:
-            offer(Patch(), (), "original")
+            offer(Patch(), (), "original", None)
         tries = 0
         while len(batch) < self.settings.population and tries < BREEDING_TRIES * self.settings.population:
             tries += 1
             if generation == 0:
                 made = self.new_edit(Patch())
                 if made is not None:
-                    offer(Patch((made[0],)), (), made[1])
+                    offer(Patch((made[0],)), (), made[1], made[0])
             else:
                 bred = self._breed()
                 if bred is not None:

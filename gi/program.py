@@ -452,13 +452,15 @@ class Program:
         return self._nodes[location]
 
     def functions(self) -> dict[tuple[str, int], str]:
-        """Qualified name ("Class.method") of every function, by (file, first line)."""
-        names = {}
-        for site in self.sites_of(SiteKind.FUNCTION):
-            node = self.node(site.location)
-            assert isinstance(node, cst.FunctionDef)
-            own = node.name.value
-            names[(site.location.file, site.line)] = f"{site.function}.{own}" if site.function else own
+        """Qualified name ("Class.method") of every function, by (file, first line): the line of
+        its `def` and, for a decorated function, also that of its first decorator (where
+        cProfile places it)."""
+        names: dict[tuple[str, int], str] = {}
+        for file in self.files:
+            for qualified, node in _function_nodes(ast.parse(self.sources[file])):
+                names[(file, node.lineno)] = qualified
+                if node.decorator_list:
+                    names[(file, node.decorator_list[0].lineno)] = qualified
         return names
 
     def code(self, location: Location) -> str:
@@ -476,6 +478,18 @@ class Program:
 
     def normalised(self, file: str) -> str:
         return self._dumps[file]
+
+
+def _function_nodes(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of every function in `tree`, methods as "Class.method"."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            qualified = f"{prefix}.{node.name}" if prefix else node.name
+            if not isinstance(node, ast.ClassDef):
+                yield qualified, node
+            yield from _function_nodes(node, qualified)
+        else:
+            yield from _function_nodes(node, prefix)
 
 
 def tree_hash(dumps: Mapping[str, str]) -> str:

@@ -12,7 +12,10 @@ keeps that baseline honest and uses the workload for the rest of the run:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from fitness.objectives import Constraint
@@ -42,6 +45,73 @@ def workload_settings(config: Config) -> dict[str, Any]:
         "screening": dataclasses.replace(SCREENING, processes=section.screening_processes),
         "rigorous": dataclasses.replace(RIGOROUS, processes=section.rigorous_processes),
     }
+
+
+def workload_functions(program: Program, call: str | None, elsewhere: str = "") -> frozenset[str]:
+    """The functions of the editable files the search must never edit: the workload's entry
+    point when it lives in an editable file, and the functions only it calls (directly or
+    through each other). Editing those changes what is timed, not how fast the code is: a
+    constant edit that turns `range(6000)` into `range(0)` inside the workload is no speed-up.
+
+    A function some other code calls (other editable code, or `elsewhere`: the tests' text)
+    stays editable; calls are matched by name, so a clash keeps a function editable.
+    """
+    if call is None:
+        return frozenset()
+    module, _, entry = call.partition(":")
+    path = module.replace(".", "/")
+    file = next((f for f in (f"{path}.py", f"{path}/__init__.py") if f in program.files), None)
+    if file is None:
+        return frozenset()
+    calls: dict[str, set[str]] = {}  # qualified function (or "<module>" of a file) -> names it calls
+    for source_file in program.files:
+        tree = ast.parse(program.sources[source_file])
+        functions = dict(_qualified_functions(tree))
+        for qualified, node in functions.items():
+            calls[qualified] = _called_names(node)
+        nested = {id(inner) for node in functions.values() for inner in ast.walk(node)}
+        top = [node for node in ast.walk(tree) if id(node) not in nested]
+        calls[f"<module {source_file}>"] = {name for node in top for name in _called_names(node, shallow=True)}
+    excluded = {entry}
+    changed = True
+    while changed:
+        changed = False
+        for candidate in calls:
+            if candidate in excluded or candidate.startswith("<"):
+                continue
+            name = candidate.rpartition(".")[2]
+            callers = {caller for caller, names in calls.items() if name in names and caller != candidate}
+            if callers and callers <= excluded and not re.search(rf"\b{re.escape(name)}\b", elsewhere):
+                excluded.add(candidate)
+                changed = True
+    return frozenset(excluded)
+
+
+def _qualified_functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            qualified = f"{prefix}.{node.name}" if prefix else node.name
+            if not isinstance(node, ast.ClassDef):
+                yield qualified, node
+            yield from _qualified_functions(node, qualified)
+        else:
+            yield from _qualified_functions(node, prefix)
+
+
+def _called_names(node: ast.AST, *, shallow: bool = False) -> set[str]:
+    """The names `node` calls or refers to as `f(...)`, `obj.f(...)` (or, shallow, only its own)."""
+    walked = [node] if shallow else ast.walk(node)
+    names = set()
+    for inner in walked:
+        if isinstance(inner, ast.Call):
+            function = inner.func
+            if isinstance(function, ast.Name):
+                names.add(function.id)
+            elif isinstance(function, ast.Attribute):
+                names.add(function.attr)
+        elif isinstance(inner, ast.Name):
+            names.add(inner.id)  # passed as a value (map(f, ...), a callback): a use all the same
+    return names
 
 
 class OriginalTiming:

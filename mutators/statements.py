@@ -41,14 +41,16 @@ def _pair(
     context: MutationContext,
     *,
     legal: Callable[[Site, Site], bool],
+    second_edited: bool = False,
 ) -> tuple[Site, Site] | None:
-    """Choose a weighted first site and a uniform second site such that `legal(first, second)`."""
+    """Choose a weighted first site and a uniform second site such that `legal(first, second)`;
+    the second, when it is edited too (swap, move), must be one the context allows."""
     sites = statement_sites(program)
     for _ in range(ATTEMPTS):
         first = choose_site(sites, rng, context)
         if first is None:
             return None
-        options = [site for site in sites if legal(first, site)]
+        options = [site for site in sites if legal(first, site) and (not second_edited or context.allows(site))]
         if options:
             return first, options[int(rng.integers(len(options)))]
     return None
@@ -114,7 +116,7 @@ class SwapStatementsOperator:
                 and not _same_code(program, first, second)
             )
 
-        pair = _pair(program, rng, context, legal=legal)
+        pair = _pair(program, rng, context, legal=legal, second_edited=True)
         return SwapStatements(pair[0].location, pair[1].location) if pair else None
 
 
@@ -134,7 +136,7 @@ class MoveStatementOperator:
                 and not _is_next(program, moved, destination)
             )
 
-        pair = _pair(program, rng, context, legal=legal)
+        pair = _pair(program, rng, context, legal=legal, second_edited=True)
         return MoveStatement(pair[0].location, pair[1].location) if pair else None
 
 

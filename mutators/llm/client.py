@@ -85,10 +85,13 @@ class LLMClient:
         self._lock = threading.Lock()
         self._in_flight = threading.BoundedSemaphore(settings.concurrency)
         self._consecutive_failures = 0
+        key = os.environ.get(settings.api_key_env)
+        #: The name of the key's variable when it is unset or empty (a 401 or 403 says so).
+        self.key_missing: str | None = None if key else settings.api_key_env
         self._client = openai.OpenAI(
             base_url=settings.base_url,
             # Local servers need no key; the library insists on one.
-            api_key=os.environ.get(settings.api_key_env) or "no-key",
+            api_key=key or "no-key",
             timeout=settings.timeout,
             max_retries=settings.retries,
         )
@@ -173,13 +176,17 @@ class LLMClient:
         return texts or [""], prompt_tokens, completion_tokens
 
     def _failed(self, error: openai.APIError, seconds: float) -> None:
+        """Record a failed request (never the key's value); the third in a row stops the model."""
+        status = error.status_code if isinstance(error, openai.APIStatusError) else None
+        hint = f"; {self.key_missing} is not set" if status in (401, 403) and self.key_missing else ""
         with self._lock:
             u = self.usage
             u.failures += 1
             u.seconds += seconds
-            message = f"{type(error).__name__}: {str(error)[:200]}"
+            message = f"{status} from the server{hint}: " if hint else ""
+            message += f"{type(error).__name__}: {str(error)[:200]}"
             key = os.environ.get(self.settings.api_key_env)
             u.errors.append(message.replace(key, "***") if key else message)
             self._consecutive_failures += 1
             if self._consecutive_failures >= DOWN_AFTER:
-                u.stopped = f"the server failed {DOWN_AFTER} requests in a row ({type(error).__name__})"
+                u.stopped = f"the server failed {DOWN_AFTER} requests in a row ({type(error).__name__}{hint})"

@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import json
 import re
 import textwrap
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
+import libcst.matchers as m
 import numpy as np
 import openai
 
-from gi.edits import Edit, ReplaceFunction
+from gi.edits import Edit, ReplaceFunction, RewritePlan
 from gi.errors import EditError
-from gi.patch import Patch, Variant, apply
-from gi.program import Program, SiteKind
+from gi.patch import Patch, Variant, apply, effective_edits
+from gi.program import Location, Program, SiteKind
 from mutators.base import MutationContext, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError
 from mutators.llm.prompts import GOALS, Prompts
@@ -33,6 +36,11 @@ from mutators.llm.prompts import GOALS, Prompts
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 #: Characters of failing test output a repair prompt may carry.
 FAILURE_CHARS = 3000
+#: Samples of one prompt that may give nothing new (the same function, or a program the
+#: search already has) before that prompt is not asked again.
+FRUITLESS_LIMIT = 2
+#: The name of the marker statement that finds a function in a variant.
+MARK = "__gi_function_here__"
 
 
 @dataclass
@@ -40,6 +48,8 @@ class LLMStats:
     """What became of the operator's proposals."""
 
     proposals: int = 0
+    #: Replies received (from the cache or the server): what `parse_rate` is a share of.
+    replies: int = 0
     unparseable: int = 0
     wrong_kind: int = 0
     no_ops: int = 0
@@ -47,33 +57,88 @@ class LLMStats:
     seconds: float = 0.0
     rejected: list[str] = field(default_factory=list)
 
+    @property
+    def parse_rate(self) -> float | None:
+        """The share of replies that parsed; None when no reply came."""
+        return 1 - self.unparseable / self.replies if self.replies else None
 
-def _find_function(module: cst.Module, qualified: str) -> cst.FunctionDef | None:
-    """The function or method called `qualified` ("Class.method") at its place in `module`."""
-    body: Any = module.body
-    node: cst.CSTNode | None = None
-    for part in qualified.split("."):
-        node = next(
-            (n for n in body if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.name.value == part),
-            None,
-        )
-        if node is None:
-            return None
-        inner = node.body
-        body = inner.body if isinstance(inner, cst.IndentedBlock) else ()
-    return node if isinstance(node, cst.FunctionDef) else None
+
+@dataclass(frozen=True, slots=True)
+class _Mark(Edit):
+    """Not an edit of the search: a marker statement put just above a function, to find the
+    function in the variant a patch makes."""
+
+    def anchors(self) -> tuple[Location, ...]:
+        return ()
+
+    def positions(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        plan.insert_before(self.target, cst.parse_statement(f"{MARK}\n"))
+
+
+class _MarkFinder(cst.CSTVisitor):
+    """Finds the statement right after the marker."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: cst.CSTNode | None = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            for first, second in itertools.pairwise(node.body):
+                if m.matches(first, m.SimpleStatementLine(body=[m.Expr(m.Name(MARK))])):
+                    self.found = second
+        return self.found is None
+
+
+def removed_by(patch: Patch) -> list[Location]:
+    """The subtrees of the original whose content the effective edits of `patch` take away."""
+    return [
+        gone for edit, took in zip(patch.edits, effective_edits(patch), strict=True) if took for gone in edit.removes()
+    ]
+
+
+def function_in_variant(
+    program: Program, patch: Patch, location: Location
+) -> tuple[cst.Module, cst.FunctionDef, list[str]] | None:
+    """The function at `location` as it stands in the variant `patch` makes (its module, its
+    node, the lines above it), or None if the patch took it away.
+
+    The same `apply` puts a marker just above it, so it is found wherever the patch moved it
+    and whatever names it shares with its neighbours (a property's getter and setter).
+    """
+    if any(gone.contains(location) for gone in removed_by(patch)):
+        return None
+    source = apply(program, patch.appended(_Mark(location))).sources[location.file]
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    finder = _MarkFinder()
+    module.visit(finder)
+    function = finder.found
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    lines = source.splitlines()
+    above = lines[: next(i for i, line in enumerate(lines) if line.strip() == MARK)]
+    whole = module.code_for_node(function)
+    leading = whole[: len(whole) - len(module.code_for_node(function.with_changes(leading_lines=())))]
+    return module, function, above + leading.splitlines()
 
 
 def extract_function(reply: str, name: str, def_line: str | None = None) -> str:
     """The function source in a reply: the first fenced block defining it, else the reply itself.
 
-    For a completion (`def_line` given) the reply continues the def line, and ends where the
-    code returns to column 0.
+    For a completion (`def_line` given: the `def ...:` line, maybe several) the reply
+    continues the def line, and ends where the code returns to column 0.
     """
     if def_line is not None:
         lines = (def_line + reply).splitlines()
-        kept = [lines[0]]
-        for line in lines[1:]:
+        head = def_line.count("\n") + 1
+        kept = lines[:head]
+        for line in lines[head:]:
             if line.strip() and not line[0].isspace():
                 break
             kept.append(line)
@@ -105,54 +170,79 @@ class LLMOperator:
         self.stats = LLMStats()
         #: How often each prompt was asked: the next ask takes the next sample.
         self.asked: dict[str, int] = {}
+        #: Samples of each prompt that gave nothing new; see FRUITLESS_LIMIT.
+        self.fruitless: dict[str, int] = {}
 
     @property
     def stopped(self) -> str | None:
         return self.client.usage.stopped
 
-    def _payload(self, variant: Variant, file: str, function: cst.FunctionDef, module: cst.Module,
-                 context: MutationContext) -> tuple[dict[str, Any], str | None]:  # fmt: skip
-        code = textwrap.dedent(module.code_for_node(function.with_changes(leading_lines=()))).strip("\n")
-        source = variant.sources[file]
-        where = source.find(code.splitlines()[0].strip())
-        above = source[:where].splitlines()[-12:] if where > 0 else []
+    def state(self) -> dict[str, dict[str, int]]:
+        """What a resumed run needs to ask the same prompts for the same samples (JSON)."""
+        return {"asked": dict(self.asked), "fruitless": dict(self.fruitless)}
+
+    def restore(self, state: Mapping[str, Mapping[str, int]]) -> None:
+        """Continue from `state()` saved by an interrupted run."""
+        self.asked = dict(state.get("asked", {}))
+        self.fruitless = dict(state.get("fruitless", {}))
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """The search already had the program `edit` made: a fruitless sample of its prompt."""
+        if isinstance(edit, ReplaceFunction) and edit.prompt_hash:
+            self.fruitless[edit.prompt_hash] = self.fruitless.get(edit.prompt_hash, 0) + 1
+
+    def _payload(
+        self, variant: Variant, file: str, module: cst.Module, function: cst.FunctionDef, above: list[str],
+        context: MutationContext,
+    ) -> tuple[dict[str, Any], str, str]:  # fmt: skip
+        """The request for a rewrite of `function`, its def line and its decorators."""
+        whole = module.code_for_node(function.with_changes(leading_lines=()))
+        bare = module.code_for_node(function.with_changes(leading_lines=(), decorators=(), lines_after_decorators=()))
+        decorators = whole[: len(whole) - len(bare)]
+        def_line = bare[: len(bare) - len(module.code_for_node(function.body))]
         feedback = context.feedback(variant) if context.feedback is not None else None
         objectives = ", ".join(f"{k} = {v:.4g}" for k, v in (feedback.objectives if feedback else {}).items())
         failures = ""
         if self.goal == "repair" and feedback is not None and feedback.failures:
             failures = f"\nThe failing tests say:\n```\n{feedback.failures[-FAILURE_CHARS:]}\n```\n"
         fields = {
-            "goal": GOALS[self.goal], "name": function.name.value, "file": file, "code": code,
-            "context": "\n".join(above).strip("\n"), "objectives": objectives or "not measured yet",
-            "failures": failures, "def_line": code.splitlines()[0],
+            "goal": GOALS[self.goal], "name": function.name.value, "file": file, "code": whole.strip("\n"),
+            "context": "\n".join(above[-12:]).strip("\n"), "objectives": objectives or "not measured yet",
+            "failures": failures, "def_line": def_line, "decorators": decorators,
         }  # fmt: skip
         if self.client.settings.api == "chat":
             messages = [
                 {"role": "system", "content": self.prompts.chat_system.format(**fields)},
                 {"role": "user", "content": self.prompts.chat_user.format(**fields)},
             ]
-            return {"messages": messages}, None
-        return {"prompt": self.prompts.completion.format(**fields)}, code.splitlines()[0]
+            return {"messages": messages}, def_line, decorators
+        return {"prompt": self.prompts.completion.format(**fields)}, def_line, decorators
 
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
+        """Ask the model to rewrite a function the patch has not taken away (weighted like any
+        site); None when the model is stopped, the prompt keeps giving nothing new, or the
+        reply is no usable rewrite."""
         if self.stopped:
             return None
-        site = choose_site(program.sites_of(SiteKind.FUNCTION), rng, context)
+        removed = removed_by(patch)
+        site = choose_site(
+            program.sites_of(SiteKind.FUNCTION), rng, context,
+            lambda s: not any(gone.contains(s.location) for gone in removed),
+        )  # fmt: skip
         if site is None:
             return None
-        node = program.node(site.location)
-        assert isinstance(node, cst.FunctionDef)
-        qualified = f"{site.function}.{node.name.value}" if site.function else node.name.value
+        found = function_in_variant(program, patch, site.location)
+        if found is None:
+            return None
+        module, function, above = found
         file = site.location.file
         variant = apply(program, patch)
-        module = cst.parse_module(variant.sources[file])
-        function = _find_function(module, qualified)
-        if function is None:
-            return None  # the patch removed or renamed it
-        payload, def_line = self._payload(variant, file, function, module, context)
+        payload, def_line, decorators = self._payload(variant, file, module, function, above, context)
         prompt_hash = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        if self.fruitless.get(prompt_hash, 0) >= FRUITLESS_LIMIT:
+            return None
         index = self.asked.get(prompt_hash, 0)
         self.asked[prompt_hash] = index + 1
         self.stats.proposals += 1
@@ -163,8 +253,11 @@ class LLMOperator:
             return None
         finally:
             self.stats.seconds += time.perf_counter() - started
-        new_source = extract_function(sample.text, function.name.value, def_line)
-        current = textwrap.dedent(module.code_for_node(function.with_changes(leading_lines=())))
+        self.stats.replies += 1
+        if "prompt" in payload:  # a completion continues the def line; the decorators stay
+            new_source = decorators + extract_function(sample.text, function.name.value, def_line)
+        else:
+            new_source = extract_function(sample.text, function.name.value)
         try:
             new = ReplaceFunction(
                 site.location, new_source, model=self.client.settings.model, prompt_hash=prompt_hash,
@@ -180,8 +273,9 @@ class LLMOperator:
             self.stats.wrong_kind += 1
             self.stats.rejected.append(f"wrong_kind: the reply defines another function than {function.name.value}")
             return None
-        if _same_tree(new_source, current):
+        if _same_tree(new_source, module.code_for_node(function.with_changes(leading_lines=()))):
             self.stats.no_ops += 1
+            self.fruitless[prompt_hash] = self.fruitless.get(prompt_hash, 0) + 1
             return None
         self.stats.edits += 1
         return new

@@ -4,7 +4,9 @@ Templates are `str.format` strings with these fields: {goal} (what to achieve), 
 function's name), {file}, {code} (the function as it stands in the variant), {context}
 (the lines above it), {objectives} (the variant's measurements), {failures} (the failing
 training tests' output, trimmed; empty unless repairing) and, for the completions API,
-{def_line} (the function's first line, where the model continues).
+{decorators} (the function's decorator lines, each ending in a newline; empty for none) and
+{def_line} (its `def ...:` line, where the model continues). A completion keeps the
+decorators whether or not the template shows them.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ COMPLETION = """\
 
 
 # {goal}: a new version of {name}, same behaviour
-{def_line}"""
+{decorators}{def_line}"""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,6 @@ class Prompts:
     def check(self) -> None:
         """Raise KeyError or ValueError for a template with an unknown field or bad braces."""
         fields = {"goal": "", "name": "", "file": "", "code": "", "context": "", "objectives": "",
-                  "failures": "", "def_line": ""}  # fmt: skip
+                  "failures": "", "def_line": "", "decorators": ""}  # fmt: skip
         for template in (self.chat_system, self.chat_user, self.completion):
             template.format(**fields)

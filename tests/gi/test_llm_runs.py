@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from fitness.objectives import OBJECTIVES, Constraint
 from gi.cli import main
+from gi.evolution import LLM_MARGIN, NSGA2, SearchSettings
+from gi.program import Program
+from gi.results import Evaluation, Status
+from mutators import CROSSOVERS, OPERATORS
+from mutators.llm import LLMClient, LLMOperator, LLMSettings
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 PROGRAM = '''\
@@ -118,7 +126,8 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def summary_of(tmp_path: Path) -> dict[str, Any]:
-    return json.loads((tmp_path / "runs" / "pairs-seed3" / "summary.json").read_text())
+    summary: dict[str, Any] = json.loads((tmp_path / "runs" / "pairs-seed3" / "summary.json").read_text())
+    return summary
 
 
 def llm_members(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,6 +150,8 @@ def test_the_linear_rewrite_reaches_the_front_and_is_accounted_for(
     row = summary["operators"]["llm"]
     assert row["proposals"] >= 1 and row["evaluated"] >= 1 and row["passing"] >= 1 and row["front"] >= 1
     assert row["tokens"] == 150 * summary["llm"]["requests"]
+    # Each of the 4 generations asks the model at most its share of 6 mutations, plus a margin.
+    assert summary["llm"]["requests"] <= 4 * (math.ceil(6 * 0.5) + LLM_MARGIN)
     assert summary["llm"]["cost"] == pytest.approx(summary["llm"]["requests"] * (100 * 1.0 + 50 * 2.0) / 1e6)
     # The prompt carried the function and the goal, and never a held-out test.
     prompt = scripted.requests[0]["messages"][1]["content"]
@@ -225,3 +236,37 @@ def test_a_spent_request_budget_stops_the_model(tmp_path: Path, model: tuple[Scr
     assert summary["llm"]["requests"] == 1
     assert summary["llm"]["stopped"] == "the request budget is spent (1 requests)"
     assert os.environ["GI_TEST_KEY"] == SECRET
+
+
+def test_replies_that_repeat_programs_are_not_asked_for_endlessly(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer], make_program: Callable[[str], Program]
+) -> None:
+    scripted, server = model  # every reply is the same rewrite
+    client = LLMClient(LLMSettings(base_url=server.base_url, model="scripted", cache=tmp_path / "cache", retries=0))
+    population, share = 6, 1.0
+    search = NSGA2(
+        make_program(PROGRAM),
+        [OBJECTIVES.get("failed_tests"), OBJECTIVES.get("size")],
+        Constraint.TRAIN_PASS,
+        [OPERATORS.get("statement_delete"), OPERATORS.get("constant")],
+        [CROSSOVERS.get("uniform")],
+        SearchSettings(population=population),
+        np.random.default_rng(0),
+        reference=(4.0, 11.0),
+        test_count=3,
+        llm=LLMOperator(client, "faster"),
+        llm_share=share,
+    )
+    most = math.ceil(population * share) + LLM_MARGIN
+    for generation in range(3):
+        before = len(scripted.requests)
+        batch = search.ask()
+        assert len(scripted.requests) - before <= most, f"generation {generation}"
+        if generation == 0:
+            assert len(batch) == population, "classic operators fill the slots the model cannot"
+        evaluations = [
+            Evaluation(Status.OK, c.variant.tree_hash, {"failed_tests": 0.0, "size": float(len(c.patch))})
+            for c in batch
+        ]
+        search.tell(batch, evaluations)
+    assert search.accounting["llm"]["duplicates"] >= 1

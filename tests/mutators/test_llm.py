@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import numpy as np
 import openai
 import pytest
 
+from gi.edits import DeleteStatement, ReplaceFunction
 from gi.patch import Patch, apply
-from gi.program import Program
+from gi.program import Program, SiteKind
 from mutators import MutationContext
 from mutators.llm import (
     LLMClient,
@@ -22,6 +24,7 @@ from mutators.llm import (
     extract_function,
     request_key,
 )
+from mutators.llm.operator import FRUITLESS_LIMIT
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 CLASS_SOURCE = '''\
@@ -127,3 +130,172 @@ def test_the_operator_rewrites_a_method_in_place(
     # The same prompt again asks for the next sample, which is a new request.
     operator.propose(program, Patch(), np.random.default_rng(0), MutationContext())
     assert len(model.requests) == 2 and operator.stats.proposals == 2
+
+
+def test_a_completion_of_a_decorated_function_keeps_its_decorators(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(
+        "import functools\n\n\n@functools.lru_cache(maxsize=None)\n# memoised\ndef fib(n):\n"
+        "    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n"
+    )
+    model.default = Action(reply="\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n"
+                                 "    return a\n\n\nprint(fib(10))\n")  # fmt: skip
+    operator = LLMOperator(client(server, tmp_path, api="completions"), "faster")
+    edit = operator.propose(program, Patch(), np.random.default_rng(0), MutationContext())
+    assert model.requests[0]["prompt"].endswith("\n@functools.lru_cache(maxsize=None)\n# memoised\ndef fib(n):")
+    assert edit is not None, operator.stats.rejected
+    assert apply(program, Patch((edit,))).sources["mod.py"] == (
+        "import functools\n\n\n@functools.lru_cache(maxsize=None)\n# memoised\ndef fib(n):\n"
+        "    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n"
+    )
+
+
+def test_extract_function_from_a_completion_of_a_signature_on_several_lines() -> None:
+    assert (
+        extract_function("\n    return a\nx = 1\n", "f", "def f(\n    a,\n):") == "def f(\n    a,\n):\n    return a\n"
+    )
+
+
+PROPERTY = """\
+class Box:
+    def __init__(self):
+        self._size = 0
+
+    @property
+    def size(self):
+        return self._size
+
+    @size.setter
+    def size(self, value):
+        if value < 0:
+            value = 0
+        self._size = value
+"""
+
+SETTER = "```python\n@size.setter\ndef size(self, value):\n    self._size = max(0, value)\n```"
+
+
+@pytest.mark.parametrize("earlier", ["none", "shifted"])
+def test_a_property_setter_is_rewritten_as_the_setter(
+    earlier: str, scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    model.default = Action(reply=SETTER)
+    program = make_program(PROPERTY)
+    init, getter, setter = (site.location for site in program.sites_of(SiteKind.FUNCTION))
+    patch = Patch()
+    if earlier == "shifted":  # __init__ gone, the getter rewritten: the setter stands elsewhere
+        patch = Patch((DeleteStatement(init), ReplaceFunction(getter, "@property\ndef size(self):\n    return 7\n")))
+    # Fault localisation points at the setter's body: only it may be chosen.
+    context = MutationContext(line_weights={("mod.py", 11): 1.0}).bind(program)
+    operator = LLMOperator(client(server, tmp_path), "repair")
+    edit = operator.propose(program, patch, np.random.default_rng(0), context)
+    assert edit is not None and edit.target == setter
+    prompt = model.requests[0]["messages"][1]["content"]
+    assert "```python\n@size.setter\ndef size(self, value):\n    if value < 0:" in prompt
+    assert "def size(self):" in prompt.split("The code above it in the file:")[1]  # the getter is context
+    source = apply(program, patch.appended(edit)).sources["mod.py"]
+    getter_body = "return 7" if earlier == "shifted" else "return self._size"
+    assert f"    @property\n    def size(self):\n        {getter_body}\n" in source
+    assert source.endswith("    @size.setter\n    def size(self, value):\n        self._size = max(0, value)\n")
+
+
+def test_a_function_the_patch_took_away_is_not_asked_about(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(CLASS_SOURCE)
+    (total,) = (site.location for site in program.sites_of(SiteKind.FUNCTION))
+    rewritten = Patch((ReplaceFunction(total, "def total(self, items):\n    return sum(items)\n"),))
+    operator = LLMOperator(client(server, tmp_path), "simpler")
+    assert operator.propose(program, rewritten, np.random.default_rng(0), MutationContext()) is None
+    assert model.requests == []
+
+
+def test_the_model_never_rewrites_an_excluded_function(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    model.default = Action(reply="```python\ndef work(values):\n    return 0\n```")
+    program = make_program("def work(values):\n    return sum(values)\n\n\ndef run():\n    return work(range(6000))\n")
+    context = MutationContext(excluded_functions=frozenset({"run"})).bind(program)
+    operator = LLMOperator(client(server, tmp_path), "faster")
+    rng = np.random.default_rng(0)
+    edits = [operator.propose(program, Patch(), rng, context) for _ in range(6)]
+    assert {edit.target.path for edit in edits if edit is not None} == {"body[0]"}
+    assert all("`work`" in request["messages"][1]["content"] for request in model.requests)
+
+
+def test_a_prompt_that_keeps_giving_nothing_new_is_not_asked_again(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(CLASS_SOURCE)
+    unchanged = "def total(self, items):\n    result = 0\n    for item in items:\n        result = result + item\n"
+    model.default = Action(reply=f"```python\n{unchanged}    return result\n```")
+    operator = LLMOperator(client(server, tmp_path), "simpler")
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        assert operator.propose(program, Patch(), rng, MutationContext()) is None
+    assert len(model.requests) == FRUITLESS_LIMIT and operator.stats.no_ops == FRUITLESS_LIMIT
+
+    # Rewrites the search reports as programs it already has count the same way.
+    model.default = Action(reply=REWRITE)
+    fresh = LLMOperator(client(server, tmp_path / "other"), "faster")
+    edit = fresh.propose(program, Patch(), rng, MutationContext())
+    assert isinstance(edit, ReplaceFunction)
+    for _ in range(FRUITLESS_LIMIT):
+        fresh.note_duplicate(edit)
+    assert fresh.propose(program, Patch(), rng, MutationContext()) is None
+    assert len(model.requests) == FRUITLESS_LIMIT + 1
+
+    # What a resumed run needs is JSON, and restores the same decisions.
+    resumed = LLMOperator(client(server, tmp_path / "other"), "faster")
+    resumed.restore(json.loads(json.dumps(fresh.state())))
+    assert resumed.state() == fresh.state() == {"asked": {edit.prompt_hash: 1}, "fruitless": {edit.prompt_hash: 2}}
+    assert resumed.propose(program, Patch(), rng, MutationContext()) is None
+
+
+def test_an_unset_key_is_named_when_the_server_refuses(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, server = scripted
+    model.default = Action(status=401)
+    monkeypatch.delenv("GI_UNSET_KEY", raising=False)
+    unset = client(server, tmp_path, api_key_env="GI_UNSET_KEY")
+    assert unset.key_missing == "GI_UNSET_KEY"
+    with pytest.raises(openai.AuthenticationError):
+        unset.sample({"messages": [{"role": "user", "content": "x"}]}, 0)
+    assert unset.usage.errors[0].startswith("401 from the server; GI_UNSET_KEY is not set")
+
+    secret = "sk-test-do-not-leak-42"
+    monkeypatch.setenv("GI_SET_KEY", secret)
+    model.default = Action(status=403)
+    wrong = client(server, tmp_path, api_key_env="GI_SET_KEY")
+    assert wrong.key_missing is None
+    for index in range(3):
+        with pytest.raises(openai.PermissionDeniedError):
+            wrong.sample({"messages": [{"role": "user", "content": "x"}]}, index)
+    assert "not set" not in wrong.usage.errors[0] and wrong.usage.stopped is not None
+    recorded = " ".join([*wrong.usage.errors, wrong.usage.stopped])
+    assert secret not in recorded and model.headers[-1]["authorization"] == f"Bearer {secret}"
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or secret.encode() not in path.read_bytes()
+
+
+def test_parse_rate_counts_replies_not_proposals(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(CLASS_SOURCE)
+    model.default = Action(status=500)
+    operator = LLMOperator(client(server, tmp_path), "simpler")
+    rng = np.random.default_rng(0)
+    operator.propose(program, Patch(), rng, MutationContext())
+    assert operator.stats.proposals == 1 and operator.stats.replies == 0 and operator.stats.parse_rate is None
+    model.actions = [Action(reply="```python\ndef total(self, items:\n```"), Action(reply=REWRITE)]
+    operator.propose(program, Patch(), rng, MutationContext())
+    operator.propose(program, Patch(), rng, MutationContext())
+    assert operator.stats.replies == 2 and operator.stats.parse_rate == 0.5
