@@ -51,6 +51,8 @@ def plugin_source() -> str:
 class TestRun:
     """What one pytest run on one variant gave."""
 
+    __test__ = False  # not a test class, whatever pytest thinks of its name
+
     outcomes: dict[str, str]
     durations: dict[str, float] = field(default_factory=dict)
     timed_out: bool = False

@@ -201,7 +201,8 @@ class Evaluator:
                 if on_done:
                     on_done(results[-1])
             return results
-        with ThreadPoolExecutor(max_workers=self.settings.workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.settings.workers)
+        try:
             futures = [pool.submit(self.evaluate, variant) for variant in variants]
             results = []
             for future in futures:
@@ -209,6 +210,9 @@ class Evaluator:
                 if on_done:
                     on_done(results[-1])
             return results
+        finally:
+            # On Ctrl-C or SIGTERM, drop the queued variants instead of evaluating them first.
+            pool.shutdown(wait=True, cancel_futures=True)
 
     # --- the original and the front -------------------------------------------------------------
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import json
 import os
 import shutil
 import time
@@ -34,15 +33,14 @@ from gi.evaluation import EvaluationSettings, Evaluator
 from gi.evolution import NSGA2, Candidate, SearchSettings
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
-from gi.report import write_report
+from gi.report import STORE_NAME, write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits, hide_environment, isolation
-from gi.timing import OriginalTiming, workload_settings
+from gi.timing import OriginalTiming, workload_functions, workload_settings
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
 from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
 
-STORE_NAME = "store.sqlite"
 #: Words in an environment variable's name that mark its value as a secret to redact.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
@@ -93,7 +91,13 @@ class Experiment:
         self.on_progress = on_progress or (lambda progress, generation_done: None)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
         self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"{config.source}: experiment.output: cannot make the run folder {self.folder}"
+                f" ({error.strerror or error})"
+            ) from None
         self._lock = lock_run_folder(self.folder)
         try:
             self._open(config, fresh)
@@ -104,6 +108,7 @@ class Experiment:
         self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
+        self.protected: frozenset[str] = frozenset()
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
         self.llm: LLMOperator | None = None
 
@@ -128,13 +133,7 @@ class Experiment:
             self.store = RunStore(self.folder / STORE_NAME)
         self.store.set_meta("config", config.fingerprint())
         section = config.evaluation
-        limits = Limits(
-            memory_mb=section.memory_mb,
-            isolate=section.isolate,
-            processes=section.processes,
-            file_mb=section.file_mb,
-            read_only=tuple(config.resolve(path) for path in section.read_only),
-        )
+        limits = sandbox_limits(config)
         self.isolation = isolation(limits)
         inside = [self.folder, config.llm_cache]
         self.evaluator = Evaluator(
@@ -194,8 +193,10 @@ class Experiment:
         of fault localisation when the original fails tests."""
         self.hot = self.timing.hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
+        self.protected = self._workload_functions()
         return MutationContext(
             feedback=self._feedback,
+            excluded_functions=self.protected,
             # Module-level code (constants, imports) is not in the profile and keeps weight 1:
             # a constant there may well steer the hot loop.
             site_weights=self.hot,
@@ -203,6 +204,25 @@ class Experiment:
             # Lines no failing test runs keep a little weight, so the search may still go there.
             line_floor=0.05 * max(self.suspicious.values(), default=0.0),
         )
+
+    def _workload_functions(self) -> frozenset[str]:
+        """The workload's entry point (and what only it calls) when it lives in an editable
+        file: never edited, and said so once."""
+        workload = self.config.workload
+        tests = []
+        for path in self.config.test_paths():
+            folder = self.program.root / path
+            files = [folder] if folder.is_file() else sorted(folder.rglob("*.py")) if folder.is_dir() else []
+            tests += [file.read_text(encoding="utf-8", errors="replace") for file in files]
+        protected = workload_functions(self.program, workload.call if workload else None, "\n".join(tests))
+        if protected:
+            warning = (
+                f"the workload {workload.call if workload else ''} lives in an editable file; gi never edits"
+                f" {', '.join(sorted(protected))} (editing what is timed would fake a speed-up)"
+            )
+            if warning not in self.progress.warnings:
+                self.progress.warnings.append(warning)
+        return protected
 
     def _suspicious_lines(self, baseline: Evaluation) -> dict[tuple[str, int], float]:
         """Ochiai scores of the lines, when fault localisation is on (stored for resuming)."""
@@ -253,7 +273,10 @@ class Experiment:
         operator = LLMOperator(LLMClient(settings), goal, prompts)
         saved = self.store.get_meta("llm_state")
         if saved is not None:  # resuming: the same prompts must take the same next samples
-            operator.asked = dict(saved["asked"])
+            operator.restore(saved)
+        missing = operator.client.key_missing
+        if missing:
+            self.progress.warnings.append(f"{missing} (llm.api_key_env) is not set: requests go without an API key")
         return operator
 
     def _search(self, baseline: Evaluation) -> NSGA2:
@@ -401,7 +424,7 @@ class Experiment:
                 )
             self.store.set_meta("accounting", search.accounting)
             if self.llm is not None:
-                self.store.set_meta("llm_state", {"asked": self.llm.asked})
+                self.store.set_meta("llm_state", self.llm.state())
             self.store.checkpoint(
                 Checkpoint(
                     search.generation,
@@ -438,7 +461,8 @@ class Experiment:
             "seconds": round(usage.seconds, 3),
             "proposals": stats.proposals,
             "edits": stats.edits,
-            "parse_rate": round(1 - stats.unparseable / stats.proposals, 4) if stats.proposals else None,
+            "replies": stats.replies,
+            "parse_rate": round(stats.parse_rate, 4) if stats.parse_rate is not None else None,
             "pass_rate": (
                 round(accounting["passing"] / accounting["evaluated"], 4)
                 if accounting and accounting["evaluated"]
@@ -497,7 +521,7 @@ class Experiment:
             evaluations=len(self.cache) - 1,  # every program measured, but the original
             cache_hits=self.progress.cache_hits,
             wall_seconds=wall_seconds,
-            isolated=self.isolation.sandboxed,
+            sandbox=self.isolation.description,
             extra={
                 "fault_localisation": [
                     {"file": file, "line": line, "ochiai": round(score, 4)}
@@ -506,12 +530,25 @@ class Experiment:
                     ]
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
+                "protected_functions": sorted(self.protected),
                 "runtime_drift": self.timing.drift,
                 "operators": operators,
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },
         )
+
+
+def sandbox_limits(config: Config) -> Limits:
+    """The limits every command of a run gets, from the [evaluation] section."""
+    section = config.evaluation
+    return Limits(
+        memory_mb=section.memory_mb,
+        isolate=section.isolate,
+        processes=section.processes,
+        file_mb=section.file_mb,
+        read_only=tuple(config.resolve(path) for path in section.read_only),
+    )
 
 
 def lock_run_folder(folder: Path) -> int:
@@ -548,15 +585,3 @@ def run_experiment(
 ) -> RunResult:
     """Run one config end to end; see `Experiment`."""
     return Experiment(config, fresh=fresh, offline=offline, on_progress=on_progress).run()
-
-
-def load_summary(folder: Path) -> dict[str, Any]:
-    """Read a run folder's summary.json, with a clear error for a folder that is not a run."""
-    path = folder / "summary.json"
-    try:
-        summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise StoreError(f"{folder}: no summary.json here; is it a run folder (see `gi run`)?") from None
-    except json.JSONDecodeError as error:
-        raise StoreError(f"{path}: corrupt summary ({error})") from None
-    return summary

@@ -183,7 +183,7 @@ def test_show_prints_a_members_diff(
     assert "--- a/grading.py" in out and member["id"] in out
     assert main(["show", str(folder)]) == 0
     assert "Pareto front of grading-simplify" in capsys.readouterr().out
-    assert main(["show", str(folder), "nobody"]) == 1
+    assert main(["show", str(folder), "nobody"]) == 2
     assert "no front member 'nobody'" in capsys.readouterr().err
 
 
@@ -192,10 +192,11 @@ def test_a_run_folder_of_another_config_is_refused(tmp_path: Path, example_copy:
     config = write_small_config(tmp_path, program, tmp_path / "runs")
     folder = tmp_path / "runs" / "grading-simplify-seed1"
     folder.mkdir(parents=True)
-    from populations import RunStore
+    from populations import Checkpoint, RunStore
 
     store = RunStore(folder / "store.sqlite")
     store.set_meta("config", {"something": "else"})
+    store.checkpoint(Checkpoint(0, [], [], {}, {}))  # that run got going: it is not ours to delete
     store.close()
     result = subprocess.run(
         [sys.executable, "-m", "gi.cli", "run", str(config)], capture_output=True, text=True, check=False
@@ -203,6 +204,51 @@ def test_a_run_folder_of_another_config_is_refused(tmp_path: Path, example_copy:
     assert result.returncode == 2
     assert "holds a run of a different config; rerun with --fresh" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_run_that_never_started_gives_way_to_the_corrected_config(
+    tmp_path: Path, example_copy: Callable[[str], Path]
+) -> None:
+    """A first run whose baseline failed left a store and no checkpoint: the fixed config runs."""
+    program = example_copy("grading")
+    broken = write_small_config(tmp_path, program, tmp_path / "runs")
+    text = broken.read_text()
+    broken.write_text(
+        text.replace('train = ["tests"]', 'train = ["holdout"]').replace("timeout = 10", "timeout = 0.01")
+    )
+    assert main(["run", str(broken), "--quiet"]) == 2
+    store = tmp_path / "runs" / "grading-simplify-seed1" / "store.sqlite"
+    assert store.exists() and checkpoints(store) == 0
+    fixed = text.replace("generations = 4", "generations = 0")
+    broken.write_text(fixed)
+    assert main(["run", str(broken), "--quiet"]) == 0
+    assert checkpoints(store) == 1
+
+
+def test_two_runs_of_one_folder_at_once_are_refused(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
+    from gi.experiment import lock_run_folder
+
+    program = example_copy("grading")
+    config = write_small_config(tmp_path, program, tmp_path / "runs")
+    folder = tmp_path / "runs" / "grading-simplify-seed1"
+    folder.mkdir(parents=True)
+    holder = subprocess.Popen(  # another process holds the run folder, as a running `gi run` does
+        [sys.executable, "-c", "import sys, time; from gi.experiment import lock_run_folder; from pathlib import Path;"
+         f" lock_run_folder(Path({str(folder)!r})); print('locked', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        result = subprocess.run(
+            [sys.executable, "-m", "gi.cli", "run", str(config)], capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 2, result.stderr
+        assert "another gi run is using this run folder" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = lock_run_folder(folder)  # released with its process
+    os.close(lock)
 
 
 def test_show_on_a_folder_that_is_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
