@@ -1,0 +1,228 @@
+"""Hostile code against the sandbox itself, run for real: links planted where gi reads and
+writes, FIFOs, floods, process and file-size limits, processes left behind, with bubblewrap
+and without it."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fitness.runtime import TIMING_NAME, TimingSettings, Workload, WorkloadError, measure, output_of
+from fitness.tests import run_tests
+from gi.sandbox import Limits, Sandbox, bubblewrap_available, read_regular, workspace, write_new
+
+needs_bubblewrap = pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable here")
+QUICK = TimingSettings(processes=1, values=1, warmups=0, min_time=0.001)
+MARKER = "gi-escape-sleeper"
+
+
+@pytest.fixture
+def secret_file(tmp_path: Path) -> Iterator[Path]:
+    """A host file the variant must neither read through gi nor have gi write."""
+    path = tmp_path / "host-secret.txt"
+    path.write_text(f"secret-{secrets.token_hex(16)}")
+    yield path
+
+
+def project(tmp_path: Path, module: str, tests: str = "") -> Path:
+    folder = tmp_path / "project"
+    (folder / "tests").mkdir(parents=True, exist_ok=True)
+    (folder / "victim.py").write_text(module)
+    default = "from victim import run\n\n\ndef test_run():\n    run()\n"
+    (folder / "tests" / "test_victim.py").write_text(tests or default)
+    return folder
+
+
+def plant(name: str, target: Path, then: str = "os._exit(0)") -> str:
+    """A workload that swaps gi's result file for a link to `target`, then ends as `then` says."""
+    return f"""\
+import os
+
+
+def run():
+    path = os.path.join(os.path.dirname(os.environ["TMPDIR"]), "outputs", {name!r})
+    if os.path.lexists(path):
+        os.remove(path)
+    os.symlink({str(target)!r}, path)
+    {then}
+"""
+
+
+@pytest.mark.parametrize("isolate", [pytest.param(True, marks=needs_bubblewrap), False], ids=["sandbox", "none"])
+def test_gi_never_reads_a_result_through_a_planted_link(tmp_path: Path, secret_file: Path, isolate: bool) -> None:
+    secret = secret_file.read_text()
+    for name, action in (("gi-output.txt", "output"), (TIMING_NAME, "timing")):
+        folder = project(tmp_path / name, plant(name, secret_file))
+        with workspace(folder, {}) as space:
+            runner = Sandbox(Limits(isolate=isolate), space)
+            with pytest.raises(WorkloadError) as caught:
+                if action == "output":
+                    output_of(Workload(call="victim:run"), runner=runner, timeout=60)
+                else:
+                    measure(Workload(call="victim:run"), QUICK, runner=runner, timeout=60, loops=1)
+            assert secret not in str(caught.value)
+    assert secret_file.read_text() == secret
+
+
+def test_gi_never_writes_through_a_planted_link(tmp_path: Path, secret_file: Path) -> None:
+    """Without a sandbox the variant can write gi's tools folder: gi replaces the link, never
+    writes through it."""
+    secret = secret_file.read_text()
+    module = f"""\
+import os
+
+
+def run():
+    tools = os.path.join(os.path.dirname(os.environ["TMPDIR"]), "tools")
+    for name in ("gi_workload.py", "gi_pytest_report.py"):
+        path = os.path.join(tools, name)
+        if os.path.lexists(path):
+            os.remove(path)
+        os.symlink({str(secret_file)!r}, path)
+    return 1
+"""
+    folder = project(tmp_path, module)
+    with workspace(folder, {}) as space:
+        runner = Sandbox(Limits(isolate=False), space)
+        assert output_of(Workload(call="victim:run"), runner=runner, timeout=60) == "1"  # plants the links
+        assert (space.tools / "gi_workload.py").is_symlink()
+        assert output_of(Workload(call="victim:run"), runner=runner, timeout=60) == "1"  # gi installs anew
+        run = run_tests(["tests"], timeout=60, runner=runner)
+        assert run.passed == 1 and not run.forged
+    assert secret_file.read_text() == secret
+
+
+@needs_bubblewrap
+def test_the_sandbox_cannot_write_gi_tools_nor_the_program_copy(tmp_path: Path) -> None:
+    module = """\
+import os
+
+
+def run():
+    base = os.path.dirname(os.environ["TMPDIR"])
+    written = []
+    for path in ("tools/gi_pytest_report.py", "tools/new.py", "program/victim.py", "program/tests/conftest.py"):
+        try:
+            with open(os.path.join(base, path), "w") as stream:
+                stream.write("pwned")
+            written.append(path)
+        except OSError:
+            pass
+    assert not written, written
+"""
+    folder = project(tmp_path, module)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+        assert run.outcomes == {"tests/test_victim.py::test_run": "passed"}, run.failure_report()
+        assert (space.program / "victim.py").read_text() == module
+
+
+def test_a_planted_fifo_is_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "result"
+    os.mkfifo(fifo)
+    started = time.perf_counter()
+    assert read_regular(fifo, 1024) is None
+    assert time.perf_counter() - started < 1, "reading a FIFO must not block"
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text("x")
+    assert read_regular(link, 1024) is None
+    write_new(link, b"new")
+    assert (tmp_path / "elsewhere").read_text() == "x" and link.read_bytes() == b"new" and not link.is_symlink()
+
+
+@pytest.mark.parametrize("isolate", [pytest.param(True, marks=needs_bubblewrap), False], ids=["sandbox", "none"])
+def test_an_output_flood_keeps_only_a_tail(tmp_path: Path, isolate: bool) -> None:
+    module = "import os\n\n\ndef run():\n    for _ in range(64):\n        os.write(1, b'y' * (1 << 20))\n    return 1\n"
+    folder = project(tmp_path, module)
+    command = Workload(command=("python3", "-c", "import victim; victim.run()"))
+    with workspace(folder, {}) as space:
+        runner = Sandbox(Limits(isolate=isolate, output_kb=64), space)
+        digest = output_of(command, runner=runner, timeout=120)
+    assert digest.endswith(f":{64 << 20}"), "a truncated output is compared by its digest"
+
+
+@needs_bubblewrap
+def test_the_process_count_is_capped(tmp_path: Path) -> None:
+    tests = """\
+import os
+import time
+
+
+def test_fork_as_many_as_possible():
+    children = 0
+    for _ in range(400):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        children += 1
+    assert False, f"forked {children}"
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(processes=64), space))
+    report = run.failure_report()
+    forked = int(re.findall(r"forked (\d+)", report)[-1])
+    assert forked < 64, report
+
+
+def test_a_file_larger_than_the_limit_cannot_be_written(tmp_path: Path) -> None:
+    tests = """\
+import os
+
+
+def test_fill_the_disk():
+    with open(os.path.join(os.environ["TMPDIR"], "big"), "wb") as stream:
+        for _ in range(8):
+            stream.write(b"z" * (1 << 20))
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(file_mb=2), space))
+        assert (space.temporary / "big").stat().st_size <= 2 << 20
+    assert run.passed == 0
+
+
+def sleepers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if MARKER.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("isolate", [pytest.param(True, marks=needs_bubblewrap), False], ids=["sandbox", "none"])
+def test_no_process_outlives_its_command(tmp_path: Path, isolate: bool) -> None:
+    tests = f"""\
+import os
+import subprocess
+
+
+def test_leave_daemons():
+    subprocess.Popen(["sh", "-c", "sleep 600 # {MARKER}"], start_new_session=True)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            subprocess.run(["sh", "-c", "sleep 600 # {MARKER}"])
+        os._exit(0)
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(isolate=isolate), space))
+    assert run.passed == 1, run.failure_report()
+    time.sleep(0.3)
+    assert sleepers() == []
