@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = {"gi", "gi.program", "gi.edits", "gi.patch", "gi.results", "gi.errors", "gi.registry"}
+MODEL = {"gi", "gi.program", "gi.edits", "gi.patch", "gi.results", "gi.errors", "gi.registry", "gi.guard"}
 PARTS = ("mutators", "fitness", "populations")
 
 
