@@ -29,13 +29,15 @@ def covered_test_run(
     *,
     timeout: float,
     runner: CommandRunner,
+    default_limit: float = 0.0,
 ) -> tuple[TestRun, LineCoverage]:
     """Run the tests under coverage.py with a context per test; return outcomes and coverage."""
     runner.clear_output(COVERAGE_FILE)
     include = ",".join(str(runner.workdir / file) for file in files)
     prefix = ["-m", "coverage", "run", f"--data-file={runner.outputs / COVERAGE_FILE}", f"--include={include}", "-m",
               "pytest"]  # fmt: skip
-    run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix)
+    run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix,
+                    default_limit=default_limit)  # fmt: skip
     coverage: LineCoverage = {}
     data = runner.read_output(COVERAGE_FILE)
     if data is None:

@@ -21,7 +21,8 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -58,7 +59,24 @@ def _channel() -> Callable[[dict[str, Any]], None]:
     return write
 
 
+class TestTimeout(BaseException):
+    """Raised in a test that runs past its own time limit (a BaseException, so that a test's
+    `except Exception` does not swallow it)."""
+
+
+def _limits() -> tuple[dict[str, float], float]:
+    """Per-test time limits from the JSON file GI_TEST_LIMITS names: {"tests": {...}, "default": s}."""
+    path = os.environ.pop("GI_TEST_LIMITS", "")
+    if not path:
+        return {}, 0.0
+    with open(path, encoding="utf-8") as stream:
+        data = json.load(stream)
+    return {str(k): float(v) for k, v in data.get("tests", {}).items()}, float(data.get("default", 0.0))
+
+
 _write = _channel()
+_test_limits, _default_limit = _limits()
+_timed_out: set[str] = set()
 _outcomes: dict[str, str] = {}
 _durations: dict[str, float] = {}
 _failures: dict[str, str] = {}
@@ -88,6 +106,28 @@ def _switch_coverage_context(nodeid: str) -> None:
         current.switch_context(nodeid)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Run one test under its own time limit, so a test that hangs fails alone as `timed_out`
+    and the rest of the run still counts (gi's limit on the whole run stays as a backstop)."""
+    limit = _test_limits.get(item.nodeid, _default_limit)
+    if limit <= 0:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        _timed_out.add(item.nodeid)
+        raise TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     nodeid = report.nodeid
     _durations[nodeid] = _durations.get(nodeid, 0.0) + report.duration
@@ -105,7 +145,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
     record: dict[str, Any] = {
         "finish": nodeid,
-        "outcome": _outcomes.get(nodeid, "error"),
+        "outcome": "timed_out" if nodeid in _timed_out else _outcomes.get(nodeid, "error"),
         "duration": _durations.get(nodeid, 0.0),
     }
     if nodeid in _failures:

@@ -12,6 +12,7 @@ is `TestRun.forged`, and the engine scores the variant as tampered.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -34,6 +35,10 @@ NOT_FAILING = ("passed", "skipped", "xfailed")
 PLUGIN_MODULE = "gi_pytest_report"
 #: pytest's exit status when tests ran and some failed.
 TESTS_FAILED = 1
+#: A test's limit in a variant's run is this many times its time in the original's, plus the
+#: margin (seconds), so that one test that hangs fails alone and the others still count.
+TEST_TIME_FACTOR = 10.0
+TEST_TIME_MARGIN = 0.5
 #: Characters of failing-test output an evaluation keeps (for reports and repair prompts).
 FAILURE_DETAIL_CHARS = 4000
 
@@ -80,7 +85,7 @@ class TestRun:
         """The failing tests' own output, trimmed: what reports and repair prompts show."""
         parts = [f"{test}: {message}" for test, message in sorted(self.collect_errors.items())]
         for test in self.failing():
-            text = self.failures.get(test) or {"timed_out": "ran past its time limit"}.get(self.outcomes[test], "")
+            text = self.failures.get(test, "")
             parts.append(f"{test} {self.outcomes[test]}" + (f"\n{text}" if text else ""))
         if not parts and self.exit_status not in (0, TESTS_FAILED):
             parts.append(self.output_tail)
@@ -98,6 +103,12 @@ def pytest_command(paths: Sequence[str], prefix: Sequence[str] = ("-m", "pytest"
     ]  # fmt: skip
 
 
+def per_test_limits(durations: Mapping[str, float], cap: float) -> dict[str, float]:
+    """Each test's time limit in a variant's run: TEST_TIME_FACTOR times what it took in the
+    original's, plus TEST_TIME_MARGIN, at most `cap`."""
+    return {test: min(cap, TEST_TIME_FACTOR * seconds + TEST_TIME_MARGIN) for test, seconds in durations.items()}
+
+
 def run_tests(
     paths: Sequence[str],
     *,
@@ -105,11 +116,20 @@ def run_tests(
     runner: CommandRunner,
     env: Mapping[str, str] | None = None,
     prefix: Sequence[str] = ("-m", "pytest"),
+    limits: Mapping[str, float] | None = None,
+    default_limit: float = 0.0,
 ) -> TestRun:
-    """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes."""
+    """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
+
+    `timeout` bounds the whole run; `limits` (by node id) and `default_limit` (for the other
+    tests; 0 for none) bound each test, which then fails alone as `timed_out`.
+    """
     runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
     key = secrets.token_hex(32).encode()
     run_env = {**(env or {}), "PYTHONPATH": str(runner.tools)}
+    if limits or default_limit > 0:
+        table = json.dumps({"tests": dict(limits or {}), "default": default_limit})
+        run_env["GI_TEST_LIMITS"] = str(runner.install_tool("gi_test_limits.json", table))
     process = runner(pytest_command(paths, prefix), timeout=timeout, env=run_env, stdin=key, channel=True)
     return read_report(process, key)
 
@@ -199,14 +219,12 @@ def _summary(stdout: str) -> dict[str, int] | None:
     return None
 
 
-def count_failed(run: TestRun, baseline: Mapping[str, str] | None = None) -> int:
-    """Tests that did not pass: those of the run, and those the baseline knows that are missing.
-
-    A test the baseline skips (or expects to fail) does not count while it still does not
-    run in the variant; when nothing was collected at all, at least one failure counts.
-    """
+def failed_tests(outcomes: Mapping[str, str], baseline: Mapping[str, str] | None = None) -> int:
+    """Tests that fail: every outcome but NOT_FAILING, and the tests the baseline knows that are
+    missing here. A test the baseline skips (or expects to fail) does not count while it still
+    does not run."""
     known = dict.fromkeys(baseline or {}, "missing")
-    known.update(run.outcomes)
+    known.update(outcomes)
     failed = 0
     for test, outcome in known.items():
         if outcome == "passed":
@@ -215,6 +233,51 @@ def count_failed(run: TestRun, baseline: Mapping[str, str] | None = None) -> int
         if outcome in ("skipped", "xfailed", "missing") and expected_not_to_pass:
             continue
         failed += 1
-    if not known:
-        failed = max(1, len(run.collect_errors))  # nothing ran at all: never a perfect score
     return failed
+
+
+def count_failed(run: TestRun, baseline: Mapping[str, str] | None = None) -> int:
+    """`failed_tests` of a run; when nothing was collected at all, at least one failure counts."""
+    if not run.outcomes and not baseline:
+        return max(1, len(run.collect_errors))  # nothing ran at all: never a perfect score
+    return failed_tests(run.outcomes, baseline)
+
+
+def regressions(outcomes: Mapping[str, str], baseline: Mapping[str, str]) -> list[str]:
+    """The tests the baseline passes that do not pass here (missing ones included)."""
+    return sorted(test for test, outcome in baseline.items() if outcome == "passed" and outcomes.get(test) != "passed")
+
+
+def overfits(
+    training: Mapping[str, str],
+    training_baseline: Mapping[str, str],
+    holdout: Mapping[str, str],
+    holdout_baseline: Mapping[str, str],
+) -> bool:
+    """The one definition of overfitting gi uses.
+
+    A member overfits when it keeps every training test the original passes and fails a
+    held-out test the original passes. When the original fails training tests (a repair), a
+    member overfits when it passes every training test and fails any held-out test. The
+    original itself never overfits.
+    """
+    if failed_tests(training_baseline) > 0:  # a repair
+        return failed_tests(training, training_baseline) == 0 and failed_tests(holdout, holdout_baseline) > 0
+    return not regressions(training, training_baseline) and bool(regressions(holdout, holdout_baseline))
+
+
+def test_counts(outcomes: Mapping[str, str]) -> dict[str, int]:
+    """Passed, failed (every outcome but NOT_FAILING) and skipped (skipped or xfailed) tests."""
+    passed = sum(outcome == "passed" for outcome in outcomes.values())
+    failed = sum(outcome not in NOT_FAILING for outcome in outcomes.values())
+    return {"passed": passed, "failed": failed, "skipped": len(outcomes) - passed - failed}
+
+
+def merge_retry(first: TestRun, retry: TestRun) -> TestRun:
+    """`first`, with each test that timed out there taking its outcome from `retry`: a timeout
+    counts only when it happens twice."""
+    outcomes = dict(first.outcomes)
+    for test, outcome in first.outcomes.items():
+        if outcome == "timed_out" and test in retry.outcomes:
+            outcomes[test] = retry.outcomes[test]
+    return dataclasses.replace(first, outcomes=outcomes)

@@ -11,6 +11,7 @@ so two workers do not compete for the same core while the clock runs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import traceback
@@ -48,7 +49,10 @@ from gi.sandbox import Isolation, Limits, Sandbox, isolation, workspace
 class EvaluationSettings:
     train: tuple[str, ...]
     holdout: tuple[str, ...] = ()
+    #: Seconds for one whole test run (the backstop), and for one test in the original's run
+    #: (a variant's test gets fitness.tests.per_test_limits of the original's times, at most this).
     timeout: float = 60.0
+    test_timeout: float = 10.0
     limits: Limits = field(default_factory=Limits)
     workers: int = 1
     workload: Workload | None = None
@@ -65,19 +69,40 @@ class EvaluationSettings:
     secrets: tuple[str, ...] = ()
 
 
-def static_measures(variant: Variant) -> dict[str, float]:
-    """Measures read from the source alone: complexity, maintainability, Halstead, style, size."""
+def program_measures(variant: Variant) -> dict[str, float]:
+    """Measures of the program (its syntax tree): cyclomatic complexity and Halstead volume.
+    Cached with the evaluation by tree hash."""
     sources = {file: variant.sources[file] for file in variant.program.files}
-    diff = variant.diff()
     return {
         "complexity": complexity.cyclomatic(sources),
-        "maintainability": complexity.maintainability(sources),
         "halstead_volume": complexity.halstead_volume(sources),
-        "style": style.violations(sources),
-        "size": float(variant.effective_size),
-        "diff_lines": size.diff_lines(diff),
-        "source_lines": float(sum(text.count("\n") + 1 for text in sources.values())),
     }
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_measures(file: str, text: str) -> tuple[float, float, float]:
+    """Style violations, maintainability index and lines of one file's text."""
+    return style.violations({file: text}), complexity.maintainability({file: text}), float(text.count("\n") + 1)
+
+
+def variant_measures(variant: Variant) -> dict[str, float]:
+    """Measures of this patch and this text, not of the program: patch size and diff lines
+    (two patches can make one program: Replace(S, I) and [Delete S, Insert I]), style and the
+    maintainability index (comments and layout count there). Recomputed for every candidate,
+    never taken from the cache by tree hash; text measures are cached per file's text."""
+    texts = [_text_measures(file, variant.sources[file]) for file in variant.program.files]
+    return {
+        "size": float(variant.effective_size),
+        "diff_lines": size.diff_lines(variant.diff()),
+        "style": sum(text[0] for text in texts),
+        "maintainability": sum(text[1] for text in texts) / len(texts) if texts else 100.0,
+        "source_lines": sum(text[2] for text in texts),
+    }
+
+
+def static_measures(variant: Variant) -> dict[str, float]:
+    """Every measure read from the source alone."""
+    return {**program_measures(variant), **variant_measures(variant)}
 
 
 def _status(run: TestRun) -> Status:
@@ -98,6 +123,8 @@ class Evaluator:
         self.settings = settings
         self.scratch = scratch
         self.baseline_tests: Mapping[str, str] | None = None
+        #: Each training test's time limit, from the original's durations (set with the baseline).
+        self.test_limits: Mapping[str, float] = {}
         self.baseline_output: str | None = None
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
@@ -129,9 +156,19 @@ class Evaluator:
                 text = text.replace(secret, "[redacted]")
         return text
 
-    def _tests(self, variant: Variant, paths: Sequence[str]) -> TestRun:
+    def _run_tests(self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
+        """One test run, each test under its own limit; a run cut off by the limit on the whole
+        run is tried once more (a loaded machine, not the variant, may be why)."""
+        run = run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                        default_limit=self.settings.test_timeout)  # fmt: skip
+        if run.timed_out:
+            run = run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                            default_limit=self.settings.test_timeout)  # fmt: skip
+        return run
+
+    def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
-            return run_tests(paths, timeout=self.settings.timeout, runner=sandbox)
+            return self._run_tests(sandbox, paths, limits)
 
     # --- one variant --------------------------------------------------------------------------
 
@@ -141,9 +178,10 @@ class Evaluator:
         tree_hash = variant.tree_hash
 
         def result(status: Status, detail: str, measures: dict[str, float] | None = None,
-                   tests: Mapping[str, str] | None = None) -> Evaluation:  # fmt: skip
-            return Evaluation(status, tree_hash, measures or {}, dict(tests or {}), self.redact(detail),
-                              time.perf_counter() - started)  # fmt: skip
+                   run: TestRun | None = None) -> Evaluation:  # fmt: skip
+            return Evaluation(status, tree_hash, measures or {}, dict(run.outcomes) if run else {},
+                              self.redact(detail), time.perf_counter() - started,
+                              dict(run.durations) if run else {})  # fmt: skip
 
         try:
             if variant.syntax_error is not None:
@@ -153,7 +191,7 @@ class Evaluator:
                 return result(Status.TAMPERED, "new code reaches for the test machinery: " + "; ".join(tampering))
             measures = static_measures(variant)
             with self._sandbox(variant) as sandbox:
-                run = run_tests(self.settings.train, timeout=self.settings.timeout, runner=sandbox)
+                run = self._run_tests(sandbox, self.settings.train, self.test_limits)
                 measures["failed_tests"] = float(count_failed(run, self.baseline_tests))
                 measures["passed_tests"] = float(run.passed)
                 measures["test_count"] = float(len(run.outcomes))
@@ -164,7 +202,7 @@ class Evaluator:
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
                 if status is Status.OK and self.settings.workload is not None and wanted:
                     detail += self._workload_measures(sandbox, measures)
-            return result(status, detail, measures, run.outcomes)
+            return result(status, detail, measures, run)
         except Exception:  # a broken variant is a result, not a crash of the search
             return result(Status.CRASHED, traceback.format_exc()[-4000:])
 
@@ -216,15 +254,20 @@ class Evaluator:
 
     # --- the original and the front -------------------------------------------------------------
 
-    def holdout(self, variant: Variant) -> TestRun:
-        """Run the held-out tests on a variant (only ever on the final front and the original)."""
-        return self._tests(variant, self.settings.holdout)
+    def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
+        """Run the held-out tests on a variant (only ever on the final front and the original);
+        `limits` are per-test limits from the original's held-out run."""
+        return self._tests(variant, self.settings.holdout, limits or {})
 
     def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
         with self._sandbox(variant) as sandbox:
             run, coverage = covered_test_run(
-                self.settings.train, self.program.files, timeout=self.settings.timeout * 3, runner=sandbox
+                self.settings.train,
+                self.program.files,
+                timeout=self.settings.timeout * 3,
+                runner=sandbox,
+                default_limit=self.settings.test_timeout * 3,
             )
         return ochiai(coverage, run.outcomes)
 

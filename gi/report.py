@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from rich.table import Table
 
 from fitness.objectives import Objective
+from fitness.tests import test_counts
 from gi.errors import StoreError
 from gi.results import Evaluation
 
@@ -35,11 +36,6 @@ def _write_atomic(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
-
-
-def _test_counts(tests: Mapping[str, str]) -> dict[str, int]:
-    passed = sum(outcome == "passed" for outcome in tests.values())
-    return {"passed": passed, "failed": len(tests) - passed}
 
 
 def write_report(
@@ -82,13 +78,13 @@ def write_report(
             "objectives": entry["objectives"],
             "feasible": member.fitness.feasible,
             "diff": diff_name,
-            "training": _test_counts(entry["evaluation"].tests),
+            "training": test_counts(entry["evaluation"].tests),
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
         if "holdout" in entry:
             record["holdout"] = entry["holdout"]
-            record["overfits"] = record["training"]["failed"] == 0 and entry["holdout"]["failed"] > 0
+            record["overfits"] = entry["overfits"]
         else:
             record["holdout"] = None
             record["overfits"] = None
@@ -106,8 +102,8 @@ def write_report(
         "baseline": {
             "objectives": dict(baseline_objectives),
             "measures": baseline.measures,
-            "training": _test_counts(baseline.tests),
-            "holdout": _test_counts(baseline_holdout) if baseline_holdout is not None else None,
+            "training": test_counts(baseline.tests),
+            "holdout": test_counts(baseline_holdout) if baseline_holdout is not None else None,
         },
         "front": members,
         "evaluations": evaluations,

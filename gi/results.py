@@ -92,6 +92,8 @@ class Evaluation:
     #: Why the variant is not ok, or the tail of the failing output.
     detail: str = ""
     seconds: float = 0.0
+    #: Seconds each training test took (setup, call and teardown), by node id.
+    durations: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +107,7 @@ class Evaluation:
             "tests": self.tests,
             "detail": self.detail,
             "seconds": self.seconds,
+            "durations": {test: round(seconds, 4) for test, seconds in self.durations.items()},
         }
 
     @classmethod
@@ -116,4 +119,5 @@ class Evaluation:
             tests={str(k): str(v) for k, v in data.get("tests", {}).items()},
             detail=str(data.get("detail", "")),
             seconds=float(data.get("seconds", 0.0)),
+            durations={str(k): float(v) for k, v in data.get("durations", {}).items()},
         )

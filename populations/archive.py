@@ -21,8 +21,12 @@ class ParetoArchive:
         """Merge `candidates`, keep the non-dominated ones, and of equal scores the earliest found."""
         pool: dict[str, Individual] = {member.tree_hash: member for member in self.members}
         for candidate in candidates:
-            if candidate.fitness.valid:
-                pool.setdefault(candidate.tree_hash, candidate)
+            if not candidate.fitness.valid:
+                continue
+            kept = pool.setdefault(candidate.tree_hash, candidate)
+            # One program, two patches: the shorter (or otherwise better-scoring) patch stands for it.
+            if kept is not candidate and candidate.fitness.dominates(kept.fitness):
+                pool[candidate.tree_hash] = candidate
         if not pool:
             return
         front: list[Individual] = tools.sortNondominated(list(pool.values()), len(pool), first_front_only=True)[0]

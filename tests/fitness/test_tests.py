@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import count_failed, run_tests
+from fitness.tests import count_failed, overfits, per_test_limits, run_tests
 from gi.sandbox import Limits, Sandbox, bubblewrap_available, workspace
 
 PROGRAM = """\
@@ -192,3 +192,67 @@ def test_workspace_leaves_nothing_behind(project: Path) -> None:
         parent = space.base
     assert not parent.exists()
     assert os.path.exists(project / "calc.py")
+
+
+HANGS = """\
+import time
+
+
+def test_quick():
+    assert True
+
+
+def test_hangs_and_swallows_exceptions():
+    while True:
+        try:
+            time.sleep(0.01)
+        except Exception:
+            pass
+
+
+def test_after():
+    assert True
+"""
+
+
+def test_a_test_that_hangs_fails_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "hangs"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_hangs.py").write_text(HANGS)
+    started = time.perf_counter()
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=1.0)
+    assert time.perf_counter() - started < 30
+    assert not run.timed_out and not run.forged
+    assert run.outcomes == {
+        "tests/test_hangs.py::test_quick": "passed",
+        "tests/test_hangs.py::test_hangs_and_swallows_exceptions": "timed_out",
+        "tests/test_hangs.py::test_after": "passed",
+    }
+    assert "time limit of 1 s" in run.failure_report()
+
+
+def test_per_test_limits_come_from_the_originals_times() -> None:
+    limits = per_test_limits({"a": 0.01, "b": 5.0}, cap=10.0)
+    assert limits == {"a": pytest.approx(0.6), "b": 10.0}
+
+
+PASS, FAIL, SKIP = "passed", "failed", "skipped"
+
+
+def test_one_definition_of_overfitting() -> None:
+    training = {"t1": PASS, "t2": PASS, "t3": SKIP}
+    holdout = {"h1": PASS, "h2": FAIL}  # the original fails h2 already
+    assert not overfits(training, training, holdout, holdout), "the original never overfits"
+    # A skipped training test does not hide a member that loses a held-out test the original passes.
+    assert overfits(training, training, {"h1": FAIL, "h2": FAIL}, holdout)
+    # Failing a held-out test the original fails too is no overfitting.
+    assert not overfits(training, training, {"h1": PASS, "h2": FAIL}, holdout)
+    # Losing a training test is no overfitting either: the member is simply worse.
+    assert not overfits({"t1": FAIL, "t2": PASS, "t3": SKIP}, training, {"h1": FAIL, "h2": FAIL}, holdout)
+    # A repair (the original fails training tests): a member passing them all that fails any
+    # held-out test overfits; the original does not.
+    broken = {"t1": PASS, "t2": FAIL}
+    assert not overfits(broken, broken, holdout, holdout)
+    assert overfits({"t1": PASS, "t2": PASS}, broken, holdout, holdout)
+    assert not overfits({"t1": PASS, "t2": PASS}, broken, {"h1": PASS, "h2": PASS}, holdout)

@@ -69,7 +69,9 @@ def test_simplification_run_finds_simpler_code_and_flags_overfitting(
 
     for member in summary["front"]:
         held = member["holdout"]
-        assert member["overfits"] == (member["training"]["failed"] == 0 and held["failed"] > 0)
+        if not member["diff"]:
+            assert member["overfits"] is False, "the original program never overfits"
+        assert held["passed"] + held["failed"] + held["skipped"] == 2
         if member["diff"]:
             diff = (result.folder / member["diff"]).read_text()
             if '-        raise ValueError(f"score out of range: {score}")' in diff or "-    if score < 0 or" in diff:

@@ -100,3 +100,14 @@ def test_hypervolume_of_known_points() -> None:
     # A maximised objective is negated: passed tests 5 against the reference -0 + 1.
     assert hypervolume([(5.0,)], (1.0,), (MAXIMISE,)) == pytest.approx(6.0)
     assert hypervolume([(9, 9)], (4, 4), (MINIMISE, MINIMISE)) == 0.0
+
+
+def test_a_shorter_patch_to_the_same_program_replaces_the_longer_one() -> None:
+    weights = (MINIMISE, MINIMISE)  # (complexity, size)
+    archive = ParetoArchive()
+    longer = individual("longer", (3, 2), weights)
+    archive.update([longer])
+    shorter = individual("shorter", (3, 1), weights)
+    shorter.tree_hash = longer.tree_hash  # the same program, by a patch with one edit fewer
+    archive.update([shorter])
+    assert [m.id for m in archive.members] == ["shorter"]
