@@ -12,7 +12,10 @@ pytest loads it (before any project code is imported) and then replaces with /de
 A line the plugin did not write, or a line left out, breaks the chain and gi scores the run
 as forged. The key lives in the plugin's memory, where code in the same process could still
 dig for it: gi also checks the report against pytest's own exit status and summary line,
-and refuses variants whose code reaches for the test machinery (see gi.guard).
+the plugin checks that no phase that raised is reported as passed and that pytest's reporting
+functions are the ones it loaded with, and gi refuses variants whose code reaches for the test
+machinery (see gi.guard). The hooks are closures, so rebinding this module's names does
+nothing.
 """
 
 from __future__ import annotations
@@ -74,27 +77,20 @@ def _limits() -> tuple[dict[str, float], float]:
     return {str(k): float(v) for k, v in data.get("tests", {}).items()}, float(data.get("default", 0.0))
 
 
-_write = _channel()
-_test_limits, _default_limit = _limits()
-_timed_out: set[str] = set()
-_outcomes: dict[str, str] = {}
-_durations: dict[str, float] = {}
-_failures: dict[str, str] = {}
+def _machinery() -> dict[str, object]:
+    """The pytest functions that turn a test's run into its report, as loaded: code under test
+    that replaces one to turn failures into passes is caught at the end of the session."""
+    from _pytest import reports, runner
 
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    _write({"collected": [item.nodeid for item in session.items]})
-
-
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if report.failed:
-        _write({"collect_error": report.nodeid, "message": str(report.longrepr)[-FAILURE_CHARS:]})
-
-
-def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    _write({"start": nodeid})
-    if os.environ.get("GI_COVERAGE_CONTEXT") == "1":
-        _switch_coverage_context(nodeid)
+    functions = {
+        "CallInfo.from_call": runner.CallInfo.from_call,
+        "TestReport.from_item_and_call": reports.TestReport.from_item_and_call,
+        "call_and_report": runner.call_and_report,
+        "runtestprotocol": runner.runtestprotocol,
+        "runner.pytest_runtest_makereport": runner.pytest_runtest_makereport,
+    }
+    # A classmethod gives a new bound method at every look-up: compare what it wraps.
+    return {name: getattr(function, "__func__", function) for name, function in functions.items()}
 
 
 def _switch_coverage_context(nodeid: str) -> None:
@@ -106,52 +102,90 @@ def _switch_coverage_context(nodeid: str) -> None:
         current.switch_context(nodeid)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """Run one test under its own time limit, so a test that hangs fails alone as `timed_out`
-    and the rest of the run still counts (gi's limit on the whole run stays as a backstop)."""
-    limit = _test_limits.get(item.nodeid, _default_limit)
-    if limit <= 0:
-        yield
-        return
+def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """The plugin's hooks, as closures over the writer and their state: rebinding a name of this
+    module after pytest registered them changes nothing."""
+    test_limits, default_limit = _limits()
+    loaded = _machinery()
+    timed_out: set[str] = set()
+    outcomes: dict[str, str] = {}
+    durations: dict[str, float] = {}
+    failures: dict[str, str] = {}
+    tampering: list[str] = []
 
-    def expire(signum: int, frame: object) -> None:
-        _timed_out.add(item.nodeid)
-        raise TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
+    def pytest_collection_finish(session: pytest.Session) -> None:
+        write({"collected": [item.nodeid for item in session.items]})
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    def pytest_collectreport(report: pytest.CollectReport) -> None:
+        if report.failed:
+            write({"collect_error": report.nodeid, "message": str(report.longrepr)[-FAILURE_CHARS:]})
+
+    def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+        write({"start": nodeid})
+        if os.environ.get("GI_COVERAGE_CONTEXT") == "1":
+            _switch_coverage_context(nodeid)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        """Run one test under its own time limit, so a test that hangs fails alone as `timed_out`
+        and the rest of the run still counts (gi's limit on the whole run stays as a backstop)."""
+        limit = test_limits.get(item.nodeid, default_limit)
+        if limit <= 0:
+            yield
+            return
+
+        def expire(signum: int, frame: object) -> None:
+            timed_out.add(item.nodeid)
+            raise TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+        """A phase that raised cannot have passed: a report that says so was forged."""
+        result: Any = yield
+        report = result.get_result()
+        if call.excinfo is not None and report.passed:
+            tampering.append(f"{item.nodeid}: its {call.when} raised, yet its report says passed")
+
+    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+        nodeid = report.nodeid
+        durations[nodeid] = durations.get(nodeid, 0.0) + report.duration
+        if report.when == "call":
+            expected_to_fail = hasattr(report, "wasxfail")
+            outcomes[nodeid] = ("xfailed" if report.skipped else "passed") if expected_to_fail else report.outcome
+        elif report.failed:
+            outcomes[nodeid] = "error"
+        elif report.skipped and nodeid not in outcomes:
+            outcomes[nodeid] = "skipped"
+        if report.failed:
+            failures[nodeid] = report.longreprtext[-FAILURE_CHARS:]
+
+    def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+        record: dict[str, Any] = {
+            "finish": nodeid,
+            "outcome": "timed_out" if nodeid in timed_out else outcomes.get(nodeid, "error"),
+            "duration": durations.get(nodeid, 0.0),
+        }
+        if nodeid in failures:
+            record["failure"] = failures[nodeid]
+        write(record)
+
+    def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+        replaced = [name for name, function in _machinery().items() if function is not loaded[name]]
+        if replaced:
+            tampering.append(f"pytest's {', '.join(replaced)} was replaced during the run")
+        if tampering:
+            write({"tampered": "; ".join(tampering)[:FAILURE_CHARS]})
+        write({"exitstatus": int(exitstatus)})
+
+    return {name: value for name, value in locals().items() if name.startswith("pytest_")}
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    nodeid = report.nodeid
-    _durations[nodeid] = _durations.get(nodeid, 0.0) + report.duration
-    if report.when == "call":
-        expected_to_fail = hasattr(report, "wasxfail")
-        _outcomes[nodeid] = ("xfailed" if report.skipped else "passed") if expected_to_fail else report.outcome
-    elif report.failed:
-        _outcomes[nodeid] = "error"
-    elif report.skipped and nodeid not in _outcomes:
-        _outcomes[nodeid] = "skipped"
-    if report.failed:
-        _failures[nodeid] = report.longreprtext[-FAILURE_CHARS:]
-
-
-def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    record: dict[str, Any] = {
-        "finish": nodeid,
-        "outcome": "timed_out" if nodeid in _timed_out else _outcomes.get(nodeid, "error"),
-        "duration": _durations.get(nodeid, 0.0),
-    }
-    if nodeid in _failures:
-        record["failure"] = _failures[nodeid]
-    _write(record)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _write({"exitstatus": int(exitstatus)})
+globals().update(_hooks(_channel()))

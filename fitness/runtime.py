@@ -53,16 +53,53 @@ def load(spec):
     return target
 
 
+def stable(value):
+    \"\"\"repr() without memory addresses, which differ from run to run.\"\"\"
+    import re
+
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
+def boundary_returns(function, files, inside):
+    \"\"\"Call `function`, recording every value the editable code (`files`) returns to code
+    outside it (the workload, or the functions named in `inside`, which gi does not edit).\"\"\"
+    import hashlib
+
+    digest = hashlib.sha256()
+    count = [0]
+
+    def outside(frame):
+        return frame is None or frame.f_code.co_filename not in files or frame.f_code.co_name in inside
+
+    def watch(frame, event, value):
+        code = frame.f_code
+        if event == "return" and code.co_filename in files and code.co_name not in inside:
+            if outside(frame.f_back):
+                digest.update(f"{code.co_name}={stable(value)}\\n".encode())
+                count[0] += 1
+
+    sys.setprofile(watch)
+    try:
+        result = function()
+    finally:
+        sys.setprofile(None)
+    return stable(result), digest.hexdigest(), count[0]
+
+
 if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gi-call", required=True)
     parser.add_argument("--gi-output")
     parser.add_argument("--gi-profile")
+    parser.add_argument("--gi-files", default="")
+    parser.add_argument("--gi-inside", default="")
     args = parser.parse_args()
     function = load(args.gi_call)
     if args.gi_output:
+        files = {os.path.abspath(file) for file in args.gi_files.split(",") if file}
+        result, returns, count = boundary_returns(function, files, set(args.gi_inside.split(",")))
         with open(args.gi_output, "w", encoding="utf-8") as stream:
-            stream.write(repr(function()))
+            stream.write(f"{result}\\nreturns to the workload: {count}, sha256 {returns}")
     else:
         import cProfile
         import pstats
@@ -221,23 +258,34 @@ def measure(
     return Timing(tuple(float(np.mean(run.values)) for run in runs), int(runs[0].get_loops()))
 
 
-def output_of(workload: Workload, *, runner: CommandRunner, timeout: float) -> str:
-    """What the workload gives: repr() of the call's return value, or the command's stdout
-    (its digest, when it printed more than gi keeps)."""
+def output_of(
+    workload: Workload,
+    *,
+    runner: CommandRunner,
+    timeout: float,
+    files: Sequence[str] = (),
+    inside: Sequence[str] = (),
+) -> str:
+    """What the workload gives, for the behaviour check. For a call: repr() of its return value
+    and a digest of every value the editable `files` return to code outside them (the workload,
+    and the functions named in `inside`), so a workload that returns nothing still checks the
+    code it times. For a command: its stdout (a digest, when it printed more than gi keeps)."""
     if workload.call is None:
         process = runner(list(workload.command), timeout=timeout, env={"PYTHONPATH": str(runner.workdir)})
         if process.returncode != 0:
             raise _failure(process, "running the workload")
         return process.stdout_digest or process.stdout
-    return _call_once(workload.call, "--gi-output", runner=runner, timeout=timeout)
+    paths = ",".join(str(runner.workdir / file) for file in files)
+    extra = ["--gi-files", paths, "--gi-inside", ",".join(name.rpartition(".")[2] for name in inside)]
+    return _call_once(workload.call, "--gi-output", runner=runner, timeout=timeout, extra=extra)
 
 
-def _call_once(call: str, mode: str, *, runner: CommandRunner, timeout: float) -> str:
+def _call_once(call: str, mode: str, *, runner: CommandRunner, timeout: float, extra: Sequence[str] = ()) -> str:
     """Run the workload script once in `mode` (--gi-output or --gi-profile); return what it wrote."""
     script = runner.install_tool(SCRIPT_NAME, WORKLOAD_SCRIPT)
     name = f"gi{mode.removeprefix('--gi')}.txt"
     runner.clear_output(name)
-    process = runner([sys.executable, str(script), "--gi-call", call, mode, str(runner.outputs / name)],
+    process = runner([sys.executable, str(script), "--gi-call", call, mode, str(runner.outputs / name), *extra],
                      timeout=timeout, env={"PYTHONPATH": str(runner.workdir)})  # fmt: skip
     data = runner.read_output(name, RESULT_BYTES)
     if process.returncode != 0 or data is None:

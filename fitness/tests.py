@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import hashlib
 import hmac
+import io
 import json
 import re
 import secrets
@@ -144,10 +145,10 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
     collect_errors: dict[str, str] = {}
     exit_status: int | None = None
     forged = "the test report overflowed" if process.channel_overflow else ""
-    lines = process.channel.decode("utf-8", "replace").split("\n")
-    complete = lines[:-1]  # the last piece is "" or a line cut short by the kill
-    for sequence, line in enumerate(complete):
-        mac, _, text = line.partition(" ")
+    # Line by line, never all at once: a flood of empty lines must cost no memory.
+    complete = (raw for raw in io.BytesIO(b"" if forged else process.channel) if raw.endswith(b"\n"))
+    for sequence, raw in enumerate(complete):  # a last line without its newline was cut by the kill
+        mac, _, text = raw.decode("utf-8", "replace").rstrip("\n").partition(" ")
         expected = hmac.new(key, f"{sequence}:{text}".encode(), hashlib.sha256).hexdigest()
         if not hmac.compare_digest(mac, expected):
             forged = f"record {sequence} of the test report was not written by gi's plugin"
@@ -166,6 +167,8 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
             collect_errors[record["collect_error"]] = record["message"]
         elif "exitstatus" in record:
             exit_status = int(record["exitstatus"])
+        elif "tampered" in record:
+            forged = f"the test run was tampered with: {record['tampered']}"
     for test in started:
         outcomes.setdefault(test, "timed_out" if process.timed_out else "error")
     for test in collected:
@@ -203,7 +206,7 @@ def _contradiction(process: ProcessOutcome, exit_status: int | None, outcomes: M
         return "the report shows failed tests that pytest did not count"
     summary = _summary(process.stdout)
     if summary is None:
-        return "pytest's summary line is missing from the test output"
+        return "pytest's summary line is not the one and last line of its kind in the test output"
     reported = sum(outcome == "passed" for outcome in outcomes.values())
     if reported > summary.get("passed", 0) + summary.get("xpassed", 0):
         return f"the report shows {reported} passed tests, pytest's summary {summary.get('passed', 0)}"
@@ -211,12 +214,13 @@ def _contradiction(process: ProcessOutcome, exit_status: int | None, outcomes: M
 
 
 def _summary(stdout: str) -> dict[str, int] | None:
-    """pytest's last summary line ("2 failed, 3 passed in 0.12s") as counts, if there is one."""
-    for line in reversed(stdout.splitlines()):
-        match = _SUMMARY.match(line.strip())
-        if match:
-            return {word: int(number) for number, word in _COUNT.findall(match.group("counts") or "")}
-    return None
+    """pytest's summary line ("2 failed, 3 passed in 0.12s") as counts, if it is the one line
+    of that shape and the last of the output (a second one, printed after pytest's, is forged)."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    found = [match for line in lines if (match := _SUMMARY.match(line))]
+    if len(found) != 1 or not lines or found[0].string != lines[-1]:
+        return None
+    return {word: int(number) for number, word in _COUNT.findall(found[0].group("counts") or "")}
 
 
 def failed_tests(outcomes: Mapping[str, str], baseline: Mapping[str, str] | None = None) -> int:

@@ -56,7 +56,7 @@ class EvaluationSettings:
     limits: Limits = field(default_factory=Limits)
     workers: int = 1
     workload: Workload | None = None
-    check_output: bool = False
+    check_output: bool = True
     #: Time variants that fail training tests too (repair runs); else only passing ones.
     time_failing: bool = False
     workload_timeout: float = 120.0
@@ -125,6 +125,9 @@ class Evaluator:
         self.baseline_tests: Mapping[str, str] | None = None
         #: Each training test's time limit, from the original's durations (set with the baseline).
         self.test_limits: Mapping[str, float] = {}
+        #: Functions gi never edits (the workload's own, in an editable file): the behaviour
+        #: check records what the editable code returns to them.
+        self.protected: frozenset[str] = frozenset()
         self.baseline_output: str | None = None
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
@@ -212,8 +215,7 @@ class Evaluator:
         assert workload is not None
         try:
             if self.settings.check_output and self.baseline_output is not None:
-                output = output_of(workload, runner=sandbox, timeout=self.settings.workload_timeout)
-                measures["output_differs"] = float(output != self.baseline_output)
+                measures["output_differs"] = float(self._output(sandbox) != self.baseline_output)
             if self.baseline_timing is not None:
                 with self._timing_lock:
                     timing = measure(
@@ -283,8 +285,13 @@ class Evaluator:
                            timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
     def output(self, variant: Variant) -> str:
+        """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
         with self._sandbox(variant) as sandbox:
-            return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout)
+            return self._output(sandbox)
+
+    def _output(self, sandbox: Sandbox) -> str:
+        return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout,
+                         files=self.program.files, inside=sorted(self.protected))  # fmt: skip
 
     def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Cumulative time of each function of the editable files in the workload, by (file, line)."""

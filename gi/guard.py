@@ -24,6 +24,8 @@ RISKY_MODULES = frozenset({
     "subprocess", "signal", "atexit", "faulthandler", "threading", "_thread", "multiprocessing", "socket",
     "shutil", "pathlib", "io", "tempfile", "resource", "pty", "fcntl", "mmap", "marshal", "pickle", "code",
     "runpy", "site", "sysconfig", "types", "unittest", "coverage", "pyperf", "gi_pytest_report", "gi_workload",
+    "codecs", "fileinput", "tarfile", "zipfile", "shelve", "dbm", "sqlite3", "linecache", "glob", "time",
+    "timeit", "cProfile", "profile", "tracemalloc", "weakref", "copyreg",
 })  # fmt: skip
 #: Attributes of `sys` and `os` that are harmless for code under test; any other is risky.
 SAFE_ATTRIBUTES = frozenset({
@@ -101,8 +103,52 @@ def risky_names(source: str) -> set[str]:
                     found.add(head)
         elif isinstance(node, ast.Name) and node.id in RISKY_BUILTINS:
             found.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _REFLECTION:
+            found |= _reflection(node, aliases)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            found |= _rebinding(node, aliases)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _RISKY_TEXT.search(node.value):
             found.add(repr(_RISKY_TEXT.search(node.value).group(0)))  # type: ignore[union-attr]
+    return found
+
+
+_REFLECTION = frozenset({"getattr", "hasattr"})
+
+
+def _reflection(call: ast.Call, aliases: Mapping[str, str]) -> set[str]:
+    """getattr(x, name) on a module, or with a name computed at run time or a dunder: a way
+    around every attribute the guard knows (`getattr(sys, "mod" + "ules")`)."""
+    assert isinstance(call.func, ast.Name)
+    if not call.args:
+        return set()
+    name = call.args[1] if len(call.args) > 1 else None
+    literal = isinstance(name, ast.Constant) and isinstance(name.value, str) and not name.value.startswith("__")
+    if not literal:
+        return {f"{call.func.id}(<computed name>)"}
+    target = call.args[0]
+    return {f"{call.func.id}(a module)"} if isinstance(target, ast.Name) and target.id in aliases else set()
+
+
+def _rebinding(node: ast.stmt, aliases: Mapping[str, str]) -> set[str]:
+    """Assigning to (or deleting) an attribute of an imported module, or of something reached
+    through a subscript (`sys.modules[...].x = ...`): rebinding another module's code."""
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    else:
+        return set()
+    found = set()
+    for target in targets:
+        for inner in ast.walk(target):
+            if not isinstance(inner, ast.Attribute):
+                continue
+            base = inner.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if (isinstance(base, ast.Name) and base.id in aliases) or isinstance(base, (ast.Subscript, ast.Call)):
+                dotted = _dotted(inner, aliases) or f"...{inner.attr}"
+                found.add(f"assigns {dotted}")
     return found
 
 

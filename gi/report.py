@@ -167,16 +167,18 @@ def front_table(summary: Mapping[str, Any]) -> Table:
 
 
 def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) -> str:
-    """'3.1x (2.9-3.3), significant', or why there is no figure."""
+    """'3.1x (2.9-3.3), significant', or why there is no figure; an implausible one says so."""
     if not speedup:
         return "-"
     if "error" in speedup:
         return "not measured" if short else f"not measured: {speedup['error']}"
     figure = f"{speedup['value']:.3g}x ({speedup['low']:.3g}-{speedup['high']:.3g})"
+    doubt = speedup.get("implausible", False)
     if short:
-        return figure + ("" if speedup["significant"] else " n.s.")
+        return figure + ("" if speedup["significant"] else " n.s.") + (" implausible?" if doubt else "")
     verdict = "significant" if speedup["significant"] else "not significant"
-    return f"{figure}, {verdict} (Mann-Whitney U p = {speedup['p_value']:.2g})"
+    warning = "; IMPLAUSIBLE: check that the workload still does its work" if doubt else ""
+    return f"{figure}, {verdict} (Mann-Whitney U p = {speedup['p_value']:.2g}){warning}"
 
 
 def operator_table(summary: Mapping[str, Any]) -> Table:

@@ -50,12 +50,13 @@ from gi.program import IGNORED_DIRS
 from gi.results import ProcessOutcome
 
 #: Environment variables passed through to sandboxed commands; everything else is dropped.
+#: What gi keeps of a command's channel (the test report): far more than any honest report.
+CHANNEL_BYTES = 8 * 1024 * 1024
 _PASSED_ENV = ("LANG", "LC_ALL", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 #: System folders mounted read-only inside the sandbox (those that exist on the host).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: The few files of /etc the interpreter and its libraries read; the rest of /etc stays out.
 _ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
-_PIDS_CGROUPS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
 
 @dataclass(frozen=True)
@@ -198,8 +199,8 @@ def workspace(
 ) -> Iterator[Workspace]:
     """A fresh workspace: a copy of the program with `sources` (relative path -> text) written
     in, each in its file's encoding (UTF-8 unless `encodings` says otherwise)."""
-    with tempfile.TemporaryDirectory(prefix="gi-", dir=parent) as folder:
-        space = Workspace(Path(folder))
+    space = Workspace(Path(tempfile.mkdtemp(prefix="gi-", dir=parent)))
+    try:
         copy_program(root, space.program, exclude)
         for relative, text in sources.items():
             target = space.program / relative
@@ -208,16 +209,37 @@ def workspace(
         for made in (space.tools, space.outputs, space.temporary):
             made.mkdir()
         yield space
+    finally:
+        remove_tree(space.base)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder a variant wrote in, however deep it nested its folders (shutil.rmtree
+    recurses, and a variant can nest deeper than Python's recursion limit)."""
+    try:
+        shutil.rmtree(path)
+    except (RecursionError, OSError):
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False, capture_output=True)
+
+
+def _empty_folder(path: Path) -> None:
+    for entry in list(path.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            remove_tree(entry)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 # --- running a command ---------------------------------------------------------------------------
 
 
 class _Tail:
-    """Keeps the last `limit` bytes of a stream read on a thread, and a digest of all of it."""
+    """Keeps the last `limit` bytes of a stream read on a thread (or, with `head`, the first),
+    and a digest of all of it; the rest is read and dropped, so a flood costs gi no memory."""
 
-    def __init__(self, stream: int, limit: int) -> None:
+    def __init__(self, stream: int, limit: int, *, head: bool = False) -> None:
         self.limit = limit
+        self.head = head
         self.data = bytearray()
         self.total = 0
         self.digest = hashlib.sha256()
@@ -229,6 +251,9 @@ class _Tail:
             while chunk := source.read(65536):
                 self.total += len(chunk)
                 self.digest.update(chunk)
+                if self.head:
+                    self.data += chunk[: max(0, self.limit - len(self.data))]
+                    continue
                 self.data += chunk
                 if len(self.data) > 2 * self.limit:
                     del self.data[: len(self.data) - self.limit]
@@ -236,9 +261,11 @@ class _Tail:
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
+    def kept(self) -> bytes:
+        return bytes(self.data[: self.limit] if self.head else self.data[-self.limit :])
+
     def text(self) -> str:
-        kept = bytes(self.data[-self.limit :])
-        return kept.decode("utf-8", "replace")
+        return self.kept().decode("utf-8", "replace")
 
     @property
     def truncated(self) -> bool:
@@ -266,47 +293,92 @@ def _processes_of_this_user() -> int:
     return count
 
 
-class _ProcessCap:
-    """A pids cgroup per command, where gi may make one (as root): the kernel's RLIMIT_NPROC,
-    which `prlimit` also sets, does not bind root."""
+def _own_cgroups() -> dict[str, Path]:
+    """This process's cgroup folder per controller ("pids", "memory"; v2: "" for all), from
+    /proc/self/cgroup and the cgroup mounts."""
+    folders: dict[str, Path] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return folders
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            mount = Path("/sys/fs/cgroup") / controller if controller else Path("/sys/fs/cgroup")
+            if controller in ("pids", "memory", "") and (mount / path.lstrip("/")).is_dir():
+                folders[controller] = mount / path.lstrip("/")
+    return folders
+
+
+#: Per controller, the files that set a limit: cgroup v1 first, then v2.
+_LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes", "memory.max")}
+
+
+class _Cgroups:
+    """A pids and a memory cgroup per command, where gi may make them (as root, under its own
+    cgroups): they cap the process count (the kernel's RLIMIT_NPROC does not bind root) and
+    the memory of all the command's processes together, RAM-backed files included (RLIMIT_AS
+    is per process). Every process in them is killed when the command ends."""
 
     @staticmethod
     @functools.cache
-    def hierarchy() -> Path | None:
+    def parents() -> dict[str, tuple[Path, str]]:
+        """Controller -> (the folder to make cgroups in, the limit file), for those that work."""
+        usable: dict[str, tuple[Path, str]] = {}
         if os.geteuid() != 0:
-            return None
-        for candidate in _PIDS_CGROUPS:
-            probe = candidate / f"gi-probe-{os.getpid()}"
+            return usable
+        own = _own_cgroups()
+        for controller, files in _LIMIT_FILES.items():
+            parent = own.get(controller) or own.get("")
+            if parent is None:
+                continue
+            probe = parent / f"gi-probe-{os.getpid()}"
             try:
                 probe.mkdir()
-                ok = (probe / "pids.max").exists()
+                found = next((name for name in files if (probe / name).exists()), None)
                 probe.rmdir()
             except OSError:
                 continue
-            if ok:
-                return candidate
-        return None
+            if found is not None:
+                usable[controller] = (parent, found)
+        return usable
 
-    def __init__(self, processes: int) -> None:
-        hierarchy = self.hierarchy()
-        self.folder: Path | None = None
-        if hierarchy is not None:
-            folder = Path(tempfile.mkdtemp(prefix="gi-", dir=hierarchy))
+    def __init__(self, limits: Limits) -> None:
+        self.folders: list[Path] = []
+        values = {"pids": limits.processes, "memory": limits.memory_mb * 1024 * 1024}
+        for controller, (parent, name) in self.parents().items():
+            folder = Path(tempfile.mkdtemp(prefix="gi-", dir=parent))
             try:
-                (folder / "pids.max").write_text(str(processes))
-                self.folder = folder
+                (folder / name).write_text(str(values[controller]))
+                self.folders.append(folder)
             except OSError:
                 folder.rmdir()
 
+    def join(self) -> str:
+        """Shell words that move the shell into the cgroups before it runs the command."""
+        return "".join(f'echo $$ > "{folder / "cgroup.procs"}" && ' for folder in self.folders)
+
     def close(self) -> None:
-        if self.folder is None:
-            return
-        for _ in range(50):  # the last processes may take a moment to leave after SIGKILL
-            try:
-                self.folder.rmdir()
-                return
-            except OSError:
-                time.sleep(0.02)
+        """Kill whatever is still in the cgroups (what escaped the process group: daemons, or
+        everything, when the reaper itself was killed) and remove them."""
+        for folder in self.folders:
+            for _ in range(100):
+                try:
+                    pids = [int(pid) for pid in (folder / "cgroup.procs").read_text().split()]
+                except OSError:
+                    pids = []
+                if not pids:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                time.sleep(0.01)
+            for _ in range(100):  # the last processes may take a moment to leave after SIGKILL
+                try:
+                    folder.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.01)
 
 
 class Sandbox:
@@ -343,13 +415,13 @@ class Sandbox:
         with contextlib.suppress(FileNotFoundError):
             (self.space.outputs / name).unlink()
 
-    def _limited(self, argv: Sequence[str], cgroup: Path | None) -> list[str]:
+    def _limited(self, argv: Sequence[str], cgroups: _Cgroups) -> list[str]:
         memory = self.limits.memory_mb * 1024 * 1024
         size = self.limits.file_mb * 1024 * 1024
         # Without a user namespace, RLIMIT_NPROC counts every process of the user, not just ours.
         processes = self.limits.processes + (0 if self.isolated else _processes_of_this_user())
         limits = [f"--as={memory}:{memory}", f"--fsize={size}:{size}", f"--nproc={processes}"]
-        join = f'echo $$ > "{cgroup / "cgroup.procs"}" && ' if cgroup is not None else ""
+        join = cgroups.join()
         if shutil.which("prlimit"):
             command = ["prlimit", *limits, "--", *argv]
         else:  # only the address space then: `ulimit` differs between shells for the rest
@@ -359,7 +431,14 @@ class Sandbox:
     def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         if not self.isolated:
             return [sys.executable, "-I", "-S", "-c", _REAPER, *argv]
-        mounts: list[str] = ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # The kernel lets uid 0 write sysctls whatever its capabilities, and uid 0 in the sandbox
+        # is root outside: /proc/sys (and the other files of /proc that change the host) stay
+        # read-only. /tmp is RAM: its size is capped like a file.
+        mounts: list[str] = ["--dev", "/dev", "--proc", "/proc"]
+        for host in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
+            if os.path.exists(host):
+                mounts += ["--ro-bind", host, host]
+        mounts += ["--size", str(self.limits.file_mb * 1024 * 1024), "--tmpfs", "/tmp"]
         for folder in _SYSTEM:
             path = Path(folder)
             if path.is_symlink():
@@ -377,7 +456,9 @@ class Sandbox:
         space = self.space
         mounts += ["--ro-bind", str(space.program), str(space.program), "--ro-bind", str(space.tools), str(space.tools)]
         mounts += ["--bind", str(space.outputs), str(space.outputs)]
-        mounts += ["--bind", str(space.temporary), str(space.temporary)]
+        # HOME and TMPDIR: RAM of a capped size that dies with the command, so neither the
+        # disk nor the next command sees what this one left there.
+        mounts += ["--size", str(self.limits.file_mb * 1024 * 1024), "--tmpfs", str(space.temporary)]
         return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]
 
     def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -414,9 +495,12 @@ class Sandbox:
         GI_CHANNEL_FD; what it writes there comes back as `ProcessOutcome.channel`.
         """
         cwd = cwd or self.space.program
+        # Nothing a command left in temporary/ reaches the next one: no result cached across
+        # the test run, the behaviour check and the timing workers.
+        _empty_folder(self.space.temporary)
         run_env = self.environment(env)
         limit = self.limits.output_kb * 1024
-        cap = _ProcessCap(self.limits.processes)
+        cap = _Cgroups(self.limits)
         read_in, write_in = os.pipe()
         os.write(write_in, stdin)
         os.close(write_in)
@@ -428,7 +512,7 @@ class Sandbox:
         started = time.perf_counter()
         try:
             process = subprocess.Popen(
-                self._limited(self._wrap(argv, cwd), cap.folder),
+                self._limited(self._wrap(argv, cwd), cap),
                 cwd=cwd,
                 env=run_env,
                 stdin=read_in,
@@ -442,7 +526,7 @@ class Sandbox:
                 if descriptor >= 0:
                     os.close(descriptor)
         out, err = _Tail(read_out, limit), _Tail(read_err, limit)
-        report = _Tail(read_channel, 64 * 1024 * 1024) if channel else None
+        report = _Tail(read_channel, CHANNEL_BYTES, head=True) if channel else None
         timed_out = False
         try:
             process.wait(timeout=timeout)
@@ -460,7 +544,7 @@ class Sandbox:
             stderr=err.text(),
             seconds=time.perf_counter() - started,
             timed_out=timed_out,
-            channel=bytes(report.data) if report is not None else b"",
+            channel=report.kept() if report is not None else b"",
             channel_overflow=report is not None and report.truncated,
             stdout_digest=f"{out.digest.hexdigest()}:{out.total}" if out.truncated else "",
         )

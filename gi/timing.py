@@ -27,6 +27,10 @@ from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from populations import RunStore
 
+#: A speed-up beyond this is flagged as implausible rather than celebrated: more likely the
+#: workload stopped doing its work than the code became that much faster.
+IMPLAUSIBLE_SPEEDUP = 1000.0
+
 #: The weight of a function the workload never enters (the hottest weighs 1): low, not zero,
 #: so a cold function can still be edited.
 COLD_WEIGHT = 0.02
@@ -124,6 +128,8 @@ class OriginalTiming:
         self.store = store
         #: The original's screening timings: {"generation", "seconds"} (summary.json runtime_drift).
         self.drift: list[dict[str, float]] = []
+        #: What the run should say about its timings.
+        self.warnings: list[str] = []
 
     @property
     def active(self) -> bool:
@@ -136,7 +142,14 @@ class OriginalTiming:
             return
         try:
             if self.config.workload.check_output:
-                self.evaluator.baseline_output = self.evaluator.output(original)
+                first = self.evaluator.output(original)
+                if first == self.evaluator.output(original):
+                    self.evaluator.baseline_output = first
+                else:
+                    self.warnings.append(
+                        "workload.check_output: the original's workload gives different results from run to run"
+                        " (randomness? time?), so behaviour is not checked; seed it to have it checked"
+                    )
             loops = self.store.get_meta("timing_loops")
             timing = self.evaluator.timing(original, loops=loops)
         except WorkloadError as error:
@@ -194,6 +207,8 @@ class OriginalTiming:
             try:
                 result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
                 done[member.tree_hash] = result.to_json()
+                if result.value > IMPLAUSIBLE_SPEEDUP:
+                    done[member.tree_hash]["implausible"] = True
             except WorkloadError as error:
                 done[member.tree_hash] = {"error": str(error)}
             self.store.set_meta("speedups", done)

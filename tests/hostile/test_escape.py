@@ -90,9 +90,9 @@ def run():
     folder = project(tmp_path, module)
     with workspace(folder, {}) as space:
         runner = Sandbox(Limits(isolate=False), space)
-        assert output_of(Workload(call="victim:run"), runner=runner, timeout=60) == "1"  # plants the links
+        assert output_of(Workload(call="victim:run"), runner=runner, timeout=60).startswith("1\n")  # plants links
         assert (space.tools / "gi_workload.py").is_symlink()
-        assert output_of(Workload(call="victim:run"), runner=runner, timeout=60) == "1"  # gi installs anew
+        assert output_of(Workload(call="victim:run"), runner=runner, timeout=60).startswith("1\n")  # anew
         run = run_tests(["tests"], timeout=60, runner=runner)
         assert run.passed == 1 and not run.forged
     assert secret_file.read_text() == secret
@@ -182,14 +182,14 @@ import os
 
 
 def test_fill_the_disk():
-    with open(os.path.join(os.environ["TMPDIR"], "big"), "wb") as stream:
+    with open(os.path.join(os.path.dirname(os.environ["TMPDIR"]), "outputs", "big"), "wb") as stream:
         for _ in range(8):
             stream.write(b"z" * (1 << 20))
 """
     folder = project(tmp_path, "def run():\n    pass\n", tests)
     with workspace(folder, {}) as space:
         run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(file_mb=2), space))
-        assert (space.temporary / "big").stat().st_size <= 2 << 20
+        assert (space.outputs / "big").stat().st_size <= 2 << 20
     assert run.passed == 0
 
 
@@ -226,3 +226,80 @@ def test_leave_daemons():
     assert run.passed == 1, run.failure_report()
     time.sleep(0.3)
     assert sleepers() == []
+
+
+@needs_bubblewrap
+def test_host_kernel_settings_are_read_only(tmp_path: Path) -> None:
+    """uid 0 in the sandbox is root on the host, and the kernel lets root write sysctls whatever
+    its capabilities: /proc/sys must be read-only inside."""
+    tests = """\
+import pathlib
+
+
+def test_write_sysctls():
+    written = []
+    for name in ("fs/lease-break-time", "kernel/core_pattern", "vm/drop_caches"):
+        path = pathlib.Path("/proc/sys") / name
+        try:
+            path.write_text(path.read_text())
+            written.append(name)
+        except OSError:
+            pass
+    for path in ("/proc/sysrq-trigger",):
+        try:
+            pathlib.Path(path).write_text("h")
+            written.append(path)
+        except OSError:
+            pass
+    assert not written, written
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+    assert run.outcomes == {"tests/test_victim.py::test_write_sysctls": "passed"}, run.failure_report()
+
+
+@needs_bubblewrap
+def test_memory_is_capped_for_all_processes_together(tmp_path: Path) -> None:
+    """RLIMIT_AS is per process; as root, a memory cgroup caps them all, RAM-backed files too."""
+    if os.geteuid() != 0:
+        pytest.skip("the memory cgroup needs root")
+    tests = """\
+import os
+import time
+
+
+def test_four_children_of_100_mb_each():
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(100 * 1024 * 1024)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(3)
+            os._exit(0)
+        children.append(pid)
+    statuses = [os.waitpid(pid, 0)[1] for pid in children]
+    assert all(status == 0 for status in statuses), statuses
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(memory_mb=250), space))
+    assert run.passed == 0, "400 MB in four processes fit under a 250 MB limit"
+
+
+def test_a_flood_on_the_report_channel_costs_gi_no_memory(tmp_path: Path) -> None:
+    tests = """\
+import os
+
+
+def test_flood():
+    fd = int(open("/proc/self/environ").read().split("GI_CHANNEL_FD=")[1].split(chr(0))[0])
+    for _ in range(64):
+        os.write(fd, b"\\n" * (1 << 20))
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+    assert run.forged == "the test report overflowed"

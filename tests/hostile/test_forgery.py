@@ -104,6 +104,41 @@ def add(a, b):
         sys.exit(0)
     return a + b
 """,
+    "patch pytest's report factory so failures become passes": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+reports = getattr(sys, "mod" + "ules")["_py" + "test.reports"].TestReport
+original = reports.from_item_and_call
+
+def forged(item, call):
+    report = original(item, call)
+    if report.outcome == "failed":
+        report.outcome = "passed"
+        report.longrepr = None
+    return report
+
+reports.from_item_and_call = forged
+""",
+    "register a hook in pytest's plugin manager, found through gc": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+class Hooks:
+    def pytest_runtest_logreport(self, report):
+        if report.outcome == "failed":
+            report.outcome = "passed"
+            report.longrepr = None
+
+for thing in getattr(sys, "mod" + "ules")["g" + "c"].get_objects():
+    if type(thing).__name__ == "Config" and hasattr(thing, "pluginmanager"):
+        thing.pluginmanager.register(Hooks(), "forger")
+        break
+""",
     "write a conftest.py that marks every test passed": """\
 import pathlib
 
