@@ -1,12 +1,13 @@
-"""Selection on DEAP: NSGA-II survival and a crowded-comparison tournament for parents.
+"""Selection on DEAP: NSGA-II survival and binary tournaments for parents.
 
-DEAP's own tournament draws from Python's global `random`; ours takes the run's
-`numpy.random.Generator`, so one seed fixes every choice.
+DEAP's own tournament draws from Python's global `random`; ours take the run's
+`numpy.random.Generator`, so one seed fixes every choice. NSGA-III and SPEA2 survival are
+in `populations.nsga3` and `populations.spea2`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -35,21 +36,35 @@ def nsga2_survivors(individuals: Sequence[I], k: int) -> list[I]:
     return chosen
 
 
-def crowded_tournament(individuals: Sequence[I], k: int, rng: np.random.Generator) -> list[I]:
-    """`k` binary tournaments: lower front rank wins, then larger crowding distance, then a coin.
-
-    Needs `rank_and_crowd` (or `nsga2_survivors`) to have run on `individuals`.
-    """
+def tournament(
+    individuals: Sequence[I], k: int, rng: np.random.Generator, key: Callable[[I], tuple[float, ...]]
+) -> list[I]:
+    """`k` binary tournaments between two distinct individuals drawn uniformly: the smaller
+    `key` wins, a coin decides a tie."""
     if len(individuals) < 2:
         return [individuals[0]] * k if individuals else []
     winners: list[I] = []
     for _ in range(k):
         first, second = (individuals[int(i)] for i in rng.choice(len(individuals), size=2, replace=False))
-        a, b = first.fitness, second.fitness
-        if (a.rank, -a.crowding_dist) < (b.rank, -b.crowding_dist):
+        a, b = key(first), key(second)
+        if a < b:
             winners.append(first)
-        elif (b.rank, -b.crowding_dist) < (a.rank, -a.crowding_dist):
+        elif b < a:
             winners.append(second)
         else:
             winners.append(first if rng.random() < 0.5 else second)
     return winners
+
+
+def crowded_tournament(individuals: Sequence[I], k: int, rng: np.random.Generator) -> list[I]:
+    """`k` binary tournaments: lower front rank wins, then larger crowding distance, then a coin.
+
+    Needs `rank_and_crowd` (or `nsga2_survivors`) to have run on `individuals`.
+    """
+    return tournament(individuals, k, rng, lambda i: (i.fitness.rank, -i.fitness.crowding_dist))
+
+
+def rank_tournament(individuals: Sequence[I], k: int, rng: np.random.Generator) -> list[I]:
+    """`k` binary tournaments on front rank alone (a coin between equals): NSGA-III's mating
+    selection with Deb's constraint handling, since infeasible variants sit in later fronts."""
+    return tournament(individuals, k, rng, lambda i: (float(i.fitness.rank),))

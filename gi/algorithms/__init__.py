@@ -1,0 +1,30 @@
+"""The search algorithms, each an ask/tell `Search` over patches (see gi/algorithms/base.py).
+
+Variation (gi/variation.py) and survival and archive pieces (populations/) are shared; each
+algorithm is a small class that says how it picks parents or neighbours and what survives.
+"""
+
+from gi.algorithms.base import Evolutionary, Search, SearchSettings
+from gi.algorithms.local_search import LocalSearch
+from gi.algorithms.nsga2 import NSGA2
+from gi.algorithms.nsga3 import NSGA3
+from gi.algorithms.random_search import RandomSearch
+from gi.algorithms.spea2 import SPEA2
+from gi.registry import Registry
+
+#: Every algorithm a config can name in `search.algorithm`.
+ALGORITHMS: Registry[type[Search]] = Registry("algorithm")
+for _algorithm in (NSGA2, NSGA3, SPEA2, LocalSearch, RandomSearch):
+    ALGORITHMS.add(_algorithm.name, _algorithm)
+
+__all__ = [
+    "ALGORITHMS",
+    "NSGA2",
+    "NSGA3",
+    "SPEA2",
+    "Evolutionary",
+    "LocalSearch",
+    "RandomSearch",
+    "Search",
+    "SearchSettings",
+]

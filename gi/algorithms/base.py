@@ -1,0 +1,247 @@
+"""The ask/tell interface every search algorithm has, and what they share.
+
+`ask` proposes the next batch of candidates (generation 0: the original and one-edit
+patches, the same for every algorithm; afterwards, whatever the algorithm makes), already
+applied and with programs already present left out; the caller evaluates them; `tell`
+scores them (objective values, constraint violation, DEAP fitness), lets the algorithm
+choose what it keeps, and updates the run's Pareto archive, which every algorithm has and
+which is what the report calls the front.
+
+What an algorithm keeps between generations is its `population` (saved as individual ids
+in each checkpoint) and `state()` (JSON, saved beside it), so a resumed run continues
+exactly: the caller restores the generator's state too.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fitness.objectives import Constraint, Objective, objective_values, violation
+from gi.patch import Patch
+from gi.program import Program
+from gi.results import Evaluation
+from gi.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation
+from mutators import Crossover, MutationContext, Operator
+from mutators.llm import LLMOperator
+from populations import Individual, ParetoArchive, ParetoFitness
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    population: int = 20
+    generations: int = 10
+    crossover_rate: float = 0.5
+    mutation_rate: float = 1.0
+    max_edits: int = 10
+    archive_parents: float = 0.5
+    #: NSGA-III: divisions of each objective's axis for the reference directions (None: as
+    #: many as the population can hold one member each).
+    reference_divisions: int | None = None
+
+
+class Search(ABC):
+    """An ask/tell search over patches with a Pareto archive of the whole run."""
+
+    #: The name a config gives in `search.algorithm`, and what `gi algorithms` says of it.
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def __init__(
+        self,
+        program: Program,
+        objectives: Sequence[Objective],
+        constraint: Constraint,
+        operators: Sequence[Operator],
+        crossovers: Sequence[Crossover],
+        settings: SearchSettings,
+        rng: np.random.Generator,
+        *,
+        reference: Sequence[float],
+        test_count: int,
+        context: MutationContext | None = None,
+        llm: LLMOperator | None = None,
+        llm_share: float = 0.0,
+    ) -> None:
+        self.program = program
+        self.objectives = tuple(objectives)
+        self.constraint = constraint
+        self.settings = settings
+        self.rng = rng
+        self.variation = Variation(program, operators, crossovers, rng, context=context, llm=llm, llm_share=llm_share)
+        self.reference = tuple(reference)
+        self.test_count = test_count
+        self.weights = tuple(objective.weight for objective in self.objectives)
+        self.population: list[Individual] = []
+        self.archive = ParetoArchive()
+        self.generation = -1  # the initial population is generation 0
+
+    # --- what the engine reads and sets ------------------------------------------------------
+
+    @property
+    def accounting(self) -> dict[str, dict[str, float]]:
+        """Per operator: edits proposed, tries that found no site, duplicates, seconds."""
+        return self.variation.accounting
+
+    @accounting.setter
+    def accounting(self, value: dict[str, dict[str, float]]) -> None:
+        self.variation.accounting = value
+
+    @property
+    def llm(self) -> LLMOperator | None:
+        return self.variation.llm
+
+    # --- ask ------------------------------------------------------------------------------
+
+    def ask(self) -> list[Candidate]:
+        """The next batch to evaluate: the initial population, or one generation's proposals.
+
+        The language model is used at most its share of the generation's mutations plus
+        LLM_MARGIN times, however many of its replies make programs already here.
+        """
+        generation = self.generation + 1
+        self.variation.start_generation(self.settings.population)
+        batch = Batch(self.variation, generation, self._seen(), self.settings.max_edits)
+        if generation == 0:
+            batch.offer(Offspring(Patch(), (), "original", None))
+            self._fill(batch, self._one_edit)
+        else:
+            self._propose(batch)
+        return batch.candidates
+
+    def _fill(self, batch: Batch, make: Callable[[], Offspring | None]) -> None:
+        """Offer what `make()` returns until the batch holds a population, or tries run out."""
+        tries = 0
+        while len(batch.candidates) < self.settings.population and tries < BREEDING_TRIES * self.settings.population:
+            tries += 1
+            offspring = make()
+            if offspring is not None:
+                batch.offer(offspring)
+
+    def _one_edit(self) -> Offspring | None:
+        made = self.variation.new_edit(Patch())
+        return None if made is None else Offspring(Patch((made[0],)), (), made[1], made[0])
+
+    def _seen(self) -> set[str]:
+        """Programs a new batch must not repeat: by default, those in the population."""
+        return {individual.tree_hash for individual in self.population}
+
+    @abstractmethod
+    def _propose(self, batch: Batch) -> None:
+        """Fill `batch` with the candidates of a generation after the first."""
+
+    # --- tell -----------------------------------------------------------------------------
+
+    def individual(self, candidate: Candidate, evaluation: Evaluation, generation: int) -> Individual:
+        """Score a candidate: objective values, constraint violation, DEAP fitness."""
+        worst = self.worst()
+        values = objective_values(self.objectives, evaluation.measures, worst) if evaluation.ok else None
+        fitness = ParetoFitness(
+            self.weights,
+            values if values is not None else worst,
+            violation(self.constraint, evaluation.measures, ok=evaluation.ok, test_count=self.test_count),
+        )
+        return Individual(
+            id=candidate.id,
+            patch=candidate.patch,
+            tree_hash=candidate.variant.tree_hash,
+            generation=generation,
+            fitness=fitness,
+            parents=candidate.parents,
+            operator=candidate.operator,
+            objectives=values,
+        )
+
+    def worst(self) -> tuple[float, ...]:
+        """Objective values for a broken variant: the reference point, in each objective's direction."""
+        return tuple(o.from_minimised(r) for o, r in zip(self.objectives, self.reference, strict=True))
+
+    def tell(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Individual]:
+        """Take the evaluations of the batch from `ask`; returns the new individuals."""
+        self.generation += 1
+        children = [
+            self.individual(candidate, evaluation, self.generation)
+            for candidate, evaluation in zip(candidates, evaluations, strict=True)
+        ]
+        self._survive(children)
+        self.archive.update(children)
+        return children
+
+    @abstractmethod
+    def _survive(self, children: list[Individual]) -> None:
+        """Choose the population that goes on, from the present one and `children`."""
+
+    # --- checkpoints ----------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What the algorithm keeps beyond its population, archive and generator (JSON)."""
+        return {}
+
+    def restore(
+        self,
+        generation: int,
+        population: list[Individual],
+        archive: list[Individual],
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Continue from a checkpoint (the generator's state is restored by the caller)."""
+        self.generation = generation
+        self.population = population
+        self.archive = ParetoArchive(archive)
+        self._restored(dict(state or {}))
+
+    def _restored(self, state: dict[str, Any]) -> None:  # noqa: B027 (most algorithms derive nothing)
+        """Rebuild what the algorithm derives from its population (ranks, say) and `state`."""
+
+    # --- figures ----------------------------------------------------------------------------
+
+    def hypervolume(self) -> float:
+        return self.archive.hypervolume(self.reference, self.weights)
+
+    def best(self) -> dict[str, float]:
+        """The best value of each objective among feasible members of the archive."""
+        feasible = [member.objectives for member in self.archive.feasible() if member.objectives is not None]
+        best: dict[str, float] = {}
+        for index, objective in enumerate(self.objectives):
+            values = [vector[index] for vector in feasible]
+            if values:
+                best[objective.name] = min(values, key=objective.minimised)
+        return best
+
+
+class Evolutionary(Search):
+    """A population-based search: parents from the archive or a tournament, offspring by
+    crossover and/or mutation; subclasses choose the tournament and the survivors."""
+
+    def _parent(self) -> Individual:
+        """A parent from the Pareto archive (with probability `archive_parents`, uniformly) or by
+        the algorithm's tournament on the population.
+
+        In GI the front is often tiny (most edits break something), so the population fills up
+        with dominated patches; drawing half the parents from the archive, as SPEA2 draws all of
+        them, keeps the search building on the best programs found.
+        """
+        archive = self.archive.feasible() or self.archive.members
+        if archive and self.rng.random() < self.settings.archive_parents:
+            return archive[int(self.rng.integers(len(archive)))]
+        return self._tournament()
+
+    @abstractmethod
+    def _tournament(self) -> Individual:
+        """One parent chosen from the population by the algorithm's own comparison."""
+
+    def _breed(self) -> Offspring | None:
+        first, second = self._parent(), self._parent()
+        return self.variation.breed(
+            (first.id, first.patch),
+            (second.id, second.patch),
+            self.settings.crossover_rate,
+            self.settings.mutation_rate,
+        )
+
+    def _propose(self, batch: Batch) -> None:
+        self._fill(batch, self._breed)

@@ -1,0 +1,78 @@
+"""NSGA-III survival keeps one member near each reference direction."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from gi.patch import Patch
+from populations import Individual, ParetoFitness
+from populations.nsga3 import associate, default_divisions, nsga3_survivors, reference_directions
+
+WEIGHTS = (-1.0, -1.0, -1.0, -1.0)
+
+
+def individual(name: str, values: np.ndarray, violation: float = 0.0) -> Individual:
+    vector = tuple(float(v) for v in values)
+    return Individual(name, Patch(), name, 0, ParetoFitness(WEIGHTS, vector, violation), objectives=vector)
+
+
+def pool(rng: np.random.Generator) -> tuple[np.ndarray, list[Individual]]:
+    """Four objectives; one point on each reference direction of the simplex, and a crowd of
+    40 points near one of them. All lie on the plane sum = 1, so none dominates another."""
+    directions = reference_directions(4, 2)
+    members = [individual(f"d{i}", direction) for i, direction in enumerate(directions)]
+    crowd = directions[4] + rng.normal(0, 0.01, size=(40, 4))
+    crowd = np.clip(crowd, 0, None)
+    crowd /= crowd.sum(axis=1, keepdims=True)
+    members += [individual(f"c{i}", point) for i, point in enumerate(crowd)]
+    return directions, members
+
+
+def test_directions_and_their_number() -> None:
+    directions = reference_directions(4, 2)
+    assert directions.shape == (10, 4)
+    assert np.allclose(directions.sum(axis=1), 1)
+    assert default_divisions(4, 10) == 2 and default_divisions(4, 9) == 1 and default_divisions(3, 20) == 4
+
+
+def test_nsga3_keeps_a_member_near_every_reference_direction() -> None:
+    directions, members = pool(np.random.default_rng(0))
+    chosen = nsga3_survivors(members, len(directions), directions, np.random.default_rng(1))
+    niches, distances = associate(chosen, directions)
+    assert sorted(niches.tolist()) == list(range(len(directions))), "one survivor per direction"
+    assert distances.max() < 0.1
+    assert sum(member.id.startswith("c") for member in chosen) <= 1, "the crowd gets one place at most"
+
+
+def test_nsga2_would_not_spread_them_that_way() -> None:
+    """The contrast that makes NSGA-III worth having: with 4 objectives, crowding distance keeps
+    the extremes and crowd members, and misses directions."""
+    from populations import nsga2_survivors
+
+    directions, members = pool(np.random.default_rng(0))
+    chosen = nsga2_survivors(members, len(directions))
+    niches, _ = associate(chosen, directions)
+    assert len(set(niches.tolist())) < len(directions)
+
+
+def test_fronts_come_first_and_infeasible_last() -> None:
+    directions, members = pool(np.random.default_rng(0))
+    dominated = individual("worse", np.array([2.0, 2.0, 2.0, 2.0]))
+    infeasible = individual("broken", np.array([0.0, 0.0, 0.0, 0.0]), violation=1)
+    chosen = nsga3_survivors([dominated, infeasible, *members], len(members), directions, np.random.default_rng(1))
+    assert {m.id for m in chosen} == {m.id for m in members}
+    assert all(m.fitness.rank == 0 for m in chosen)
+
+
+def test_nsga3_is_fixed_by_the_generator_and_leaves_global_ones_alone() -> None:
+    random.seed(5)
+    np.random.seed(5)
+    python_state, numpy_state = random.getstate(), np.random.get_state()[1].copy()
+    directions, members = pool(np.random.default_rng(0))
+    first = [m.id for m in nsga3_survivors(members, 12, directions, np.random.default_rng(3))]
+    second = [m.id for m in nsga3_survivors(members, 12, directions, np.random.default_rng(3))]
+    assert first == second
+    assert random.getstate() == python_state
+    assert np.array_equal(np.random.get_state()[1], numpy_state)
