@@ -93,15 +93,17 @@ class TestRun:
         return "\n\n".join(parts)[-FAILURE_DETAIL_CHARS:]
 
 
+def pytest_arguments(paths: Sequence[str]) -> list[str]:
+    """pytest's arguments for one test run: gi's plugin, no cache, the quiet output gi reads."""
+    return ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--color=no", *paths]
+
+
 def pytest_command(paths: Sequence[str], prefix: Sequence[str] = ("-m", "pytest")) -> list[str]:
     """The command line for one test run; `python -m pytest` puts the project root on sys.path.
 
     `prefix` replaces `-m pytest`, e.g. to run pytest under `coverage run`.
     """
-    return [
-        sys.executable, *prefix, "-p", PLUGIN_MODULE, "-p", "no:cacheprovider",
-        "-q", "--no-header", "-rN", "--color=no", *paths,
-    ]  # fmt: skip
+    return [sys.executable, *prefix, *pytest_arguments(paths)]
 
 
 def per_test_limits(durations: Mapping[str, float], cap: float) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The `gi` command: run experiments, show their results, list operators.
+"""The `gi` command: run experiments, show and compare their results, list operators and algorithms.
 
 Bad input (command line, config, program, run folder) prints one line per mistake and exits
 with the error's code (2), never a traceback. Ctrl-C, or SIGTERM during a run, stops it with
@@ -82,6 +82,22 @@ def _parser() -> argparse.ArgumentParser:
         help="list the mutation operators and crossovers a config can name",
         description="List every registered mutation operator and crossover with what it does.",
     )
+    commands.add_parser(
+        "algorithms",
+        help="list the search algorithms a config can name",
+        description="List every search algorithm (search.algorithm) with what it does.",
+    )
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare the arms of an experiment (or several runs) with statistics",
+        description="Per arm: final hypervolume on a shared reference point, best value of each objective, "
+        "evaluations to reach it, overfitting rate (median and interquartile range over seeds); between "
+        "each pair of arms: two-sided Mann-Whitney U, Vargha-Delaney A12, Holm-corrected p. Writes "
+        "compare.json, compare-arms.csv and compare-pairs.csv beside the runs.",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
+    compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
     return parser
 
 
@@ -95,7 +111,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
     config = load_config(args.config)
     if args.seed is not None:
-        config = config.model_copy(update={"experiment": config.experiment.model_copy(update={"seed": args.seed})})
+        key = "seeds" if config.is_experiment else "seed"
+        value = [args.seed] if config.is_experiment else args.seed
+        config = config.model_copy(update={"experiment": config.experiment.model_copy(update={key: value})})
+    if config.is_experiment:
+        return _run_arms(args, config, console)
     _check_run_folder(config)
     _say_isolation(config)
     search = config.search
@@ -137,6 +157,60 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
     )
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
+    return 0
+
+
+def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int:
+    """Every arm with every seed; a line per generation of each run, then the comparison."""
+    from gi.arms import parallel_runs, run_arms
+    from gi.compare import arm_table, compare, pair_table, write_outputs
+
+    runs = config.runs()
+    _check_run_folder(runs[0])
+    _say_isolation(config)
+    at_once = parallel_runs(config)
+    arms = list(dict.fromkeys(run.arm for run in runs))
+    console.print(
+        f"experiment {config.experiment.name}: {len(arms)} arm(s) ({', '.join(map(str, arms))}) x "
+        f"{len(runs) // len(arms)} seed(s), {at_once} run(s) at a time, into {config.experiment_folder}"
+    )
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
+    run_arms(config, fresh=args.fresh, offline=args.offline, on_line=None if args.quiet else say)
+    result = compare([config.experiment_folder])
+    written = write_outputs(result, config.experiment_folder)
+    console.print(arm_table(result))
+    if result["pairs"]:
+        console.print(pair_table(result))
+    console.print(f"experiment folder: {config.experiment_folder}  ({', '.join(p.name for p in written)})")
+    return 0
+
+
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    from gi.compare import arm_table, compare, output_folder, pair_table, write_outputs
+
+    result = compare(args.runs)
+    written = write_outputs(result, args.output or output_folder(args.runs))
+    console.print(arm_table(result))
+    if result["pairs"]:
+        console.print(pair_table(result))
+    else:
+        console.print("(one arm only: nothing to test against)")
+    console.print(f"written: {', '.join(str(path) for path in written)}")
+    return 0
+
+
+def _algorithms(console: Console) -> int:
+    from gi.evolution import ALGORITHMS
+
+    table = Table(title="Search algorithms (search.algorithm)")
+    table.add_column("name")
+    table.add_column("what it does")
+    for name in ALGORITHMS:
+        table.add_row(name + (" (default)" if name == "nsga2" else ""), ALGORITHMS.get(name).description)
+    console.print(table)
     return 0
 
 
@@ -269,6 +343,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _run(args, console)
         if args.command == "show":
             return _show(args, console)
+        if args.command == "compare":
+            return _compare(args, console)
+        if args.command == "algorithms":
+            return _algorithms(console)
         if args.command == "llm":
             from gi.local_model import serve
 

@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from fitness.objectives import OBJECTIVES, Constraint, Direction
 from fitness.runtime import RIGOROUS
+from gi.algorithms import ALGORITHMS
 from gi.errors import ConfigError, RegistryError
 from gi.registry import suggest
 from mutators import CROSSOVERS, OPERATORS
@@ -26,10 +27,28 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
+NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+
 class ExperimentSection(_Section):
-    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$", description="a name for file paths")]
+    name: Annotated[str, Field(min_length=1, pattern=NAME_PATTERN, description="a name for file paths")]
     seed: Annotated[int, Field(ge=0, description="a whole number >= 0 that fixes every random choice")] = 0
+    seeds: Annotated[
+        list[Annotated[int, Field(ge=0)]] | None,
+        Field(min_length=1, description="seeds to run each arm with, whole numbers >= 0 (instead of seed)"),
+    ] = None
     output: Annotated[Path, Field(description="the folder run folders go into")] = Path("runs")
+    parallel_runs: Annotated[
+        Literal["auto"] | Annotated[int, Field(ge=1, le=256)],
+        Field(description="runs of an experiment at once; 'auto': cores over evaluation.workers, 1 when timing"),
+    ] = "auto"
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, seeds: list[int] | None) -> list[int] | None:
+        if seeds is not None and len(set(seeds)) != len(seeds):
+            raise PydanticCustomError("repeated", "a seed is named twice", {})
+        return seeds
 
 
 class ProgramSection(_Section):
@@ -40,7 +59,13 @@ class ProgramSection(_Section):
 class TestsSection(_Section):
     train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
     holdout: Annotated[list[str], Field(description="pytest paths run only on the final front")] = []
-    timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one test run")] = 60.0
+    timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
+    test_timeout: Annotated[
+        float,
+        Field(
+            gt=0, le=86400, description="seconds one test may take in the original's run, and at most in a variant's"
+        ),
+    ] = 10.0
 
 
 class ObjectivesSection(_Section):
@@ -86,7 +111,7 @@ class ObjectivesSection(_Section):
 
 
 class SearchSection(_Section):
-    algorithm: Annotated[Literal["nsga2"], Field(description="the search algorithm; 'nsga2'")] = "nsga2"
+    algorithm: Annotated[str, Field(description="the search algorithm; see `gi algorithms`")] = "nsga2"
     population: Annotated[int, Field(ge=2, le=10000, description="individuals per generation, 2 or more")] = 20
     generations: Annotated[int, Field(ge=0, le=100000, description="generations after the initial one")] = 10
     crossover_rate: Annotated[float, Field(ge=0, le=1, description="chance an offspring comes by crossover")] = 0.5
@@ -102,6 +127,21 @@ class SearchSection(_Section):
     archive_parents: Annotated[
         float, Field(ge=0, le=1, description="chance a parent is drawn from the Pareto archive, not the population")
     ] = 0.5
+    reference_divisions: Annotated[
+        Literal["auto"] | Annotated[int, Field(ge=1, le=100)],
+        Field(description="nsga3: divisions per objective of the reference directions; 'auto': as many as fit"),
+    ] = "auto"
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, name: str) -> str:
+        if name not in ALGORITHMS:
+            raise PydanticCustomError(
+                "unknown_name",
+                "unknown algorithm '{name}'.{hint} Known: {known}",
+                {"name": name, "hint": suggest(name, ALGORITHMS.names()), "known": ", ".join(ALGORITHMS.names())},
+            )
+        return name
 
     @field_validator("crossovers")
     @classmethod
@@ -153,8 +193,12 @@ class WorkloadSection(_Section):
     ] = None
     command: Annotated[list[str] | None, Field(min_length=1, description="a command to time instead")] = None
     check_output: Annotated[
-        bool, Field(description="a variant whose workload returns other than the original's is infeasible")
-    ] = False
+        bool,
+        Field(
+            description="a variant whose workload returns other than the original's, or whose code returns other"
+            " values to the workload, is infeasible"
+        ),
+    ] = True
     timeout: Annotated[float, Field(gt=0, description="seconds allowed for one timing")] = 120.0
     screening_processes: Annotated[int, Field(ge=1, le=100, description="pyperf worker processes per variant")] = 2
     rigorous_processes: Annotated[
@@ -235,6 +279,41 @@ class EvaluationSection(_Section):
     llm_without_sandbox: Annotated[
         bool, Field(description="let the language model's code run with process limits only, where no sandbox works")
     ] = False
+    backend: Annotated[
+        Literal["local", "dask"],
+        Field(description="where variants are evaluated: 'local' (this machine's threads) or 'dask' (Dask workers)"),
+    ] = "local"
+    scheduler: Annotated[
+        str | None,
+        Field(
+            pattern=r"^(tcp|tls)://\S+:\d+$",
+            description="the Dask scheduler, tcp://HOST:PORT; unset: a cluster of `workers` processes on this machine",
+        ),
+    ] = None
+    engine: Annotated[
+        Literal["auto", "warm", "cold"],
+        Field(description="'warm' (forking test workers), 'cold' (a fresh copy and process per run) or 'auto'"),
+    ] = "auto"
+
+
+class ArmSection(_Section):
+    """One arm of an experiment: a name and the sections it overrides (merged key by key)."""
+
+    name: Annotated[str, Field(min_length=1, pattern=NAME_PATTERN, description="the arm's name, for its run folders")]
+    search: Annotated[dict[str, Any], Field(description="[search] keys this arm sets")] = {}
+    mutators: Annotated[dict[str, Any], Field(description="[mutators] keys this arm sets")] = {}
+    llm: Annotated[dict[str, Any], Field(description="[llm] keys this arm sets")] = {}
+
+
+#: The sections an arm may override.
+ARM_SECTIONS = ("search", "mutators", "llm")
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """`override` laid over `base`, tables merged key by key, anything else replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        return {**base, **{key: _merge(base.get(key), value) for key, value in override.items()}}
+    return override
 
 
 class Config(_Section):
@@ -249,8 +328,57 @@ class Config(_Section):
     evaluation: EvaluationSection = EvaluationSection()
     workload: WorkloadSection | None = None
     llm: LLMSection | None = None
+    arms: list[ArmSection] = []
     #: The config file, set by `load_config`; paths are resolved against its folder.
     source: Path = Path("<memory>")
+    #: The arm this config is one run of (set by `runs`, never by a config file).
+    arm: str | None = None
+
+    @field_validator("arms")
+    @classmethod
+    def _distinct_arms(cls, arms: list[ArmSection]) -> list[ArmSection]:
+        names = [arm.name for arm in arms]
+        for name in names:
+            if names.count(name) > 1:
+                raise PydanticCustomError(
+                    "repeated_arm", "two arms are named '{name}'; each arm's name names its run folders", {"name": name}
+                )
+        return arms
+
+    @property
+    def is_experiment(self) -> bool:
+        """Whether the config names several runs (`[[arms]]` or `experiment.seeds`)."""
+        return bool(self.arms) or self.experiment.seeds is not None
+
+    @property
+    def experiment_folder(self) -> Path:
+        """Where the runs of an experiment go: `<experiment.output>/<experiment.name>`."""
+        return self.resolve(self.experiment.output) / self.experiment.name
+
+    def arm_data(self, arm: ArmSection) -> dict[str, Any]:
+        """The config data of one arm: this config's, with the arm's sections laid over it."""
+        data = self.model_dump(exclude={"arms", "arm"})
+        for section in ARM_SECTIONS:
+            override = getattr(arm, section)
+            if override:
+                data[section] = _merge(data.get(section) or {}, override)
+        return data
+
+    def runs(self) -> list[Config]:
+        """One config per run: every arm (or the config itself) with every seed, seed by seed.
+
+        A config with neither arms nor seeds is its own single run.
+        """
+        if not self.is_experiment:
+            return [self]
+        arms = self.arms or [ArmSection(name=self.search.algorithm)]
+        runs = []
+        for seed in self.experiment.seeds or [self.experiment.seed]:
+            for arm in arms:
+                data = self.arm_data(arm)
+                data["experiment"] = {**data["experiment"], "seed": seed, "seeds": None}
+                runs.append(Config.model_validate({**data, "arm": arm.name}))
+        return runs
 
     def resolve(self, path: Path) -> Path:
         return path if path.is_absolute() else (self.source.parent / path).resolve()
@@ -267,6 +395,9 @@ class Config(_Section):
 
     @property
     def run_folder(self) -> Path:
+        """`<output>/<name>-seed<seed>` for a single run, `<output>/<name>/<arm>-seed<seed>` for an arm's."""
+        if self.arm is not None:
+            return self.experiment_folder / f"{self.arm}-seed{self.experiment.seed}"
         return self.resolve(self.experiment.output) / f"{self.experiment.name}-seed{self.experiment.seed}"
 
     def test_paths(self) -> list[str]:
@@ -274,8 +405,18 @@ class Config(_Section):
         return [path.split("::")[0] for path in (*self.tests.train, *self.tests.holdout)]
 
     def fingerprint(self) -> dict[str, Any]:
-        """What makes two runs the same experiment (the config, without where it was read from)."""
-        return self.model_dump(mode="json", exclude={"source", "evaluation"})
+        """What makes two runs the same experiment (the config, without where it was read from or
+        how many runs go at once). Keys at their defaults that older gi lacked are left out, so
+        runs made before them still resume."""
+        data = self.model_dump(mode="json", exclude={"source", "evaluation", "arms"})
+        data["experiment"].pop("parallel_runs", None)
+        if data["experiment"].get("seeds") is None:
+            data["experiment"].pop("seeds", None)
+        if data["search"].get("reference_divisions") == "auto":
+            data["search"].pop("reference_divisions")
+        if data.get("arm") is None:
+            data.pop("arm", None)
+        return data
 
 
 _SECTION_MODELS: dict[str, type[BaseModel]] = {
@@ -288,6 +429,7 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "evaluation": EvaluationSection,
     "workload": WorkloadSection,
     "llm": LLMSection,
+    "arms": ArmSection,
 }
 
 
@@ -324,7 +466,7 @@ def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[
             parent = loc[:-1]
             model = _SECTION_MODELS.get(str(parent[0])) if parent else Config
             valid = sorted(model.model_fields) if model else []
-            valid = [name for name in valid if name != "source"]
+            valid = [name for name in valid if name not in ("source", "arm")]
             where = f"[{parent[0]}]" if parent else "the top level"
             lines.append(
                 f"{path}: unknown key {key!r}.{suggest(str(loc[-1]), valid)} Valid keys in {where}: {', '.join(valid)}"
@@ -338,7 +480,7 @@ def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[
             if message.startswith("Value error, "):
                 message = message.removeprefix("Value error, ")
             rule = f"; {key} is {description}" if description else ""
-            whole_section = kind in ("direction", "no_objective", "workload_kind")
+            whole_section = kind in ("direction", "no_objective", "workload_kind", "repeated_arm")
             shown = f" = {value!r}" if value is not None and not whole_section else ""
             lines.append(f"{path}: {key}{shown}: {message}{rule}")
     # Report each key once: a union type yields one error per alternative.
@@ -354,6 +496,9 @@ def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[
 
 def parse_config(data: dict[str, Any], path: Path) -> Config:
     """Validate the TOML data of a config file; raises ConfigError with one line per mistake."""
+    experiment = data.get("experiment")
+    if isinstance(experiment, dict) and "seed" in experiment and "seeds" in experiment:
+        raise ConfigError(f"{path}: experiment: give seed = N or seeds = [...], not both")
     try:
         config = Config.model_validate({**data, "source": path.resolve()})
     except ValidationError as error:
@@ -363,7 +508,27 @@ def parse_config(data: dict[str, Any], path: Path) -> Config:
     _check_paths(config, path)
     _check_workload(config, path)
     _check_llm(config, path)
+    for index, arm in enumerate(config.arms):
+        _check_arm(config, arm, index, path)
     return config
+
+
+def _check_arm(config: Config, arm: ArmSection, index: int, path: Path) -> None:
+    """Validate the config an arm makes, as a whole; each mistake names the arm."""
+    where = f"arms[{index}] ({arm.name!r})"
+    data = config.arm_data(arm)
+    try:
+        made = Config.model_validate(data)
+    except ValidationError as error:
+        lines = [line.removeprefix(f"{path}: ") for line in _messages(path, data, error)]
+        raise ConfigError("\n".join(f"{path}: {where}: {line}" for line in lines)) from None
+    except RegistryError as error:
+        raise ConfigError(f"{path}: {where}: {error}") from None
+    try:
+        _check_workload(made, path)
+        _check_llm(made, path)
+    except ConfigError as error:
+        raise ConfigError(str(error).replace(f"{path}: ", f"{path}: {where}: ", 1)) from None
 
 
 def _check_llm(config: Config, path: Path) -> None:
@@ -415,6 +580,7 @@ def load_config(path: Path | str) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    if "source" in data:
-        raise ConfigError(f"{path}: unknown key 'source'. Valid top-level tables: {', '.join(_SECTION_MODELS)}")
+    for reserved in ("source", "arm"):
+        if reserved in data:
+            raise ConfigError(f"{path}: unknown key {reserved!r}. Valid top-level tables: {', '.join(_SECTION_MODELS)}")
     return parse_config(data, path)

@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from gi.patch import Variant
 from gi.program import Program
 from gi.results import Evaluation, Status
 from gi.sandbox import Isolation, Limits, Sandbox, isolation, workspace
+from gi.warm import WarmPool
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class EvaluationSettings:
     exclude: tuple[Path, ...] = ()
     #: Text that must never reach a report or a prompt (the API key, say).
     secrets: tuple[str, ...] = ()
+    #: "warm": training tests in warm workers (gi.warm); "cold": a fresh copy and process each.
+    engine: str = "cold"
+    #: Third-party modules the warm workers import once.
+    preload: tuple[str, ...] = ()
 
 
 def program_measures(variant: Variant) -> dict[str, float]:
@@ -128,6 +133,8 @@ class Evaluator:
         #: Functions gi never edits (the workload's own, in an editable file): the behaviour
         #: check records what the editable code returns to them.
         self.protected: frozenset[str] = frozenset()
+        self._warm: WarmPool | None = None
+        self._warm_lock = threading.Lock()
         self.baseline_output: str | None = None
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
@@ -169,6 +176,31 @@ class Evaluator:
                             default_limit=self.settings.test_timeout)  # fmt: skip
         return run
 
+    def warm_training(self, variant: Variant) -> TestRun:
+        """The training tests on a variant in a warm worker (the engine's fast path)."""
+        with self._warm_lock:
+            if self._warm is None:
+                hidden = self.settings.exclude + tuple(
+                    self.program.root / path.split("::")[0] for path in self.settings.holdout
+                )
+                self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
+                                      preload=self.settings.preload, exclude=hidden, scratch=self.scratch)  # fmt: skip
+
+        def run() -> TestRun:
+            assert self._warm is not None
+            return self._warm.run_tests(variant.sources, self.settings.train, timeout=self.settings.timeout,
+                                        limits=self.test_limits, default_limit=self.settings.test_timeout)  # fmt: skip
+
+        first = run()
+        return run() if first.timed_out else first
+
+    def close(self) -> None:
+        """Stop the warm workers, if any."""
+        with self._warm_lock:
+            if self._warm is not None:
+                self._warm.close()
+                self._warm = None
+
     def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
             return self._run_tests(sandbox, paths, limits)
@@ -193,8 +225,13 @@ class Evaluator:
             if tampering:
                 return result(Status.TAMPERED, "new code reaches for the test machinery: " + "; ".join(tampering))
             measures = static_measures(variant)
-            with self._sandbox(variant) as sandbox:
-                run = self._run_tests(sandbox, self.settings.train, self.test_limits)
+            warm = self.settings.engine == "warm"
+            with ExitStack() as stack:
+                if warm:
+                    run = self.warm_training(variant)
+                else:
+                    sandbox = stack.enter_context(self._sandbox(variant))
+                    run = self._run_tests(sandbox, self.settings.train, self.test_limits)
                 measures["failed_tests"] = float(count_failed(run, self.baseline_tests))
                 measures["passed_tests"] = float(run.passed)
                 measures["test_count"] = float(len(run.outcomes))
@@ -204,6 +241,8 @@ class Evaluator:
                     detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
                 if status is Status.OK and self.settings.workload is not None and wanted:
+                    if warm:  # timings and the behaviour check run cold, in a copy of their own
+                        sandbox = stack.enter_context(self._sandbox(variant))
                     detail += self._workload_measures(sandbox, measures)
             return result(status, detail, measures, run)
         except Exception:  # a broken variant is a result, not a crash of the search
@@ -253,6 +292,17 @@ class Evaluator:
         finally:
             # On Ctrl-C or SIGTERM, drop the queued variants instead of evaluating them first.
             pool.shutdown(wait=True, cancel_futures=True)
+
+    def evaluate_sources(self, sources: Mapping[str, str]) -> Evaluation:
+        """`evaluate` the program that `sources` (editable file -> text; a file left out keeps the
+        original's text) make: for a backend that ships sources, not patches. The variant's patch
+        is empty, so `size` is 0; the engine takes the patch's own measures from `variant_measures`."""
+        from gi.patch import Patch
+
+        unknown = sorted(set(sources) - set(self.program.files))
+        if unknown:
+            raise ValueError(f"not editable files of the program: {', '.join(unknown)}")
+        return self.evaluate(Variant(self.program, Patch(), {**self.program.sources, **sources}, ()))
 
     # --- the original and the front -------------------------------------------------------------
 

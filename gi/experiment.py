@@ -1,6 +1,6 @@
 """Experiment wiring: from a validated config to a finished run folder.
 
-    config ─► Program ─► baseline evaluation ─► NSGA2 ask/evaluate/tell per generation
+    config ─► Program ─► baseline evaluation ─► search.algorithm's ask/evaluate/tell per generation
            ─► checkpoint in the run store after each generation
            ─► validate the front (minimal patches, held-out tests) ─► summary.json, diffs, log
 
@@ -20,26 +20,30 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.tests import NOT_FAILING, count_failed
+from fitness.tests import NOT_FAILING, TestRun, merge_retry, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
 from gi.config import Config
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
-from gi.evaluation import EvaluationSettings, Evaluator
-from gi.evolution import NSGA2, Candidate, SearchSettings
+from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
+from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import STORE_NAME, write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits, hide_environment, isolation
 from gi.timing import OriginalTiming, workload_functions, workload_settings
+from gi.warm import third_party_imports, warm_unsafe
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
 from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
 from populations import Checkpoint, Individual, IndividualRecord, RunStore
+
+if TYPE_CHECKING:
+    from gi.backends import Backend
 
 #: Words in an environment variable's name that mark its value as a secret to redact.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -108,9 +112,12 @@ class Experiment:
         self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
-        self.protected: frozenset[str] = frozenset()
+        self.protected = self._workload_functions()
+        self.evaluator.protected = self.protected
+        self.engine, self.engine_reason = self._engine()
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
         self.llm: LLMOperator | None = None
+        self.backend: Backend | None = None
 
     def _open(self, config: Config, fresh: bool) -> None:
         """Open the run store (emptied with `fresh`, or when it holds a run that never got past
@@ -142,6 +149,7 @@ class Experiment:
                 train=tuple(config.tests.train),
                 holdout=tuple(config.tests.holdout),
                 timeout=config.tests.timeout,
+                test_timeout=config.tests.test_timeout,
                 limits=limits,
                 workers=section.workers,
                 exclude=tuple(path for path in inside if path.is_relative_to(self.program.root)),
@@ -155,9 +163,14 @@ class Experiment:
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
         self.timing.start(original)
+        self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
+        fresh_baseline = evaluation is None
         if evaluation is None:
-            evaluation = self.evaluator.evaluate(original)
+            engine = self.evaluator.settings.engine
+            self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
+            evaluation = self.evaluator.evaluate(original)  # the reference: always the cold path
+            self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine=engine)
             if evaluation.status is Status.TAMPERED:
                 raise ProgramError(
                     f"{self.config.program_root}: gi cannot trust the original program's test report:"
@@ -184,6 +197,9 @@ class Experiment:
             self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
             self.cache[original.tree_hash] = evaluation
         self.evaluator.baseline_tests = evaluation.tests
+        self.evaluator.test_limits = per_test_limits(evaluation.durations, self.config.tests.test_timeout)
+        if fresh_baseline or self.store.last_checkpoint() is None:
+            self._check_warm(original, evaluation)
         return evaluation
 
     # --- the loop ---------------------------------------------------------------------------
@@ -193,7 +209,6 @@ class Experiment:
         of fault localisation when the original fails tests."""
         self.hot = self.timing.hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
-        self.protected = self._workload_functions()
         return MutationContext(
             feedback=self._feedback,
             excluded_functions=self.protected,
@@ -205,16 +220,48 @@ class Experiment:
             line_floor=0.05 * max(self.suspicious.values(), default=0.0),
         )
 
+    def _test_texts(self) -> list[str]:
+        """The text of every test file of the training and held-out paths."""
+        texts = []
+        for path in self.config.test_paths():
+            folder = self.program.root / path
+            files = [folder] if folder.is_file() else sorted(folder.rglob("*.py")) if folder.is_dir() else []
+            texts += [file.read_text(encoding="utf-8", errors="replace") for file in files]
+        return texts
+
+    def _engine(self) -> tuple[str, str]:
+        """Which path the training tests take ("warm" or "cold"), and why."""
+        if self.config.evaluation.backend == "dask":
+            return "cold", "evaluation.backend = 'dask': workers run each variant's tests cold"
+        wanted = self.config.evaluation.engine
+        if wanted == "cold":
+            return "cold", "evaluation.engine = 'cold'"
+        texts = self._test_texts()
+        unsafe = warm_unsafe(self.program, texts)
+        if unsafe and wanted == "auto":
+            return "cold", unsafe
+        settings = dataclasses.replace(self.evaluator.settings, engine="warm",
+                                       preload=tuple(third_party_imports(self.program, texts)))  # fmt: skip
+        self.evaluator.settings = settings
+        return "warm", "evaluation.engine = 'warm'" if wanted == "warm" else "no test starts another Python process"
+
+    def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
+        """The warm path must give the original the outcomes the cold path gave it; if not, the
+        run goes cold and says why."""
+        if self.engine != "warm":
+            return
+        warm = self.evaluator.warm_training(original)
+        if warm.outcomes != baseline.tests or warm.forged:
+            self.evaluator.close()
+            self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
+            self.engine, self.engine_reason = "cold", "the warm path gave the original other outcomes than the cold"
+            self.progress.warnings.append(f"evaluation.engine: {self.engine_reason}; the run uses the cold path")
+
     def _workload_functions(self) -> frozenset[str]:
         """The workload's entry point (and what only it calls) when it lives in an editable
         file: never edited, and said so once."""
         workload = self.config.workload
-        tests = []
-        for path in self.config.test_paths():
-            folder = self.program.root / path
-            files = [folder] if folder.is_file() else sorted(folder.rglob("*.py")) if folder.is_dir() else []
-            tests += [file.read_text(encoding="utf-8", errors="replace") for file in files]
-        protected = workload_functions(self.program, workload.call if workload else None, "\n".join(tests))
+        protected = workload_functions(self.program, workload.call if workload else None, "\n".join(self._test_texts()))
         if protected:
             warning = (
                 f"the workload {workload.call if workload else ''} lives in an editable file; gi never edits"
@@ -279,13 +326,14 @@ class Experiment:
             self.progress.warnings.append(f"{missing} (llm.api_key_env) is not set: requests go without an API key")
         return operator
 
-    def _search(self, baseline: Evaluation) -> NSGA2:
+    def _search(self, baseline: Evaluation) -> Search:
+        """The config's algorithm (search.algorithm), seeded from experiment.seed."""
         settings = self.config.search
         test_count = len(baseline.tests)
         reference = reference_point(
             self.objectives, baseline.measures, test_count=test_count, max_edits=settings.max_edits
         )
-        return NSGA2(
+        return ALGORITHMS.get(settings.algorithm)(
             self.program,
             self.objectives,
             self.config.objectives.constraint,
@@ -298,6 +346,7 @@ class Experiment:
                 settings.mutation_rate,
                 settings.max_edits,
                 settings.archive_parents,
+                None if settings.reference_divisions == "auto" else settings.reference_divisions,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
@@ -319,37 +368,62 @@ class Experiment:
             self.progress.done_in_generation += 1
             self.on_progress(self.progress, False)
 
-        results = self.evaluator.evaluate_many([c.variant for c in fresh.values()], on_done=done)
+        results = self._backend().evaluate_many([c.variant for c in fresh.values()], on_done=done)
         with self.store.transaction():
             for candidate, evaluation in zip(fresh.values(), results, strict=True):
                 self.cache[evaluation.tree_hash] = evaluation
                 self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
-        return [self.cache[c.variant.tree_hash] for c in candidates]
+        return [self._measured(c.variant) for c in candidates]
 
-    def _restore(self, search: NSGA2, checkpoint: Checkpoint) -> None:
+    def _measured(self, variant: Variant) -> Evaluation:
+        """The evaluation of the program `variant` makes, with the measures of its own patch and
+        text (size, diff lines, style, maintainability) rather than those of whichever patch
+        made that program first."""
+        evaluation = self.cache[variant.tree_hash]
+        if not evaluation.ok:
+            return evaluation
+        return dataclasses.replace(evaluation, measures={**evaluation.measures, **variant_measures(variant)})
+
+    def _restore(self, search: Search, checkpoint: Checkpoint) -> None:
         records = {r.id: r for r in self.store.individuals(checkpoint.population + checkpoint.archive)}
         rebuilt: dict[str, Individual] = {}
         for identifier, record in records.items():
             patch = Patch.from_json(record.patch)
             patch.check(self.program)
             variant = apply(self.program, patch)
-            evaluation = self.cache.get(variant.tree_hash)
-            if evaluation is None or variant.tree_hash != record.tree_hash:
+            if variant.tree_hash not in self.cache or variant.tree_hash != record.tree_hash:
                 raise StoreError(f"{self.store.path}: individual {identifier} does not match its evaluation")
             candidate = Candidate(identifier, patch, variant, record.parents, record.operator)
-            rebuilt[identifier] = search.individual(candidate, evaluation, record.generation)
+            rebuilt[identifier] = search.individual(candidate, self._measured(variant), record.generation)
         search.restore(
             checkpoint.generation,
             [rebuilt[i] for i in checkpoint.population],
             [rebuilt[i] for i in checkpoint.archive],
+            self.store.get_meta("search_state"),
         )
         search.rng.bit_generator.state = checkpoint.rng
         search.accounting = self.store.get_meta("accounting") or {}
         self.progress.evaluations = int(checkpoint.stats.get("evaluations", 0))
         self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
 
+    def _backend(self) -> Backend:
+        """Where batches are evaluated (evaluation.backend), started at the first batch."""
+        if self.backend is None:
+            section = self.config.evaluation
+            if section.backend == "dask":
+                from gi.backends import DaskBackend  # imports distributed: only when asked for
+
+                self.backend = DaskBackend(self.evaluator, section.scheduler, workers=section.workers)
+            else:
+                self.backend = self.evaluator
+        return self.backend
+
     def close(self) -> None:
-        """Close the run store and release the run folder's lock."""
+        """Stop the backend and the warm workers, close the run store and release the lock."""
+        if self.backend is not None and self.backend is not self.evaluator:
+            self.backend.close()
+        self.backend = None
+        self.evaluator.close()
         self.store.close()
         if self._lock >= 0:
             os.close(self._lock)
@@ -396,7 +470,7 @@ class Experiment:
         if warning not in self.progress.warnings:
             self.progress.warnings.append(warning)
 
-    def _checkpoint(self, search: NSGA2, children: list[Individual]) -> None:
+    def _checkpoint(self, search: Search, children: list[Individual]) -> None:
         self.progress.best = search.best()
         self.progress.hypervolume = search.hypervolume()
         self.progress.front_size = len(search.archive.members)
@@ -423,6 +497,7 @@ class Experiment:
                     )
                 )
             self.store.set_meta("accounting", search.accounting)
+            self.store.set_meta("search_state", search.state())
             if self.llm is not None:
                 self.store.set_meta("llm_state", self.llm.state())
             self.store.checkpoint(
@@ -436,6 +511,13 @@ class Experiment:
             )
 
     # --- after the loop ---------------------------------------------------------------------
+
+    def _holdout(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
+        """The held-out tests on one variant; a test that timed out is run again before it counts."""
+        run = self.evaluator.holdout(variant, limits)
+        if "timed_out" in run.outcomes.values():
+            run = merge_retry(run, self.evaluator.holdout(variant, limits))
+        return run
 
     def _llm_summary(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
         """The model's settings (the key's variable name, never its value), usage and verdict.
@@ -473,14 +555,16 @@ class Experiment:
             "rejected": stats.rejected[:10],
         }
 
-    def _finish(self, search: NSGA2, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
+    def _finish(self, search: Search, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
         """Validate the front (minimal patches, held-out tests) and write the run folder."""
         members = search.archive.feasible() or search.archive.members
         original = apply(self.program, Patch())
         holdout_baseline = None
+        holdout_limits: dict[str, float] = {}
         if self.config.tests.holdout:
-            holdout_run = self.evaluator.holdout(original)
+            holdout_run = self._holdout(original, {})
             holdout_baseline = holdout_run.outcomes
+            holdout_limits = per_test_limits(holdout_run.durations, self.config.tests.test_timeout)
         names = [objective.name for objective in self.objectives]
         front = []
         for member in members:
@@ -498,13 +582,13 @@ class Experiment:
             if self.timing.active and member.fitness.feasible and variant.changed_files:
                 entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:
-                run = self.evaluator.holdout(variant)
-                failing = run.failing()
+                run = self._holdout(variant, holdout_limits)
                 entry["holdout"] = {
-                    "passed": run.passed,
-                    "failed": count_failed(run, holdout_baseline),
-                    "failing": failing,
+                    **test_counts(run.outcomes),
+                    "failing": run.failing(),
+                    "regressions": regressions(run.outcomes, holdout_baseline),
                 }
+                entry["overfits"] = overfits(evaluation.tests, baseline.tests, run.outcomes, holdout_baseline)
             front.append(entry)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)

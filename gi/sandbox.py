@@ -549,6 +549,41 @@ class Sandbox:
             stdout_digest=f"{out.digest.hexdigest()}:{out.total}" if out.truncated else "",
         )
 
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> LiveCommand:
+        """Start a long-lived command (a warm worker) within the limits; it talks to gi over two
+        pipes, whose descriptor numbers it finds in GI_REQUEST_FD and GI_RESPONSE_FD. Its own
+        stdout and stderr are drained and dropped but for their tails."""
+        run_env = self.environment(env)
+        cap = _Cgroups(self.limits)
+        request_read, request_write = os.pipe()
+        response_read, response_write = os.pipe()
+        read_out, write_out = os.pipe()
+        read_err, write_err = os.pipe()
+        run_env.update(GI_REQUEST_FD=str(request_read), GI_RESPONSE_FD=str(response_write))
+        try:
+            process = subprocess.Popen(
+                self._limited(self._wrap(argv, self.space.program), cap),
+                cwd=self.space.program,
+                env=run_env,
+                stdin=subprocess.DEVNULL,
+                stdout=write_out,
+                stderr=write_err,
+                pass_fds=(request_read, response_write),
+                start_new_session=True,
+            )
+        except BaseException:
+            for descriptor in (request_write, response_read, read_out, read_err):
+                os.close(descriptor)
+            cap.close()
+            raise
+        finally:
+            for descriptor in (request_read, response_write, write_out, write_err):
+                os.close(descriptor)
+        limit = self.limits.output_kb * 1024
+        return LiveCommand(
+            self, process, cap, request_write, response_read, _Tail(read_out, limit), _Tail(read_err, limit)
+        )
+
     def _stop(self, process: subprocess.Popen[bytes]) -> None:
         """Kill everything the command started, and reap it.
 
@@ -564,6 +599,32 @@ class Sandbox:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+@dataclass
+class LiveCommand:
+    """A long-lived command started by `Sandbox.start`: its pipes, and how to stop it."""
+
+    sandbox: Sandbox
+    process: subprocess.Popen[bytes]
+    cgroups: _Cgroups
+    requests: int
+    responses: int
+    stdout: _Tail
+    stderr: _Tail
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        """Kill the command and everything it started; close the pipes."""
+        for descriptor in (self.requests, self.responses):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+        self.sandbox._stop(self.process)
+        for tail in (self.stdout, self.stderr):
+            tail.join(timeout=5)
+        self.cgroups.close()
 
 
 # --- without bubblewrap: no process may outlive its command ----------------------------------------

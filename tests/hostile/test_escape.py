@@ -15,7 +15,9 @@ import pytest
 
 from fitness.runtime import TIMING_NAME, TimingSettings, Workload, WorkloadError, measure, output_of
 from fitness.tests import run_tests
+from gi.program import Program
 from gi.sandbox import Limits, Sandbox, bubblewrap_available, read_regular, workspace, write_new
+from gi.warm import WarmPool
 
 needs_bubblewrap = pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable here")
 QUICK = TimingSettings(processes=1, values=1, warmups=0, min_time=0.001)
@@ -303,3 +305,44 @@ def test_flood():
     with workspace(folder, {}) as space:
         run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
     assert run.forged == "the test report overflowed"
+
+
+def test_a_variant_that_kills_its_warm_worker_is_a_crash_and_the_worker_is_replaced(tmp_path: Path) -> None:
+    folder = project(tmp_path, "def run():\n    pass\n")
+    killer = "import os, signal\n\n\ndef run():\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+    pool = WarmPool(Program.load(folder, ["victim.py"]), Limits(), 1)
+    try:
+        killed = pool.run_tests({"victim.py": killer}, ["tests"], timeout=30, limits={}, default_limit=0)
+        assert killed.passed == 0 and killed.exit_status != 0
+        honest = pool.run_tests({"victim.py": "def run():\n    pass\n"}, ["tests"], timeout=30, limits={},
+                                default_limit=0)  # fmt: skip
+        assert honest.passed == 1 and not honest.forged
+        assert pool.replaced == 1 and pool.started == 2
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("isolate", [pytest.param(True, marks=needs_bubblewrap), False], ids=["sandbox", "none"])
+def test_nothing_a_warm_child_leaves_behind_reaches_the_next(tmp_path: Path, isolate: bool) -> None:
+    tests = f"""\
+import os
+import pathlib
+import subprocess
+
+
+def test_leave_things():
+    marker = pathlib.Path(os.environ["TMPDIR"]) / "cached"
+    assert not marker.exists(), "a file from the previous variant survived"
+    marker.write_text("x")
+    subprocess.Popen(["sh", "-c", "sleep 600 # {MARKER}"], start_new_session=True)
+"""
+    folder = project(tmp_path, "def run():\n    pass\n", tests)
+    pool = WarmPool(Program.load(folder, ["victim.py"]), Limits(isolate=isolate), 1)
+    try:
+        for _ in range(2):
+            run = pool.run_tests({}, ["tests"], timeout=30, limits={}, default_limit=0)
+            assert run.passed == 1, run.failure_report()
+            time.sleep(0.2)
+            assert sleepers() == []
+    finally:
+        pool.close()

@@ -10,7 +10,9 @@ import pytest
 
 from fitness.tests import TestRun, count_failed, run_tests
 from gi.guard import new_risky_names
+from gi.program import Program
 from gi.sandbox import Limits, Sandbox, workspace
+from gi.warm import WarmPool
 
 TESTS = """\
 from calc import add
@@ -172,25 +174,34 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-def run(project: Path, source: str) -> TestRun:
+def run(project: Path, source: str, engine: str = "cold") -> TestRun:
+    """The tests on the variant whose calc.py is `source`: in a cold copy, or in a warm worker."""
+    if engine == "warm":
+        pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+        try:
+            return pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
+        finally:
+            pool.close()
     with workspace(project, {"calc.py": source}) as space:
         return run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
 
 
-def test_an_honest_run_is_trusted(project: Path) -> None:
-    honest = run(project, HONEST)
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_an_honest_run_is_trusted(project: Path, engine: str) -> None:
+    honest = run(project, HONEST, engine)
     assert not honest.forged and honest.exit_status == 0
     assert honest.passed == 3 and count_failed(honest) == 0
-    wrong = run(project, "def add(a, b):\n    return a - b\n")
+    wrong = run(project, "def add(a, b):\n    return a - b\n", engine)
     assert not wrong.forged and wrong.exit_status == 1
     assert count_failed(wrong) == 2
     assert "assert -1 == 3" in wrong.failure_report()
 
 
+@pytest.mark.parametrize("engine", ["cold", "warm"])
 @pytest.mark.parametrize("name", FORGERIES)
-def test_a_forgery_never_passes(project: Path, name: str) -> None:
+def test_a_forgery_never_passes(project: Path, name: str, engine: str) -> None:
     baseline = run(project, HONEST).outcomes
-    forged = run(project, FORGERIES[name])
+    forged = run(project, FORGERIES[name], engine)
     assert forged.forged or count_failed(forged, baseline) > 0, f"{name}: scored as {forged.outcomes}"
     assert (project / "tests" / "conftest.py").exists() is False
 

@@ -1,0 +1,285 @@
+"""gi's warm test worker: one long-lived process that forks a fresh child per variant.
+
+gi copies this file into a workspace's read-only tools folder and starts it in the sandbox
+with the original program's copy as its working directory. It imports pytest, pytest's
+plugins and the project's third-party dependencies once (never the project's own modules),
+then serves requests on GI_REQUEST_FD and answers on GI_RESPONSE_FD, both framed as a 4-byte
+length and JSON. For each request it forks a child that:
+
+- closes the worker's pipes, starts its own process group, takes the report key on stdin and
+  its own stdout/stderr pipes, exactly as a cold `python -m pytest` run would;
+- imports the variant's editable modules from the sources in the request (a finder ahead of
+  the file system serves them, under their real file names, so tracebacks show the variant);
+- runs `pytest.main` with gi's plugin, and exits with pytest's status.
+
+The worker waits for the child within the request's limit, kills its process group and every
+process it left behind (the worker is their subreaper), empties TMPDIR, and answers with the
+exit status, the tails of stdout and stderr and the signed report, exactly what gi reads from
+a cold run. It needs only the standard library and pytest.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import gc
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import json
+import linecache
+import os
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+OUTPUT_BYTES = 256 * 1024
+CHANNEL_BYTES = 8 * 1024 * 1024
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
+
+
+def receive(stream: int) -> dict[str, Any] | None:
+    """One framed request, or None when gi closed the pipe."""
+    header = _exactly(stream, 4)
+    if header is None:
+        return None
+    body = _exactly(stream, struct.unpack(">I", header)[0])
+    return None if body is None else dict(json.loads(body))
+
+
+def _exactly(stream: int, size: int) -> bytes | None:
+    data = b""
+    while len(data) < size:
+        chunk = os.read(stream, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def send(stream: int, message: dict[str, Any]) -> None:
+    data = json.dumps(message).encode()
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(stream, data) :]
+
+
+class MemorySource(importlib.abc.SourceLoader):
+    """Loads a module from the variant's source text, under its real file name."""
+
+    def __init__(self, filename: str, text: str) -> None:
+        self.filename = filename
+        self.text = text
+
+    def get_filename(self, fullname: str) -> str:
+        return self.filename
+
+    def get_data(self, path: str) -> bytes:
+        if path == self.filename:
+            return self.text.encode("utf-8")
+        with open(path, "rb") as stream:
+            return stream.read()
+
+
+class VariantFinder(importlib.abc.MetaPathFinder):
+    """Serves the editable files (absolute path -> the variant's text) ahead of the disk."""
+
+    def __init__(self, sources: dict[str, str]) -> None:
+        self.sources = sources
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        # A top-level name is looked for along sys.path, a submodule in its package's folder.
+        entries = sys.path if path is None else path
+        tail = fullname.rpartition(".")[2]
+        for entry in entries:
+            base = os.path.join(os.path.abspath(entry or os.getcwd()), tail)
+            for filename, package in ((base + ".py", False), (os.path.join(base, "__init__.py"), True)):
+                if filename in self.sources:
+                    loader = MemorySource(filename, self.sources[filename])
+                    locations = [os.path.dirname(filename)] if package else None
+                    return importlib.util.spec_from_file_location(
+                        fullname, filename, loader=loader, submodule_search_locations=locations
+                    )
+        return None
+
+
+def preload(modules: Sequence[str]) -> None:
+    """Import pytest, its plugins and the project's third-party dependencies, once."""
+    import pytest  # noqa: F401
+    from _pytest import config
+
+    for name in (*config.essential_plugins, *config.default_plugins):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f"_pytest.{name}")
+
+    for entry in importlib.metadata.entry_points(group="pytest11"):
+        with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
+            entry.load()
+    for name in modules:
+        with contextlib.suppress(BaseException):
+            importlib.import_module(name)
+
+
+def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: int) -> None:
+    """In the forked child: become a fresh pytest run of the variant; never returns."""
+    os.setpgid(0, 0)
+    os.dup2(key_read, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.environ.update(request["env"])
+    os.environ["GI_CHANNEL_FD"] = str(channel)
+    sources = {os.path.abspath(name): text for name, text in request["sources"].items()}
+    for filename, text in sources.items():
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    sys.meta_path.insert(0, VariantFinder(sources))
+    import pytest
+
+    try:
+        status = int(pytest.main(list(request["argv"])))
+    except BaseException:
+        status = 3
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def descendants() -> set[int]:
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as stream:
+                found.update(int(pid) for pid in stream.read().split())
+        except OSError:
+            pass
+    return found
+
+
+def reap_everything() -> None:
+    """Kill and reap every process the child left behind (they are the worker's, as subreaper)."""
+    for _ in range(100):
+        left = descendants()
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def empty(folder: str) -> None:
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def serve(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request in a forked child; return what gi reads from a run."""
+    key_read, key_write = os.pipe()
+    os.write(key_write, request["key"].encode())
+    os.close(key_write)
+    pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        for reading, _ in pipes:
+            os.close(reading)
+        for descriptor in (REQUEST, RESPONSE):
+            os.close(descriptor)
+        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1])
+    os.close(key_read)
+    for _, writing in pipes:
+        os.close(writing)
+    kept = {reading: bytearray() for reading, _ in pipes}
+    limits = {pipes[0][0]: OUTPUT_BYTES, pipes[1][0]: OUTPUT_BYTES, pipes[2][0]: CHANNEL_BYTES}
+    overflow = False
+    deadline = started + float(request["timeout"])
+    open_pipes = set(kept)
+    status: int | None = None
+    timed_out = False
+    while open_pipes:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select(list(open_pipes), [], [], min(remaining, 0.2))
+        for reading in ready:
+            chunk = os.read(reading, 65536)
+            if not chunk:
+                open_pipes.discard(reading)
+                continue
+            buffer = kept[reading]
+            if reading == pipes[2][0]:
+                overflow |= len(buffer) + len(chunk) > CHANNEL_BYTES
+                buffer += chunk[: max(0, CHANNEL_BYTES - len(buffer))]
+            else:
+                buffer += chunk
+                if len(buffer) > 2 * limits[reading]:
+                    del buffer[: len(buffer) - limits[reading]]
+        if status is None:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(code)
+                # What it left running (daemons holding its pipes) goes with it.
+                reap_everything()
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    if status is None:
+        try:
+            _, code = os.waitpid(pid, 0)
+            status = os.waitstatus_to_exitcode(code)
+        except ChildProcessError:
+            status = -9
+    reap_everything()
+    for reading in kept:
+        os.close(reading)
+    empty(os.environ["TMPDIR"])
+    return {
+        "returncode": -9 if timed_out else (128 - status if status < 0 else status),
+        "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
+        "stderr": bytes(kept[pipes[1][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
+        "channel": base64.b64encode(bytes(kept[pipes[2][0]])).decode(),
+        "channel_overflow": overflow,
+        "timed_out": timed_out,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+REQUEST = int(os.environ.pop("GI_REQUEST_FD", "-1"))
+RESPONSE = int(os.environ.pop("GI_RESPONSE_FD", "-1"))
+
+
+def main() -> None:
+    libc = ctypes.CDLL(None)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a child cannot reach the worker's pipes via /proc
+    sys.path.insert(0, os.getcwd())
+    preload(sys.argv[1:])
+    # What is loaded now is shared by every child: keep the collector away from it (pytest
+    # collects at the end of each session; over the worker's heap that took 0.1 s each time).
+    gc.collect()
+    gc.freeze()
+    send(RESPONSE, {"ready": True})
+    while (request := receive(REQUEST)) is not None:
+        send(RESPONSE, serve(request))
+
+
+if __name__ == "__main__":
+    main()
