@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pyperf
-from scipy import stats
 
 from gi.results import CommandRunner, ProcessOutcome
 
@@ -353,6 +352,8 @@ def compare(original: Timing, variant: Timing, *, seed: int = 0, resamples: int 
         rng.integers(len(b), size=(resamples, len(b)))
     ].mean(axis=1)
     low, high = (float(x) for x in np.percentile(ratios, [2.5, 97.5]))
+    from scipy import stats  # here: it takes a second to import, and only the end of a run needs it
+
     p_value = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue) if len(a) > 1 and len(b) > 1 else 1.0
     significant = p_value < 0.05 and (low > 1.0 or high < 1.0)
     if math.isnan(p_value):

@@ -615,6 +615,11 @@ class Experiment:
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
                 "protected_functions": sorted(self.protected),
+                "engine": {
+                    "training_tests": self.engine,
+                    "why": self.engine_reason,
+                    "backend": self.config.evaluation.backend,
+                },
                 "runtime_drift": self.timing.drift,
                 "operators": operators,
                 "llm": self._llm_summary(operators.get("llm")),

@@ -14,11 +14,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from mutators.llm.cache import ReplyCache, request_key
+
+if TYPE_CHECKING:
+    import openai
 
 #: Consecutive failed requests (after the library's retries) before the server counts as down.
 DOWN_AFTER = 3
@@ -88,6 +89,8 @@ class LLMClient:
         key = os.environ.get(settings.api_key_env)
         #: The name of the key's variable when it is unset or empty (a 401 or 403 says so).
         self.key_missing: str | None = None if key else settings.api_key_env
+        import openai  # on first use: it takes a second to import, and most runs never need it
+
         self._client = openai.OpenAI(
             base_url=settings.base_url,
             # Local servers need no key; the library insists on one.
@@ -95,6 +98,8 @@ class LLMClient:
             timeout=settings.timeout,
             max_retries=settings.retries,
         )
+        #: The library's error for a failed request (after its retries).
+        self.api_error: type[openai.APIError] = openai.APIError
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The full request for a payload (messages or prompt) with the sampling parameters."""
@@ -160,7 +165,7 @@ class LLMClient:
                     )  # fmt: skip
                     texts = [choice.text for choice in completion.choices]
                     usage = completion.usage
-            except openai.APIError as error:
+            except self.api_error as error:
                 self._failed(error, time.perf_counter() - started)
                 raise
         prompt_tokens = usage.prompt_tokens if usage else 0
@@ -177,6 +182,8 @@ class LLMClient:
 
     def _failed(self, error: openai.APIError, seconds: float) -> None:
         """Record a failed request (never the key's value); the third in a row stops the model."""
+        import openai
+
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
         hint = f"; {self.key_missing} is not set" if status in (401, 403) and self.key_missing else ""
         with self._lock:

@@ -23,7 +23,6 @@ from typing import Any
 import libcst as cst
 import libcst.matchers as m
 import numpy as np
-import openai
 
 from gi.edits import Edit, ReplaceFunction, RewritePlan
 from gi.errors import EditError
@@ -249,7 +248,7 @@ class LLMOperator:
         started = time.perf_counter()
         try:
             sample = self.client.sample(payload, index)
-        except (LLMStoppedError, openai.APIError):
+        except (LLMStoppedError, self.client.api_error):
             return None
         finally:
             self.stats.seconds += time.perf_counter() - started

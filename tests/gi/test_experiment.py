@@ -71,7 +71,8 @@ def test_simplification_run_finds_simpler_code_and_flags_overfitting(
         held = member["holdout"]
         if not member["diff"]:
             assert member["overfits"] is False, "the original program never overfits"
-        assert held["passed"] + held["failed"] + held["skipped"] == 2
+        original = summary["baseline"]["holdout"]
+        assert held["passed"] + held["failed"] + held["skipped"] == sum(original.values())
         if member["diff"]:
             diff = (result.folder / member["diff"]).read_text()
             if '-        raise ValueError(f"score out of range: {score}")' in diff or "-    if score < 0 or" in diff:
@@ -271,7 +272,8 @@ def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> N
 def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
     program = example_copy("dedupe")
     before = checksums(program)
-    summary = run_experiment(example("dedupe", tmp_path / "runs", program)).summary
+    # 12 x 5 rather than the example's 20 x 10: the CI budget (the search finds the deletion early).
+    summary = run_experiment(example("dedupe", tmp_path / "runs", program, population=12, generations=5)).summary
     assert checksums(program) == before
     assert summary["baseline"]["objectives"]["runtime"] == 1.0
     confirmed = [
@@ -283,7 +285,7 @@ def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example
     best = max(confirmed, key=lambda m: m["speedup"]["value"])
     assert best["speedup"]["low"] >= 3.0, best["speedup"]
     assert best["training"]["failed"] == 0
-    assert len(summary["runtime_drift"]) == 11  # the original, timed again every generation
+    assert len(summary["runtime_drift"]) == 6  # the original, timed again every generation
     assert "dedupe" in summary["hot_functions"]
 
 
@@ -298,3 +300,22 @@ def test_constant_tweaks_find_a_faster_batch_size(tmp_path: Path, example_copy: 
     ]
     assert faster, f"no significantly faster variant in {front(summary)}"
     assert any(edit["kind"] == "replace_number" for member in faster for edit in member["edits"])
+
+
+@pytest.mark.slow
+def test_the_warm_and_the_cold_path_give_the_same_run(
+    tmp_path: Path, small_run: tuple[Path, Path, dict[str, Any]]
+) -> None:
+    """The warm engine is a shortcut, never a different answer: same evaluations, same front."""
+    _, folder, expected = small_run
+    cold = write_small_config(tmp_path, EXPERIMENTS / "programs" / "grading", tmp_path / "cold")
+    cold.write_text(cold.read_text() + '\n[evaluation]\nengine = "cold"\n')
+    assert main(["run", str(cold), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "cold" / "grading-simplify-seed1" / "summary.json").read_text())
+    assert front(summary) == front(expected)
+
+    def log(run_folder: Path) -> list[tuple[Any, ...]]:
+        entries = [json.loads(line) for line in (run_folder / "evaluations.jsonl").read_text().splitlines()]
+        return [(e["tree_hash"], e["status"], e["tests"], e["measures"].get("failed_tests")) for e in entries]
+
+    assert log(tmp_path / "cold" / "grading-simplify-seed1") == log(folder)

@@ -1,0 +1,118 @@
+"""How fast does gi evaluate variants, cold and warm?
+
+Evaluates one fixed budget of variants of an example program (random one- to three-edit
+patches from the classic operators, drawn with a fixed seed) side by side in one run:
+
+- the cold path (a fresh workspace copy, sandbox, interpreter and pytest per variant), 2 workers;
+- the warm path (forking warm workers in the same sandbox), 1 and 2 workers;
+
+and prints evaluations per second, the warm/cold ratio, and gi's overhead per evaluation
+against the time the same tests take in an already warm interpreter (a forked process that
+has pytest loaded runs `pytest.main` on the original: what no tool can avoid). Evaluations
+are checked to be the same on every path.
+
+Run it on a quiet machine: python benchmarks/throughput.py [--variants 200] [--program grading]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gi.evaluation import EvaluationSettings, Evaluator
+from gi.patch import Patch, Variant, apply
+from gi.program import Program
+from gi.sandbox import Limits, isolation
+from mutators import OPERATORS, MutationContext
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "experiments" / "programs"
+
+
+def variants(program: Program, count: int, seed: int) -> list[Variant]:
+    """`count` distinct programs from random patches of 1-3 classic edits."""
+    rng = np.random.default_rng(seed)
+    operators = [OPERATORS.get(name) for name in OPERATORS.names()]
+    context = MutationContext().bind(program)
+    found: dict[str, Variant] = {}
+    while len(found) < count:
+        patch = Patch()
+        for _ in range(int(rng.integers(1, 4))):
+            edit = operators[int(rng.integers(len(operators)))].propose(program, patch, rng, context)
+            if edit is not None:
+                patch = patch.appended(edit)
+        variant = apply(program, patch)
+        found.setdefault(variant.tree_hash, variant)
+    return list(found.values())
+
+
+def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> float:
+    """Median time of `pytest.main` on the original in a forked child of a warm interpreter."""
+    import pytest
+
+    os.chdir(root)
+    sys.path.insert(0, str(root))
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        child = os.fork()
+        if child == 0:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            os._exit(int(pytest.main(["-q", "-p", "no:cacheprovider", *paths])))
+        os.waitpid(child, 0)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def measure(program: Program, batch: list[Variant], *, engine: str, workers: int) -> tuple[float, list[object]]:
+    """Evaluations per second on one path, and what each evaluation gave."""
+    settings = EvaluationSettings(train=("tests",), timeout=60, test_timeout=10, workers=workers, engine=engine)
+    evaluator = Evaluator(program, settings)
+    baseline = evaluator.evaluate(apply(program, Patch()))
+    evaluator.baseline_tests = baseline.tests
+    if engine == "warm":  # start the workers before the clock, as a run does at its baseline
+        evaluator.warm_training(apply(program, Patch()))
+        evaluator.evaluate_many([apply(program, Patch())] * workers)
+    started = time.perf_counter()
+    results = evaluator.evaluate_many(batch)
+    seconds = time.perf_counter() - started
+    evaluator.close()
+    return len(batch) / seconds, [(r.status, r.tests, r.measures.get("failed_tests")) for r in results]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", type=int, default=200)
+    parser.add_argument("--program", default="grading", help="an example under experiments/programs")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    root = EXAMPLES / args.program
+    program = Program.load(root, [f"{args.program}.py"], protected=["tests", "holdout"])
+    batch = variants(program, args.variants, args.seed)
+    print(f"{args.program}: {len(batch)} variants (seed {args.seed}); {isolation(Limits()).description}")
+    cold, cold_results = measure(program, batch, engine="cold", workers=2)
+    print(f"cold, 2 workers: {cold:.2f} evaluations/s")
+    warm1, warm1_results = measure(program, batch, engine="warm", workers=1)
+    print(f"warm, 1 worker:  {warm1:.2f} evaluations/s")
+    warm2, warm2_results = measure(program, batch, engine="warm", workers=2)
+    print(f"warm, 2 workers: {warm2:.2f} evaluations/s")
+    same = cold_results == warm1_results == warm2_results
+    print(f"same evaluations on every path: {'yes' if same else 'NO'}")
+    print(f"warm / cold, 2 workers: {warm2 / cold:.1f}x")
+    floor = warm_pytest_seconds(root, ["tests"])
+    per_evaluation = 1 / warm1
+    overhead = per_evaluation - floor
+    print(f"the same tests in a warm interpreter (fork + pytest.main): {floor * 1000:.0f} ms")
+    print(f"gi per evaluation, warm, 1 worker: {per_evaluation * 1000:.0f} ms;"
+          f" overhead {overhead * 1000:.0f} ms = {overhead / floor:.2f}x the warm test time")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
