@@ -76,12 +76,14 @@ class EvaluationSettings:
 
 def program_measures(variant: Variant) -> dict[str, float]:
     """Measures of the program (its syntax tree): cyclomatic complexity and Halstead volume.
-    Cached with the evaluation by tree hash."""
-    sources = {file: variant.sources[file] for file in variant.program.files}
-    return {
-        "complexity": complexity.cyclomatic(sources),
-        "halstead_volume": complexity.halstead_volume(sources),
-    }
+    Cached with the evaluation by tree hash, and per file's text here."""
+    files = [_program_file_measures(file, variant.sources[file]) for file in variant.program.files]
+    return {"complexity": sum(m[0] for m in files), "halstead_volume": sum(m[1] for m in files)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _program_file_measures(file: str, text: str) -> tuple[float, float]:
+    return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
 
 
 @functools.lru_cache(maxsize=4096)

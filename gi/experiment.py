@@ -512,6 +512,19 @@ class Experiment:
 
     # --- after the loop ---------------------------------------------------------------------
 
+    def _timed_out_share(self, original: str) -> float:
+        """The share of evaluations a time limit decided (the whole run's, or one test's); warned
+        about past 10%: the limits may be too tight for this machine's load."""
+        judged = [e for tree_hash, e in self.cache.items() if tree_hash != original]
+        hit = sum(e.status is Status.TIMED_OUT or "timed_out" in e.tests.values() for e in judged)
+        share = hit / len(judged) if judged else 0.0
+        if share > 0.1:
+            self.progress.warnings.append(
+                f"{share:.0%} of the evaluations ran into a time limit (tests.timeout, tests.test_timeout):"
+                " if the variants do not loop forever, the limits are too tight for this machine"
+            )
+        return share
+
     def _holdout(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
         """The held-out tests on one variant; a test that timed out is run again before it counts."""
         run = self.evaluator.holdout(variant, limits)
@@ -590,6 +603,7 @@ class Experiment:
                 }
                 entry["overfits"] = overfits(evaluation.tests, baseline.tests, run.outcomes, holdout_baseline)
             front.append(entry)
+        timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)
         return write_report(
@@ -615,6 +629,7 @@ class Experiment:
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
                 "protected_functions": sorted(self.protected),
+                "timed_out_share": round(timed_out, 4),
                 "engine": {
                     "training_tests": self.engine,
                     "why": self.engine_reason,

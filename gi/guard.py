@@ -15,6 +15,7 @@ sandbox, the signed test report, pytest's own exit status and summary), not the 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Mapping
 
@@ -67,13 +68,14 @@ def _dotted(node: ast.expr, aliases: Mapping[str, str]) -> str | None:
     return ".".join(reversed(parts))
 
 
-def risky_names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def risky_names(source: str) -> frozenset[str]:
     """The uses in `source` that reach for the interpreter or the test run, as short labels
     ("import gc", "os._exit", "eval", ".__globals__", "'pytest'"); empty if it does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set()
+        return frozenset()
     aliases: dict[str, str] = {}
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -109,7 +111,7 @@ def risky_names(source: str) -> set[str]:
             found |= _rebinding(node, aliases)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _RISKY_TEXT.search(node.value):
             found.add(repr(_RISKY_TEXT.search(node.value).group(0)))  # type: ignore[union-attr]
-    return found
+    return frozenset(found)
 
 
 _REFLECTION = frozenset({"getattr", "hasattr"})
