@@ -52,9 +52,18 @@ def variants(program: Program, count: int, seed: int) -> list[Variant]:
 
 
 def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> float:
-    """Median time of `pytest.main` on the original in a forked child of a warm interpreter."""
+    """Median time of `pytest.main` on the original in a forked child of a warm interpreter
+    (pytest and its plugins imported, the heap frozen for the collector, as a warm worker has
+    them), without gi's plugin, sandbox or anything else of gi's."""
+    import gc
+
     import pytest
 
+    from fitness.warm_worker import preload
+
+    preload([])
+    gc.collect()
+    gc.freeze()
     os.chdir(root)
     sys.path.insert(0, str(root))
     times = []
