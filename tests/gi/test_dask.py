@@ -197,7 +197,9 @@ def test_workers_on_another_machine_time_the_original_there(scheduler: str, proj
         finally:
             backend.client.run(lambda: os.environ.pop("GI_TIMING_HOST", None))
     assert here.measures["runtime"] < 0.01, "on the engine's machine, the engine's timing of the original"
-    assert 0.2 < elsewhere.measures["runtime"] < 5, "elsewhere, the original timed on that machine"
+    # Within a factor of 20 of 1 (one 5 ms value a timing, on a shared machine), and far from the
+    # 0.001 a timing against the engine's machine gives.
+    assert 0.05 < elsewhere.measures["runtime"] < 20, "elsewhere, the original timed on that machine"
 
 
 def test_settings_go_to_workers_as_json_and_back() -> None:
