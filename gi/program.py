@@ -457,7 +457,7 @@ class Program:
         cProfile places it)."""
         names: dict[tuple[str, int], str] = {}
         for file in self.files:
-            for qualified, node in _function_nodes(ast.parse(self.sources[file])):
+            for qualified, node in function_nodes(ast.parse(self.sources[file])):
                 names[(file, node.lineno)] = qualified
                 if node.decorator_list:
                     names[(file, node.decorator_list[0].lineno)] = qualified
@@ -480,16 +480,16 @@ class Program:
         return self._dumps[file]
 
 
-def _function_nodes(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def function_nodes(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """(qualified name, node) of every function in `tree`, methods as "Class.method"."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             qualified = f"{prefix}.{node.name}" if prefix else node.name
             if not isinstance(node, ast.ClassDef):
                 yield qualified, node
-            yield from _function_nodes(node, qualified)
+            yield from function_nodes(node, qualified)
         else:
-            yield from _function_nodes(node, prefix)
+            yield from function_nodes(node, prefix)
 
 
 def tree_hash(dumps: Mapping[str, str]) -> str:

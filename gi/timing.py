@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from fitness.objectives import Constraint
@@ -24,7 +23,7 @@ from gi.config import Config
 from gi.errors import ProgramError
 from gi.evaluation import Evaluator
 from gi.patch import Patch, Variant, apply
-from gi.program import Program
+from gi.program import Program, function_nodes
 from populations import RunStore
 
 #: A speed-up beyond this is flagged as implausible rather than celebrated: more likely the
@@ -70,7 +69,7 @@ def workload_functions(program: Program, call: str | None, elsewhere: str = "") 
     calls: dict[str, set[str]] = {}  # qualified function (or "<module>" of a file) -> names it calls
     for source_file in program.files:
         tree = ast.parse(program.sources[source_file])
-        functions = dict(_qualified_functions(tree))
+        functions: dict[str, ast.AST] = dict(function_nodes(tree))
         for qualified, node in functions.items():
             calls[qualified] = _called_names(node)
         nested = {id(inner) for node in functions.values() for inner in ast.walk(node)}
@@ -89,17 +88,6 @@ def workload_functions(program: Program, call: str | None, elsewhere: str = "") 
                 excluded.add(candidate)
                 changed = True
     return frozenset(excluded)
-
-
-def _qualified_functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            qualified = f"{prefix}.{node.name}" if prefix else node.name
-            if not isinstance(node, ast.ClassDef):
-                yield qualified, node
-            yield from _qualified_functions(node, qualified)
-        else:
-            yield from _qualified_functions(node, prefix)
 
 
 def _called_names(node: ast.AST, *, shallow: bool = False) -> set[str]:

@@ -18,6 +18,7 @@ from fitness.tests import run_tests
 from gi.program import Program
 from gi.sandbox import Limits, Sandbox, bubblewrap_available, read_regular, workspace, write_new
 from gi.warm import WarmPool
+from tests.hostile import processes_with
 
 needs_bubblewrap = pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable here")
 QUICK = TimingSettings(processes=1, values=1, warmups=0, min_time=0.001)
@@ -196,15 +197,7 @@ def test_fill_the_disk():
 
 
 def sleepers() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if MARKER.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    return processes_with(MARKER)
 
 
 @pytest.mark.parametrize("isolate", [pytest.param(True, marks=needs_bubblewrap), False], ids=["sandbox", "none"])

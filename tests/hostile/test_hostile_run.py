@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from gi.sandbox import bubblewrap_available
+from tests.hostile import processes_with
 from tests.llm_server import Action, ScriptedModel, serve
 
 pytestmark = [
@@ -190,15 +191,7 @@ def checksums(folder: Path) -> dict[str, str]:
 
 
 def sleepers() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if MARKER.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    return processes_with(MARKER)
 
 
 class Listener:
