@@ -122,6 +122,13 @@ def _status(run: TestRun) -> Status:
     return Status.OK
 
 
+def _retried(run: Callable[[], TestRun]) -> TestRun:
+    """A test run; one cut off by the limit on the whole run is tried once more (a loaded
+    machine, not the variant, may be why)."""
+    first = run()
+    return run() if first.timed_out else first
+
+
 class Evaluator:
     """Measures variants of one program; remembers the original's tests, output and timing."""
 
@@ -154,9 +161,7 @@ class Evaluator:
         During the search (holdout=False) the held-out tests are not in the copy, so no
         variant can read what it will be judged on at the end.
         """
-        hidden = self.settings.exclude
-        if not holdout:
-            hidden += tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
+        hidden = self.settings.exclude if holdout else self._training_exclude()
         with workspace(self.program.root, variant.sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
             yield Sandbox(self.settings.limits, space)
@@ -169,32 +174,25 @@ class Evaluator:
         return text
 
     def _run_tests(self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
-        """One test run, each test under its own limit; a run cut off by the limit on the whole
-        run is tried once more (a loaded machine, not the variant, may be why)."""
-        run = run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
-                        default_limit=self.settings.test_timeout)  # fmt: skip
-        if run.timed_out:
-            run = run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
-                            default_limit=self.settings.test_timeout)  # fmt: skip
-        return run
+        """One cold test run, each test under its own limit (see `_retried`)."""
+        return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                                          default_limit=self.settings.test_timeout))  # fmt: skip
+
+    def _training_exclude(self) -> tuple[Path, ...]:
+        """What never enters a training workspace: the run folder, the reply cache, and the
+        held-out tests, so no variant can read what it will be judged on at the end."""
+        return self.settings.exclude + tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
 
     def warm_training(self, variant: Variant) -> TestRun:
         """The training tests on a variant in a warm worker (the engine's fast path)."""
         with self._warm_lock:
             if self._warm is None:
-                hidden = self.settings.exclude + tuple(
-                    self.program.root / path.split("::")[0] for path in self.settings.holdout
-                )
                 self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
-                                      preload=self.settings.preload, exclude=hidden, scratch=self.scratch)  # fmt: skip
-
-        def run() -> TestRun:
-            assert self._warm is not None
-            return self._warm.run_tests(variant.sources, self.settings.train, timeout=self.settings.timeout,
-                                        limits=self.test_limits, default_limit=self.settings.test_timeout)  # fmt: skip
-
-        first = run()
-        return run() if first.timed_out else first
+                                      preload=self.settings.preload, exclude=self._training_exclude(),
+                                      scratch=self.scratch)  # fmt: skip
+        warm, settings, limits = self._warm, self.settings, self.test_limits
+        return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
+                                               limits=limits, default_limit=settings.test_timeout))  # fmt: skip
 
     def close(self) -> None:
         """Stop the warm workers, if any."""

@@ -17,6 +17,7 @@ from gi.arms import finished, parallel_runs
 from gi.cli import main
 from gi.config import load_config
 from gi.errors import ConfigError
+from tests.gi.runs import start_run
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 GRADING = EXPERIMENTS / "programs" / "grading"
@@ -191,16 +192,6 @@ def local_search_config(tmp_path: Path, output: Path) -> Path:
     return path
 
 
-def checkpoints(store: Path) -> int:
-    import sqlite3
-
-    try:
-        with sqlite3.connect(store) as db:
-            return int(db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
 @pytest.mark.slow
 def test_a_killed_local_search_resumes_to_the_same_walk(tmp_path: Path) -> None:
     """Local search keeps a state beyond its population (the programs it stood on and the
@@ -211,15 +202,7 @@ def test_a_killed_local_search_resumes_to_the_same_walk(tmp_path: Path) -> None:
 
     killed = local_search_config(tmp_path, tmp_path / "killed")
     store = tmp_path / "killed" / "grading-simplify-seed1" / "store.sqlite"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gi.cli", "run", str(killed), "--quiet"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 300
-    while checkpoints(store) < 2 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    process = start_run(killed, store, 2)
     assert process.poll() is None, "the run ended before it could be killed"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()

@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gi.cli import main
+from tests.gi.runs import checkpoints, start_run
 
 PROGRAM = """\
 def classify(x):
@@ -334,29 +333,12 @@ def test_a_real_run_folder_with_its_patches_deleted(
     assert main(["show", str(run), "nobody"]) == 2
 
 
-def checkpoints(store: Path) -> int:
-    try:
-        with sqlite3.connect(store) as db:
-            return int(db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
 @pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c_and_it_resumes(tmp_path: Path) -> None:
     config = write_config(tmp_path, tmp_path / "runs", population=2, generations=4)
     store = tmp_path / "runs" / "chain-seed1" / "store.sqlite"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    process = start_run(config, store, 1, timeout=120, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while checkpoints(store) < 1 and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
         assert process.poll() is None, "the run ended before it could be stopped"
         process.send_signal(signal.SIGTERM)  # to gi alone, as `kill PID` does
         _, err = process.communicate(timeout=120)

@@ -6,10 +6,8 @@ import hashlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 from gi.cli import main
 from gi.config import Config, load_config
 from gi.experiment import run_experiment
+from tests.gi.runs import checkpoints, start_run
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -140,14 +139,6 @@ def test_same_config_and_seed_give_the_same_front(tmp_path: Path, small_run: tup
     assert summary["hypervolume"] == expected["hypervolume"]
 
 
-def checkpoints(store: Path) -> int:
-    try:
-        with sqlite3.connect(store) as db:
-            return int(db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
 @pytest.mark.slow
 def test_a_killed_run_resumes_to_the_same_front(
     tmp_path: Path, example_copy: Callable[[str], Path], small_run: tuple[Path, Path, dict[str, Any]]
@@ -156,15 +147,7 @@ def test_a_killed_run_resumes_to_the_same_front(
     program = example_copy("grading")
     killed = write_small_config(tmp_path, program, tmp_path / "killed")
     store = tmp_path / "killed" / "grading-simplify-seed1" / "store.sqlite"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gi.cli", "run", str(killed), "--quiet"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 300
-    while checkpoints(store) < 2 and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    process = start_run(killed, store, 2)
     assert process.poll() is None, "the run ended before it could be killed"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
