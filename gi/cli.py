@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -54,6 +54,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never ask the language model: replay its replies from the cache, and stop with an error on a miss",
     )
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a finished run from its recorded measurements and the model's cached replies",
+        description="Run a config's run again without measuring or asking anything: every evaluation, "
+        "timing and held-out run comes from the recorded run's store, every model reply from the reply "
+        "cache (offline). The replay goes to <run folder>/replay and summary.json says whether it reached "
+        "the recorded front and history, and what (if anything) had to be measured anew.",
+    )
+    replay.add_argument("config", type=Path, help="the experiment's TOML file")
+    replay.add_argument("--seed", type=int, help="the seed of the run to replay, instead of experiment.seed")
+    replay.add_argument("--arm", help="the arm of the run to replay, for a config with [[arms]]")
+    replay.add_argument("--from", dest="recorded", type=Path, help="the recorded run folder (default: the config's)")
+    replay.add_argument("--into", type=Path, help="the folder for the replay (default: <recorded run>/replay)")
+    replay.add_argument("--fresh", action="store_true", help="delete an earlier replay first")
+    replay.add_argument("--quiet", action="store_true", help="print only the final table")
 
     show = commands.add_parser(
         "show",
@@ -114,7 +130,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         key = "seeds" if config.is_experiment else "seed"
         value = [args.seed] if config.is_experiment else args.seed
         config = config.model_copy(update={"experiment": config.experiment.model_copy(update={key: value})})
-    if config.is_experiment:
+    replay_of: Path | None = None
+    if args.command == "replay":
+        config = _one_run(config, args.arm)
+        replay_of = args.recorded or config.run_folder
+    elif config.is_experiment:
         return _run_arms(args, config, console)
     _check_run_folder(config)
     _say_isolation(config)
@@ -147,7 +167,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 shown_warnings.append(state.warnings[len(shown_warnings)])
                 errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False)
 
-        result = run_experiment(config, fresh=args.fresh, offline=args.offline, on_progress=report)
+        result = run_experiment(
+            config,
+            fresh=args.fresh,
+            offline=getattr(args, "offline", False),
+            on_progress=report,
+            replay_of=replay_of,
+            replay_into=getattr(args, "into", None),
+        )
     console.print(front_table(result.summary))
     summary = result.summary
     rate = summary["overfitting_rate"]
@@ -157,7 +184,39 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
     )
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
+    if replay_of is not None:
+        return _say_replay(replay_of, summary, console)
     return 0
+
+
+def _one_run(config: Config, arm: str | None) -> Config:
+    """The single run of an experiment that --seed and --arm name (gi replay replays one run)."""
+    runs = [run for run in config.runs() if arm is None or run.arm == arm]
+    if len(runs) != 1:
+        arms = ", ".join(dict.fromkeys(str(run.arm) for run in config.runs()))
+        raise UsageError(
+            f"{config.source}: gi replay replays one run; {len(runs)} match: name one with --seed N"
+            f" and --arm NAME (arms: {arms})"
+        )
+    return runs[0]
+
+
+def _say_replay(recorded: Path, summary: dict[str, Any], console: Console) -> int:
+    """Whether a replay reproduced its record; exit 1 when it did not."""
+    same = summary["replay"]
+    anew = summary["measurements"]["measured"]
+    replayed = summary["measurements"]["replayed"]
+    what = ", ".join(f"{count} {kind}" for kind, count in replayed.items()) or "nothing"
+    if same["front"] and same["history"] and not anew:
+        console.print(f"replay of {recorded}: the recorded front and history, reached from {what} replayed")
+        return 0
+    differs = [name for name in ("front", "history") if not same[name]]
+    measured = ", ".join(f"{count} {kind}" for kind, count in anew.items())
+    console.print(
+        f"replay of {recorded}: {' and '.join(differs) + ' differ' if differs else 'same front and history'}"
+        f"{'; measured anew: ' + measured if measured else ''} (a record from an older gi lacks measurements)"
+    )
+    return 1
 
 
 def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int:
@@ -338,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     errors = Console(stderr=True)
     try:
-        if args.command == "run":
+        if args.command in ("run", "replay"):
             with _sigterm_interrupts():
                 return _run(args, console)
         if args.command == "show":

@@ -33,6 +33,7 @@ from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
+from gi.replay import Measurements, open_recorded, replay_comparison
 from gi.report import STORE_NAME, write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits, hide_environment, isolation
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
     from gi.backends import Backend
 
 #: Words in an environment variable's name that mark its value as a secret to redact.
+#: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
+REPLAY_FOLDER = "replay"
+
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
@@ -88,10 +92,13 @@ class Experiment:
         fresh: bool = False,
         offline: bool = False,
         on_progress: ProgressCallback | None = None,
+        replay_of: Path | None = None,
+        replay_into: Path | None = None,
     ) -> None:
         self.config = config
-        self.offline = offline
-        self.folder = config.run_folder
+        self.offline = offline or replay_of is not None
+        self.replay_of = replay_of
+        self.folder = config.run_folder if replay_of is None else replay_into or replay_of / REPLAY_FOLDER
         self.on_progress = on_progress or (lambda progress, generation_done: None)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
         self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
@@ -105,9 +112,11 @@ class Experiment:
         self._lock = lock_run_folder(self.folder)
         try:
             self._open(config, fresh)
+            recorded = None if replay_of is None else open_recorded(replay_of, config.fingerprint())
         except BaseException:
             os.close(self._lock)
             raise
+        self.measurements = Measurements(self.store, recorded)
         self.cache: dict[str, Evaluation] = self.store.evaluations()
         self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
@@ -115,7 +124,7 @@ class Experiment:
         self.protected = self._workload_functions()
         self.evaluator.protected = self.protected
         self.engine, self.engine_reason = self._engine()
-        self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
+        self.timing = OriginalTiming(config, self.program, self.evaluator, self.measurements)
         self.llm: LLMOperator | None = None
         self.backend: Backend | None = None
 
@@ -139,10 +148,12 @@ class Experiment:
             _empty(self.folder)
             self.store = RunStore(self.folder / STORE_NAME)
         self.store.set_meta("config", config.fingerprint())
+        if self.store.last_checkpoint() is None:
+            self.store.clear_measurements()  # nothing was built on them; the program may have changed
         section = config.evaluation
         limits = sandbox_limits(config)
         self.isolation = isolation(limits)
-        inside = [self.folder, config.llm_cache]
+        inside = [self.folder, config.run_folder, config.llm_cache]
         self.evaluator = Evaluator(
             self.program,
             EvaluationSettings(
@@ -166,6 +177,11 @@ class Experiment:
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
         fresh_baseline = evaluation is None
+        if evaluation is None and self.measurements.replaying:
+            evaluation = self.measurements.recorded_evaluation(original.tree_hash)
+            if evaluation is not None:
+                self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
+                self.cache[original.tree_hash] = evaluation
         if evaluation is None:
             engine = self.evaluator.settings.engine
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
@@ -198,7 +214,7 @@ class Experiment:
             self.cache[original.tree_hash] = evaluation
         self.evaluator.baseline_tests = evaluation.tests
         self.evaluator.test_limits = per_test_limits(evaluation.durations, self.config.tests.test_timeout)
-        if fresh_baseline or self.store.last_checkpoint() is None:
+        if (fresh_baseline or self.store.last_checkpoint() is None) and not self.measurements.replaying:
             self._check_warm(original, evaluation)
         return evaluation
 
@@ -276,12 +292,12 @@ class Experiment:
         wanted = self.config.mutators.fault_localisation
         if wanted is False or (wanted == "auto" and baseline.measures.get("failed_tests", 0) == 0):
             return {}
-        scores = self.store.get_meta("suspiciousness")
-        if scores is None:
-            found = self.evaluator.suspiciousness(apply(self.program, Patch()))
-            scores = [[file, line, score] for (file, line), score in sorted(found.items())]
-            self.store.set_meta("suspiciousness", scores)
-        return {(file, int(line)): float(score) for file, line, score in scores}
+        return self.measurements.get(
+            "suspiciousness",
+            lambda: self.evaluator.suspiciousness(apply(self.program, Patch())),
+            encode=lambda found: [[file, line, score] for (file, line), score in sorted(found.items())],
+            decode=lambda rows: {(file, int(line)): float(score) for file, line, score in rows},
+        )
 
     def _feedback(self, variant: Variant) -> Feedback | None:
         """What the run measured on a variant, for the language model's prompt."""
@@ -357,7 +373,8 @@ class Experiment:
         )
 
     def _evaluate(self, candidates: list[Candidate], generation: int) -> list[Evaluation]:
-        """Evaluate the batch, skipping programs already measured (the cache is by tree hash)."""
+        """Evaluate the batch, skipping programs already measured (the cache is by tree hash);
+        a replay takes the recorded run's evaluations."""
         fresh = {c.variant.tree_hash: c for c in candidates if c.variant.tree_hash not in self.cache}
         self.progress.cache_hits += len(candidates) - len(fresh)
         self.progress.batch_size = len(candidates)
@@ -368,7 +385,13 @@ class Experiment:
             self.progress.done_in_generation += 1
             self.on_progress(self.progress, False)
 
-        results = self._backend().evaluate_many([c.variant for c in fresh.values()], on_done=done)
+        recorded = {h: self.measurements.recorded_evaluation(h) for h in fresh}
+        for evaluation in recorded.values():
+            if evaluation is not None:
+                done(evaluation)
+        unrecorded = [c.variant for h, c in fresh.items() if recorded[h] is None]
+        measured = iter(self._backend().evaluate_many(unrecorded, on_done=done) if unrecorded else [])
+        results = [recorded[h] or next(measured) for h in fresh]
         with self.store.transaction():
             for candidate, evaluation in zip(fresh.values(), results, strict=True):
                 self.cache[evaluation.tree_hash] = evaluation
@@ -424,6 +447,7 @@ class Experiment:
             self.backend.close()
         self.backend = None
         self.evaluator.close()
+        self.measurements.close()
         self.store.close()
         if self._lock >= 0:
             os.close(self._lock)
@@ -453,6 +477,11 @@ class Experiment:
             try:
                 candidates = search.ask()
             except OfflineMissError as error:
+                if self.replay_of is not None:
+                    raise LLMError(
+                        f"replay of {self.replay_of}, generation {generation}: the recorded run's replies do not"
+                        f" cover what the replay asks ({error}); is this the reply cache it ran with (llm.cache)?"
+                    ) from None
                 raise LLMError(str(error)) from None
             self._note_llm_stop()
             evaluations = self._evaluate(candidates, generation)
@@ -526,11 +555,18 @@ class Experiment:
         return share
 
     def _holdout(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
-        """The held-out tests on one variant; a test that timed out is run again before it counts."""
-        run = self.evaluator.holdout(variant, limits)
-        if "timed_out" in run.outcomes.values():
-            run = merge_retry(run, self.evaluator.holdout(variant, limits))
-        return run
+        """The held-out tests on one variant (a recorded measurement); a test that timed out is
+        run again before it counts."""
+
+        def measure() -> TestRun:
+            run = self.evaluator.holdout(variant, limits)
+            if "timed_out" in run.outcomes.values():
+                run = merge_retry(run, self.evaluator.holdout(variant, limits))
+            return run
+
+        return self.measurements.get(
+            f"holdout:{variant.tree_hash}", measure, encode=TestRun.to_json, decode=TestRun.from_json
+        )
 
     def _llm_summary(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
         """The model's settings (the key's variable name, never its value), usage and verdict.
@@ -636,6 +672,14 @@ class Experiment:
                     "backend": self.config.evaluation.backend,
                 },
                 "runtime_drift": self.timing.drift,
+                "measurements": self.measurements.provenance(
+                    {h: e for h, e in self.cache.items() if h != original.tree_hash}
+                ),
+                "replay": (
+                    replay_comparison(self.measurements.recorded, self.store)
+                    if self.measurements.recorded is not None
+                    else None
+                ),
                 "operators": operators,
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
@@ -685,7 +729,15 @@ def _secrets(config: Config) -> tuple[str, ...]:
 
 
 def run_experiment(
-    config: Config, *, fresh: bool = False, offline: bool = False, on_progress: ProgressCallback | None = None
+    config: Config,
+    *,
+    fresh: bool = False,
+    offline: bool = False,
+    on_progress: ProgressCallback | None = None,
+    replay_of: Path | None = None,
+    replay_into: Path | None = None,
 ) -> RunResult:
-    """Run one config end to end; see `Experiment`."""
-    return Experiment(config, fresh=fresh, offline=offline, on_progress=on_progress).run()
+    """Run one config end to end, or replay the run recorded in `replay_of`; see `Experiment`."""
+    return Experiment(
+        config, fresh=fresh, offline=offline, on_progress=on_progress, replay_of=replay_of, replay_into=replay_into
+    ).run()

@@ -4,10 +4,12 @@ The evaluator scores a variant's runtime against `Evaluator.baseline_timing`; th
 keeps that baseline honest and uses the workload for the rest of the run:
 
     start          the original's output (for check_output) and first timing; its loop count
-                   is stored, so a resumed run times with the same one
+                   is kept for the run
     remeasure      the original again each generation (drift), so ratios use the nearest baseline
     hot_functions  cProfile of the workload on the original -> a weight for each function
-    speedup        the rigorous re-measurement of a front member, stored so a resume skips it
+    speedup        the rigorous re-measurement of a front member
+
+Each is a recorded measurement (gi.replay): a resumed run and a replay take the recorded value.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ import dataclasses
 import re
 from typing import Any
 
+import numpy as np
+
 from fitness.objectives import Constraint
-from fitness.runtime import RIGOROUS, SCREENING, Workload, WorkloadError, loops_for
+from fitness.runtime import RIGOROUS, SCREENING, Timing, Workload, WorkloadError, loops_for
 from gi.config import Config
 from gi.errors import ProgramError
 from gi.evaluation import Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.program import Program, function_nodes
-from populations import RunStore
+from gi.replay import Measurements, as_is
 
 #: A speed-up beyond this is flagged as implausible rather than celebrated: more likely the
 #: workload stopped doing its work than the code became that much faster.
@@ -109,13 +113,11 @@ def _called_names(node: ast.AST, *, shallow: bool = False) -> set[str]:
 class OriginalTiming:
     """Times the original for one run and re-measures the front; a no-op without [workload]."""
 
-    def __init__(self, config: Config, program: Program, evaluator: Evaluator, store: RunStore) -> None:
+    def __init__(self, config: Config, program: Program, evaluator: Evaluator, measurements: Measurements) -> None:
         self.config = config
         self.program = program
         self.evaluator = evaluator
-        self.store = store
-        #: The original's screening timings: {"generation", "seconds"} (summary.json runtime_drift).
-        self.drift: list[dict[str, float]] = []
+        self.measurements = measurements
         #: What the run should say about its timings.
         self.warnings: list[str] = []
 
@@ -130,33 +132,64 @@ class OriginalTiming:
             return
         try:
             if self.config.workload.check_output:
-                first = self.evaluator.output(original)
-                if first == self.evaluator.output(original):
-                    self.evaluator.baseline_output = first
-                else:
+                output = self.measurements.get("output:original", lambda: self._stable_output(original),
+                                               encode=lambda value: value, decode=lambda value: value)  # fmt: skip
+                if output is None:
                     self.warnings.append(
                         "workload.check_output: the original's workload gives different results from run to run"
                         " (randomness? time?), so behaviour is not checked; seed it to have it checked"
                     )
-            loops = self.store.get_meta("timing_loops")
-            timing = self.evaluator.timing(original, loops=loops)
+                self.evaluator.baseline_output = output
+            timing = self._timing(0, original, loops=None)
         except WorkloadError as error:
             raise ProgramError(f"{self.config.source}: [workload] on the original program: {error}") from None
-        self.store.set_meta("timing_loops", timing.loops)
         self.evaluator.baseline_timing = timing
-        self.drift.append({"generation": 0, "seconds": timing.median})
+
+    def _stable_output(self, original: Variant) -> str | None:
+        """The workload's result on the original, or None when two runs of it disagree."""
+        first = self.evaluator.output(original)
+        return first if first == self.evaluator.output(original) else None
+
+    def _timing(self, generation: int, original: Variant, *, loops: int | None) -> Timing:
+        """The original's screening timing for `generation`; raises WorkloadError. Recorded,
+        failures after the first generation too (the run went on with the previous baseline)."""
+
+        def measure() -> dict[str, Any]:
+            try:
+                timing = self.evaluator.timing(original, loops=loops)
+            except WorkloadError as error:
+                if generation == 0:
+                    raise  # the run cannot start: nothing to record
+                return {"error": str(error)}
+            return {"process_means": list(timing.process_means), "loops": timing.loops}
+
+        recorded = self.measurements.get(f"timing:{generation}", measure, encode=as_is, decode=as_is)
+        if "error" in recorded:
+            raise WorkloadError(recorded["error"])
+        return Timing(tuple(recorded["process_means"]), int(recorded["loops"]))
+
+    @property
+    def drift(self) -> list[dict[str, float]]:
+        """The original's screening timings of the run, {"generation", "seconds"} (summary.json
+        runtime_drift): its median each generation it was measured."""
+        timings = self.measurements.store.measurements("timing:")
+        return [
+            {"generation": int(key.partition(":")[2]), "seconds": float(np.median(value["process_means"]))}
+            for key, value in sorted(timings.items(), key=lambda item: int(item[0].partition(":")[2]))
+            if "error" not in value
+        ]
 
     def remeasure(self, generation: int) -> None:
         """Time the original again, so this generation's ratios do not inherit the machine's drift."""
         if not self.active:
             return
         assert self.evaluator.baseline_timing is not None
+        original = apply(self.program, Patch())
         try:
-            timing = self.evaluator.timing(apply(self.program, Patch()), loops=self.evaluator.baseline_timing.loops)
+            timing = self._timing(generation, original, loops=self.evaluator.baseline_timing.loops)
         except WorkloadError:
             return  # keep the previous baseline; the run goes on
         self.evaluator.baseline_timing = timing
-        self.drift.append({"generation": generation, "seconds": timing.median})
 
     def hot_functions(self) -> dict[str, float]:
         """Weight of each function of the program: its share of the workload's time (cumulative,
@@ -171,7 +204,12 @@ class OriginalTiming:
         ):
             return {}
         try:
-            spent = self.evaluator.profile(apply(self.program, Patch()))
+            spent = self.measurements.get(
+                "profile",
+                lambda: self.evaluator.profile(apply(self.program, Patch())),
+                encode=lambda spent: [[file, line, seconds] for (file, line), seconds in sorted(spent.items())],
+                decode=lambda rows: {(file, int(line)): float(seconds) for file, line, seconds in rows},
+            )
         except WorkloadError as error:
             raise ProgramError(f"{self.config.source}: profiling the [workload] on the original: {error}") from None
         names = self.program.functions()
@@ -186,18 +224,17 @@ class OriginalTiming:
 
     def speedup(self, original: Variant, member: Variant) -> dict[str, Any]:
         """The rigorous re-measurement of a front member against the original, as summary.json
-        gives it ({"error": ...} when the workload fails on it); stored, so a resumed run does
-        not repeat it."""
-        done: dict[str, dict[str, Any]] = self.store.get_meta("speedups") or {}
-        if member.tree_hash not in done:
+        gives it ({"error": ...} when the workload fails on it)."""
+
+        def measure() -> dict[str, Any]:
             assert self.evaluator.baseline_timing is not None
             loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
             try:
                 result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
-                done[member.tree_hash] = result.to_json()
-                if result.value > IMPLAUSIBLE_SPEEDUP:
-                    done[member.tree_hash]["implausible"] = True
             except WorkloadError as error:
-                done[member.tree_hash] = {"error": str(error)}
-            self.store.set_meta("speedups", done)
-        return done[member.tree_hash]
+                return {"error": str(error)}
+            if result.value > IMPLAUSIBLE_SPEEDUP:
+                return {**result.to_json(), "implausible": True}
+            return result.to_json()
+
+        return self.measurements.get(f"speedup:{member.tree_hash}", measure, encode=as_is, decode=as_is)

@@ -37,6 +37,11 @@ CREATE TABLE IF NOT EXISTS individuals (
     parents TEXT NOT NULL,
     operator TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS measurements (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    source TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS checkpoints (
     generation INTEGER PRIMARY KEY,
     population TEXT NOT NULL,
@@ -69,8 +74,11 @@ class Checkpoint:
 class RunStore:
     """Read and write one run's store file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        if read_only:
+            self._open_read_only(path)
+            return
         if path.is_dir():
             raise StoreError(f"{path}: cannot open the run store: it is a folder, not a file")
         try:
@@ -94,6 +102,19 @@ class RunStore:
             self._db.close()
             raise StoreError(f"{path}: store schema {version}, this gi reads {SCHEMA_VERSION}")
 
+    def _open_read_only(self, path: Path) -> None:
+        """Open another run's store to read (a recorded run being replayed); never writes to it."""
+        if not path.is_file():
+            raise StoreError(f"{path}: no run store here (is this a run folder?)")
+        try:
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+            version = self.get_meta("schema_version")
+        except (sqlite3.DatabaseError, ValueError) as error:
+            raise StoreError(f"{path}: not a gi run store ({error})") from None
+        if version != SCHEMA_VERSION:
+            self._db.close()
+            raise StoreError(f"{path}: store schema {version}, this gi reads {SCHEMA_VERSION}")
+
     def close(self) -> None:
         self._db.close()
 
@@ -113,6 +134,36 @@ class RunStore:
 
     def set_meta(self, key: str, value: Any) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_measurement(self, key: str) -> tuple[Any, str] | None:
+        """A recorded measurement of the run (the original's timings, a held-out run, ...) and
+        where it came from ("measured", or "replayed" from another run), or None."""
+        try:
+            row = self._db.execute("SELECT value, source FROM measurements WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:  # a store written before measurements were recorded
+            return None
+        return None if row is None else (json.loads(row[0]), row[1])
+
+    def put_measurement(self, key: str, value: Any, source: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO measurements (key, value, source) VALUES (?, ?, ?)",
+            (key, json.dumps(value), source),
+        )
+
+    def measurement_sources(self) -> dict[str, str]:
+        """Every recorded measurement's key and where it came from."""
+        return dict(self._db.execute("SELECT key, source FROM measurements ORDER BY key").fetchall())
+
+    def measurements(self, prefix: str) -> dict[str, Any]:
+        """The recorded measurements whose keys start with `prefix`, by key."""
+        query = "SELECT key, value FROM measurements WHERE substr(key, 1, ?) = ?"
+        rows = self._db.execute(query, (len(prefix), prefix))
+        return {key: json.loads(value) for key, value in rows}
+
+    def clear_measurements(self) -> None:
+        """Forget the recorded measurements (a run that has not finished a generation starts its
+        measurements over: the program may have changed since)."""
+        self._db.execute("DELETE FROM measurements")
 
     def put_evaluation(self, evaluation: Evaluation, *, individual: str, generation: int) -> None:
         self._db.execute(
