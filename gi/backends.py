@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -69,7 +69,7 @@ class Backend(Protocol):
     """Evaluates batches of variants; results keep input order."""
 
     def evaluate_many(
-        self, variants: Sequence[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
     ) -> list[Evaluation]: ...
 
     def close(self) -> None: ...
@@ -82,7 +82,7 @@ class LocalBackend:
         self.evaluator = evaluator
 
     def evaluate_many(
-        self, variants: Sequence[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
     ) -> list[Evaluation]:
         """Evaluate the batch in this process's threads."""
         return self.evaluator.evaluate_many(variants, on_done)
@@ -497,29 +497,32 @@ class DaskBackend:
         return dataclasses.replace(evaluation, measures=measures, detail=self.evaluator.redact(evaluation.detail))
 
     def evaluate_many(
-        self, variants: Sequence[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
     ) -> list[Evaluation]:
-        """Evaluate the batch on the workers, one task a variant; `on_done` is called as each
-        result comes in, and the results keep input order."""
+        """Evaluate the batch on the workers, one task a variant submitted as soon as `variants`
+        yields it; `on_done` is called as each result comes in, and the results keep input order."""
         from distributed import as_completed
 
-        if not variants:
-            return []
-        job = self._scatter_job()
-        futures = [
-            self.client.submit(
-                evaluate_on_worker,
-                job,
-                {file: variant.sources[file] for file in variant.changed_files},
-                variant.tree_hash,
-                pure=False,
-            )
-            for variant in variants
-        ]
-        index = {future.key: position for position, future in enumerate(futures)}
-        results: list[Evaluation | None] = [None] * len(variants)
+        job: Any = None
+        submitted: list[Variant] = []
+        futures: list[Any] = []
+        results: dict[int, Evaluation] = {}
         try:
-            for future in as_completed(futures, loop=self.client.loop):
+            for variant in variants:
+                if job is None:
+                    job = self._scatter_job()
+                submitted.append(variant)
+                futures.append(
+                    self.client.submit(
+                        evaluate_on_worker,
+                        job,
+                        {file: variant.sources[file] for file in variant.changed_files},
+                        variant.tree_hash,
+                        pure=False,
+                    )
+                )
+            index = {future.key: position for position, future in enumerate(futures)}
+            for future in as_completed(futures, loop=self.client.loop) if futures else []:
                 position = index[future.key]
                 try:
                     data = future.result()
@@ -527,13 +530,13 @@ class DaskBackend:
                     raise
                 except Exception as error:
                     raise BackendError(f"a Dask worker failed to evaluate a variant: {_one_line(error)}") from None
-                evaluation = results[position] = self._received(variants[position], data)
+                evaluation = results[position] = self._received(submitted[position], data)
                 if on_done:
                     on_done(evaluation)
         finally:
             # On Ctrl-C or an error, drop the variants not evaluated yet.
             self.client.cancel([future for future in futures if not future.done()])
-        return [result for result in results if result is not None]
+        return [results[position] for position in range(len(submitted))]
 
     def close(self) -> None:
         """Drop the program from the scheduler, disconnect, and stop the local cluster if this

@@ -15,7 +15,7 @@ import functools
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -270,10 +270,11 @@ class Evaluator:
         return ""
 
     def evaluate_many(
-        self, variants: Sequence[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
     ) -> list[Evaluation]:
-        """Evaluate in parallel (threads: each evaluation is a subprocess); results keep input order."""
-        if self.settings.workers <= 1 or len(variants) <= 1:
+        """Evaluate in parallel (threads: each evaluation is a subprocess), each variant as soon
+        as `variants` yields it; results keep input order."""
+        if self.settings.workers <= 1:
             results = []
             for variant in variants:
                 results.append(self.evaluate(variant))

@@ -15,9 +15,11 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
+import queue
 import shutil
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -372,31 +374,84 @@ class Experiment:
             llm_share=self.config.mutators.llm,
         )
 
-    def _evaluate(self, candidates: list[Candidate], generation: int) -> list[Evaluation]:
-        """Evaluate the batch, skipping programs already measured (the cache is by tree hash);
-        a replay takes the recorded run's evaluations."""
-        fresh = {c.variant.tree_hash: c for c in candidates if c.variant.tree_hash not in self.cache}
-        self.progress.cache_hits += len(candidates) - len(fresh)
-        self.progress.batch_size = len(candidates)
-        self.progress.done_in_generation = len(candidates) - len(fresh)
+    def _evaluate(self, candidates: Iterable[Candidate], generation: int) -> tuple[list[Candidate], list[Evaluation]]:
+        """Evaluate the batch, each candidate as soon as `candidates` yields it, skipping programs
+        already measured (the cache is by tree hash); a replay takes the recorded run's
+        evaluations. Returns the batch and its evaluations, in the batch's order."""
+        batch: list[Candidate] = []
+        measured: list[Candidate] = []
+        recorded: dict[str, Evaluation] = {}
+        self.progress.batch_size = self.config.search.population
+        self.progress.done_in_generation = 0
 
         def done(evaluation: Evaluation) -> None:
             self.progress.evaluations += 1
             self.progress.done_in_generation += 1
             self.on_progress(self.progress, False)
 
-        recorded = {h: self.measurements.recorded_evaluation(h) for h in fresh}
-        for evaluation in recorded.values():
-            if evaluation is not None:
-                done(evaluation)
-        unrecorded = [c.variant for h, c in fresh.items() if recorded[h] is None]
-        measured = iter(self._backend().evaluate_many(unrecorded, on_done=done) if unrecorded else [])
-        results = [recorded[h] or next(measured) for h in fresh]
+        def to_measure() -> Iterator[Variant]:
+            for candidate in candidates:
+                batch.append(candidate)
+                tree_hash = candidate.variant.tree_hash
+                if tree_hash in self.cache:
+                    self.progress.cache_hits += 1
+                    self.progress.done_in_generation += 1
+                elif (evaluation := self.measurements.recorded_evaluation(tree_hash)) is not None:
+                    recorded[tree_hash] = evaluation
+                    done(evaluation)
+                else:
+                    measured.append(candidate)
+                    yield candidate.variant
+
+        results = self._backend().evaluate_many(to_measure(), on_done=done)
+        new = recorded | {c.variant.tree_hash: e for c, e in zip(measured, results, strict=True)}
         with self.store.transaction():
-            for candidate, evaluation in zip(fresh.values(), results, strict=True):
-                self.cache[evaluation.tree_hash] = evaluation
-                self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
-        return [self._measured(c.variant) for c in candidates]
+            for candidate in batch:
+                if (evaluation := new.get(candidate.variant.tree_hash)) is not None:
+                    self.cache[evaluation.tree_hash] = evaluation
+                    self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
+        self.progress.batch_size = len(batch)
+        return batch, [self._measured(c.variant) for c in batch]
+
+    def _breed_and_evaluate(self, search: Search, generation: int) -> tuple[list[Candidate], list[Evaluation]]:
+        """The generation's batch and its evaluations. With the language model, breeding runs in
+        a thread of its own and each candidate is evaluated as soon as it is bred, so the
+        model's replies are awaited while earlier candidates run. The batch is bred in one
+        thread in a fixed order and results are taken in its order, so the search does not
+        depend on which finishes first."""
+        if self.llm is None:  # breeding takes milliseconds: nothing to overlap
+            return self._evaluate(self._ask(search, generation), generation)
+        bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
+
+        def breed() -> None:
+            try:
+                self._ask(search, generation, on_candidate=bred.put)
+                bred.put(None)
+            except BaseException as error:  # handed to the evaluating thread, which raises it
+                bred.put(error)
+
+        def arriving() -> Iterator[Candidate]:
+            while (item := bred.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
+        threading.Thread(target=breed, name="gi-breeding", daemon=True).start()
+        return self._evaluate(arriving(), generation)
+
+    def _ask(
+        self, search: Search, generation: int, on_candidate: Callable[[Candidate], None] | None = None
+    ) -> list[Candidate]:
+        """The search's next batch; a reply the offline cache lacks is a clear error."""
+        try:
+            return search.ask(on_candidate)
+        except OfflineMissError as error:
+            if self.replay_of is not None:
+                raise LLMError(
+                    f"replay of {self.replay_of}, generation {generation}: the recorded run's replies do not"
+                    f" cover what the replay asks ({error}); is this the reply cache it ran with (llm.cache)?"
+                ) from None
+            raise LLMError(str(error)) from None
 
     def _measured(self, variant: Variant) -> Evaluation:
         """The evaluation of the program `variant` makes, with the measures of its own patch and
@@ -474,17 +529,8 @@ class Experiment:
             self.progress.generation = generation
             if generation > 0:
                 self.timing.remeasure(generation)
-            try:
-                candidates = search.ask()
-            except OfflineMissError as error:
-                if self.replay_of is not None:
-                    raise LLMError(
-                        f"replay of {self.replay_of}, generation {generation}: the recorded run's replies do not"
-                        f" cover what the replay asks ({error}); is this the reply cache it ran with (llm.cache)?"
-                    ) from None
-                raise LLMError(str(error)) from None
+            candidates, evaluations = self._breed_and_evaluate(search, generation)
             self._note_llm_stop()
-            evaluations = self._evaluate(candidates, generation)
             children = search.tell(candidates, evaluations)
             self._checkpoint(search, children)
             self.on_progress(self.progress, True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,11 +177,19 @@ class Batch:
     """One generation's candidates: each proposal applied, too-long patches and programs
     already present left out (counted as duplicates of the operator that made them)."""
 
-    def __init__(self, variation: Variation, generation: int, seen: set[str], max_edits: int) -> None:
+    def __init__(
+        self,
+        variation: Variation,
+        generation: int,
+        seen: set[str],
+        max_edits: int,
+        on_candidate: Callable[[Candidate], None] | None = None,
+    ) -> None:
         self.variation = variation
         self.generation = generation
         self.seen = set(seen)
         self.max_edits = max_edits
+        self.on_candidate = on_candidate
         self.candidates: list[Candidate] = []
 
     def offer(self, offspring: Offspring) -> bool:
@@ -198,5 +206,8 @@ class Batch:
             return False  # the same program is already here: not worth a slot
         self.seen.add(variant.tree_hash)
         identifier = f"g{self.generation}-i{len(self.candidates)}"
-        self.candidates.append(Candidate(identifier, offspring.patch, variant, offspring.parents, offspring.operator))
+        candidate = Candidate(identifier, offspring.patch, variant, offspring.parents, offspring.operator)
+        self.candidates.append(candidate)
+        if self.on_candidate is not None:
+            self.on_candidate(candidate)
         return True

@@ -32,12 +32,15 @@ class ScriptedModel:
     default: Action | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    #: When each request arrived (time.monotonic()).
+    arrivals: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
         with self.lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.arrivals.append(time.monotonic())
             if self.actions:
                 return self.actions.pop(0)
             return self.default or Action(status=500)

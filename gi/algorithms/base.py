@@ -97,15 +97,17 @@ class Search(ABC):
 
     # --- ask ------------------------------------------------------------------------------
 
-    def ask(self) -> list[Candidate]:
+    def ask(self, on_candidate: Callable[[Candidate], None] | None = None) -> list[Candidate]:
         """The next batch to evaluate: the initial population, or one generation's proposals.
+        `on_candidate` is given each candidate as soon as it is bred (to start evaluating it
+        while the rest are bred); the batch does not depend on what it does.
 
         The language model is used at most its share of the generation's mutations plus
         LLM_MARGIN times, however many of its replies make programs already here.
         """
         generation = self.generation + 1
         self.variation.start_generation(self.settings.population)
-        batch = Batch(self.variation, generation, self._seen(), self.settings.max_edits)
+        batch = Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
         if generation == 0:
             batch.offer(Offspring(Patch(), (), "original", None))
             self._fill(batch, self._one_edit)

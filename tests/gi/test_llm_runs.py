@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,9 @@ import pytest
 
 from fitness.objectives import OBJECTIVES, Constraint
 from gi.cli import main
+from gi.config import load_config
 from gi.evolution import LLM_MARGIN, NSGA2, SearchSettings
+from gi.experiment import Progress, run_experiment
 from gi.program import Program
 from gi.results import Evaluation, Status
 from mutators import CROSSOVERS, OPERATORS
@@ -66,7 +70,7 @@ def has_pair_with_sum(values, target):
 SECRET = "sk-test-0123456789-do-not-leak"
 
 
-def write_experiment(tmp_path: Path, base_url: str, *, share: float = 0.5, extra: str = "") -> Path:
+def write_experiment(tmp_path: Path, base_url: str, *, share: float = 0.5, extra: str = "", workers: int = 2) -> Path:
     program = tmp_path / "pairs"
     (program / "tests").mkdir(parents=True, exist_ok=True)
     (program / "pairs.py").write_text(PROGRAM)
@@ -85,6 +89,9 @@ files = ["pairs.py"]
 [tests]
 train = ["tests"]
 timeout = 20
+
+[evaluation]
+workers = {workers}
 
 [objectives]
 minimize = ["failed_tests", "complexity", "size"]
@@ -270,3 +277,29 @@ def test_replies_that_repeat_programs_are_not_asked_for_endlessly(
         ]
         search.tell(batch, evaluations)
     assert search.accounting["llm"]["duplicates"] >= 1
+
+
+@pytest.mark.slow
+def test_candidates_are_evaluated_while_the_model_is_asked_and_the_front_does_not_depend_on_it(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    scripted, server = model
+    scripted.default = Action(reply=LINEAR, delay=1.0)
+    config = load_config(write_experiment(tmp_path, server.base_url, workers=1))
+    finished: list[float] = []  # when each evaluation finished
+
+    def progress(state: Progress, generation_done: bool) -> None:
+        if not generation_done:
+            finished.append(time.monotonic())
+
+    slow = run_experiment(config, on_progress=progress).summary
+    assert scripted.requests
+    # Some evaluation finished while a request was waiting for its (1 s late) reply: the
+    # generation's earlier candidates ran while the model was asked for a later one.
+    assert any(start < end < start + 1.0 for start in scripted.arrivals for end in finished)
+
+    scripted.default = Action(reply=LINEAR)  # the same replies, at once; the cache is emptied
+    shutil.rmtree(config.llm_cache)
+    fast = run_experiment(config, fresh=True).summary
+    assert [(m["id"], m["edits"]) for m in fast["front"]] == [(m["id"], m["edits"]) for m in slow["front"]]
+    assert fast["generations"] == slow["generations"]
