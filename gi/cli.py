@@ -8,6 +8,7 @@ exit code 130; the run resumes from its last checkpoint when run again.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -30,12 +31,23 @@ if TYPE_CHECKING:
     from gi.config import Config
 
 
+def _version() -> str:
+    """The installed distribution's version (gi-improve), or the source tree's when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gi-improve")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gi",
         description="Genetic improvement of Python programs: evolve patches to a program, scored on "
         "tests, complexity, style and size at once, and keep the Pareto front.",
     )
+    parser.add_argument("--version", action="version", version=f"gi {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
@@ -62,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
         "and held-out results of one front member.",
     )
     show.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
-    show.add_argument("patch", nargs="?", help="a front member's id, as in the front table")
+    show.add_argument("patch", nargs="?", help="a front member's id, as in the front table, or original")
+    show.add_argument("--json", action="store_true", help="print the summary, or the member with its diff, as JSON")
 
     llm = commands.add_parser(
         "llm",
@@ -98,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
     compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of tables")
     return parser
 
 
@@ -105,7 +119,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     from gi.config import load_config
     from gi.experiment import Progress as RunProgress
     from gi.experiment import run_experiment
-    from gi.report import front_table
+    from gi.report import front_view
 
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
@@ -148,7 +162,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False)
 
         result = run_experiment(config, fresh=args.fresh, offline=args.offline, on_progress=report)
-    console.print(front_table(result.summary))
+    console.print(front_view(result.summary))
     summary = result.summary
     rate = summary["overfitting_rate"]
     console.print(
@@ -193,6 +207,9 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
 
     result = compare(args.runs)
     written = write_outputs(result, args.output or output_folder(args.runs))
+    if args.json:
+        _print_json(result)
+        return 0
     console.print(arm_table(result))
     if result["pairs"]:
         console.print(pair_table(result))
@@ -258,41 +275,63 @@ def _check_run_folder(config: Config) -> None:
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
-    from gi.report import describe_speedup, find_member, front_table, operator_table, read_diff, read_summary
+    from gi.report import ORIGINAL, describe_speedup, find_member, front_view, operator_table, read_diff, read_summary
 
     summary = read_summary(args.run)
     if args.patch is None:
-        console.print(front_table(summary))
+        if args.json:
+            _print_json(summary)
+            return 0
+        console.print(front_view(summary))
         if summary.get("operators"):
             console.print(operator_table(summary))
         return 0
     member = find_member(summary, args.patch)
     if member is None:
-        ids = ", ".join(m["id"] for m in summary["front"])
-        raise UsageError(f"{args.run}: no front member {args.patch!r}; the front holds {ids or 'no member'}")
-    table = Table(title=f"{member['id']} (generation {member['generation']}, by {member['operator']})")
+        ids = ", ".join(m["id"] for m in summary["front"]) or "no member"
+        raise UsageError(
+            f"{args.run}: no front member {args.patch!r}; the front holds {ids} ({ORIGINAL} is the original program)"
+        )
+    if args.json:
+        _print_json({**member, "diff_text": read_diff(args.run, member)})
+        return 0
+    original = not member["descriptions"] and member["diff"] is None
+    title = "the original program" if original else f"generation {member['generation']}, by {member['operator']}"
+    table = Table(title=f"{member['id']} ({title})")
     table.add_column("objective")
     table.add_column("original", justify="right")
-    table.add_column(member["id"], justify="right")
+    if not original:
+        table.add_column(member["id"], justify="right")
+
+    def row(name: str, before: str, after: str) -> None:
+        table.add_row(name, before, *([] if original else [after]))
+
+    def tests(counts: dict[str, int] | None) -> str:
+        return "-" if counts is None else f"{counts['passed']}/{counts['passed'] + counts['failed']}"
+
+    baseline = summary["baseline"]
     for name, value in member["objectives"].items():
-        table.add_row(name, f"{summary['baseline']['objectives'].get(name, '-')}", f"{value}")
-    training = member["training"]
-    table.add_row("training tests passed", "", f"{training['passed']}/{training['passed'] + training['failed']}")
+        row(name, f"{baseline['objectives'].get(name, '-')}", f"{value}")
+    row("training tests passed", tests(baseline.get("training")), tests(member["training"]))
     if member.get("speedup"):
-        table.add_row("speed-up, rigorous (95% CI)", "", describe_speedup(member["speedup"]))
+        row("speed-up, rigorous (95% CI)", "1", describe_speedup(member["speedup"]))
     if member["holdout"] is not None:
-        held = member["holdout"]
-        table.add_row("held-out tests passed", "", f"{held['passed']}/{held['passed'] + held['failed']}")
-        table.add_row("overfits", "", "yes" if member["overfits"] else "no")
+        row("held-out tests passed", tests(baseline.get("holdout")), tests(member["holdout"]))
+        row("overfits", "no", "yes" if member["overfits"] else "no")
     console.print(table)
     for line in member["descriptions"]:
-        console.print(f"  - {line}")
+        console.print(f"  - {line}", markup=False, highlight=False)
     diff = read_diff(args.run, member)
     if diff is None:
         console.print("(no change: this member is the original program)")
     else:
         console.print(Syntax(diff, "diff", theme="ansi_dark"))
     return 0
+
+
+def _print_json(data: object) -> None:
+    """JSON for scripts: plain text on stdout, no colour or wrapping."""
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
 def _operators(console: Console) -> int:

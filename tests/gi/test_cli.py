@@ -359,3 +359,27 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_it_resumes(tmp_path: Path) -> None:
     assert "gen   4  front" in resumed.stdout
     assert checkpoints(store) == 5
     assert json.loads((store.parent / "summary.json").read_text())["front"]
+
+
+def test_show_original_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", summary_of_one_member())
+    assert main(["show", str(run), "original"]) == 0
+    out = capsys.readouterr().out
+    assert "original (the original program)" in out and "no change" in out
+    assert main(["show", str(run), "g1-i0", "--json"]) == 0
+    member = json.loads(capsys.readouterr().out)
+    assert member["id"] == "g1-i0" and member["diff_text"] == "--- a/chain.py\n+++ b/chain.py\n"
+    assert main(["show", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["front"][0]["id"] == "g1-i0"
+    assert main(["show", str(run), "original", "--json"]) == 0
+    original = json.loads(capsys.readouterr().out)
+    assert original["objectives"] == {"complexity": 4} and original["diff_text"] is None
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gi {version('gi-improve')}"
