@@ -112,7 +112,20 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
     compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of tables")
+    _add_daily_commands(commands)
     return parser
+
+
+def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands around a run: start a config, apply a result, write a report."""
+    init = commands.add_parser(
+        "init",
+        help="write a commented starter config for a project",
+        description="Find the project's Python files and tests and write gi.toml in it, a commented config "
+        "that `gi run gi.toml` runs as it is (tests never editable, run folders beside the project). Asks "
+        "nothing; never overwrites an existing gi.toml.",
+    )
+    init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -329,6 +342,25 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace, console: Console) -> int:
+    from gi.starter import write_starter_config
+
+    path, project = write_starter_config(args.project)
+    _say(console, f"wrote {path}")
+    _say(console, f"  editable files: {', '.join(project.files)}")
+    _say(console, f"  training tests: {', '.join(project.train)}")
+    _say(console, f"  held-out tests: {', '.join(project.holdout) or 'none found'}")
+    if project.workload:
+        _say(console, f"  workload: {project.workload} (runtime is an objective)")
+    _say(console, f"next: read it, then gi run {path}")
+    return 0
+
+
+def _say(console: Console, line: str) -> None:
+    """A line of plain text: no markup, no colouring, paths never broken."""
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_json(data: object) -> None:
     """JSON for scripts: plain text on stdout, no colour or wrapping."""
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -382,6 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _run(args, console)
         if args.command == "show":
             return _show(args, console)
+        if args.command == "init":
+            return _init(args, console)
         if args.command == "compare":
             return _compare(args, console)
         if args.command == "algorithms":
