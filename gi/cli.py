@@ -126,6 +126,16 @@ def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "nothing; never overwrites an existing gi.toml.",
     )
     init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
+    apply = commands.add_parser(
+        "apply",
+        help="apply a front member's patch to the project",
+        description="Write a front member's changes into the project the run was made from (or into --project, "
+        "a copy of it). Refuses, changing nothing, when a file it edits changed since the run; keeps the former "
+        "files in the run folder (applied/ID-TIME/) and prints what it did.",
+    )
+    apply.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
+    apply.add_argument("patch", help="a front member's id, as in the front table")
+    apply.add_argument("--project", type=Path, help="apply to this folder instead of the run's program.root")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -356,6 +366,19 @@ def _init(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _apply(args: argparse.Namespace, console: Console) -> int:
+    from gi.apply_patch import apply_member
+
+    applied = apply_member(args.run, args.patch, args.project)
+    if not applied.changed:
+        _say(console, f"{applied.member} changes nothing: {applied.project} is left as it is")
+        return 0
+    for name in applied.changed:
+        _say(console, f"changed {applied.project / name}")
+    _say(console, f"applied {applied.member} from {args.run}; the former files are in {applied.backups}")
+    return 0
+
+
 def _say(console: Console, line: str) -> None:
     """A line of plain text: no markup, no colouring, paths never broken."""
     console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -416,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args, console)
         if args.command == "init":
             return _init(args, console)
+        if args.command == "apply":
+            return _apply(args, console)
         if args.command == "compare":
             return _compare(args, console)
         if args.command == "algorithms":

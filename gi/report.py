@@ -8,6 +8,7 @@ traceback.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,12 @@ SUMMARY_NAME = "summary.json"
 LOG_NAME = "evaluations.jsonl"
 PATCH_DIR = "patches"
 STORE_NAME = "store.sqlite"  # the run store's file, as gi/experiment.py names it
+
+
+def source_hash(text: str) -> str:
+    """What a run records of each editable file it read, so that `gi apply` can tell the file
+    has not changed since: the SHA-256 of its text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -93,13 +100,18 @@ def write_report(
             record["overfits"] = None
         members.append(record)
     judged = [m for m in members if m["overfits"] is not None]
+    program = front[0]["variant"].program if front else None  # every member's is the run's program
     summary: dict[str, Any] = {
         "experiment": {
             "name": config.experiment.name,
             "seed": config.experiment.seed,
             "config": str(config.source),
         },
-        "program": {"root": str(config.program_root), "files": list(config.program.files)},
+        "program": {
+            "root": str(config.program_root),
+            "files": list(config.program.files),
+            "sources": {name: source_hash(text) for name, text in sorted(program.sources.items())} if program else {},
+        },
         "objectives": [{"name": o.name, "direction": o.direction.value} for o in objectives],
         "constraint": config.objectives.constraint.value,
         "baseline": {

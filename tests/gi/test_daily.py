@@ -1,0 +1,107 @@
+"""The commands around a finished run, on one tiny real run (real pytest, real run store):
+`gi apply` against `git apply` of the same member's diff, its refusals and its backup."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gi.cli import main
+from tests.gi.daily import write_config, write_project
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def chain_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """(the project, the run folder, its summary) of one 6 x 3 run through the command line."""
+    folder = tmp_path_factory.mktemp("daily")
+    project = write_project(folder / "chain")
+    config = write_config(folder, project, folder / "runs", population=6, generations=3)
+    assert main(["run", str(config), "--quiet"]) == 0
+    run = folder / "runs" / "chain-seed1"
+    summary = json.loads((run / "summary.json").read_text())
+    assert any(member["diff"] for member in summary["front"]), "the run found no change to apply"
+    return project, run, summary
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("gi: error: "), lines
+    return lines[0]
+
+
+def test_apply_gives_the_files_git_apply_gives(
+    chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, run, summary = chain_run
+    for member in (m for m in summary["front"] if m["diff"]):
+        by_gi, by_git = tmp_path / member["id"] / "gi", tmp_path / member["id"] / "git"
+        shutil.copytree(project, by_gi, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(project, by_git, ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run(["git", "apply", str(run / member["diff"])], cwd=by_git, check=True)
+        assert main(["apply", str(run), member["id"], "--project", str(by_gi)]) == 0
+        assert files(by_gi) == files(by_git), f"{member['id']}: gi apply and git apply differ"
+        assert files(by_gi) != files(project)
+        out = capsys.readouterr().out
+        assert f"changed {by_gi / 'chain.py'}" in out and f"applied {member['id']}" in out
+        (backup,) = (run / "applied").glob(f"{member['id']}-*")
+        assert (backup / "chain.py").read_bytes() == (project / "chain.py").read_bytes()
+        shutil.rmtree(backup)
+
+
+def test_apply_refuses_a_file_changed_since_the_run(
+    chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, run, summary = chain_run
+    member = next(m for m in summary["front"] if m["diff"])
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    changed = (copy / "chain.py").read_text() + "\n# a note of mine\n"
+    (copy / "chain.py").write_text(changed)
+    assert main(["apply", str(run), member["id"], "--project", str(copy)]) == 2
+    line = error_line(capsys.readouterr().err)
+    assert f"{copy / 'chain.py'}: changed since the run" in line
+    assert (copy / "chain.py").read_text() == changed
+    assert not (run / "applied").exists() or not any((run / "applied").iterdir())
+
+
+def test_apply_to_the_runs_own_project_then_again(
+    chain_run: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --project it writes where the run read; applied once, the file has changed."""
+    project, run, summary = chain_run
+    member = next(m for m in summary["front"] if m["diff"])
+    before = (project / "chain.py").read_bytes()
+    try:
+        assert main(["apply", str(run), member["id"]]) == 0
+        assert (project / "chain.py").read_bytes() != before
+        capsys.readouterr()
+        assert main(["apply", str(run), member["id"]]) == 2
+        assert "changed since the run" in error_line(capsys.readouterr().err)
+        assert main(["apply", str(run), "original"]) == 0
+        assert "changes nothing" in capsys.readouterr().out
+    finally:
+        (project / "chain.py").write_bytes(before)
+        shutil.rmtree(run / "applied", ignore_errors=True)
+
+
+def test_apply_of_an_unknown_member(
+    chain_run: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run, _ = chain_run
+    assert main(["apply", str(run), "g99-i9"]) == 2
+    assert "no front member 'g99-i9'" in error_line(capsys.readouterr().err)
