@@ -136,6 +136,15 @@ def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     apply.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
     apply.add_argument("patch", help="a front member's id, as in the front table")
     apply.add_argument("--project", type=Path, help="apply to this folder instead of the run's program.root")
+    report = commands.add_parser(
+        "report",
+        help="write report.html and report.md for a run or an experiment",
+        description="Write a self-contained report.html (plots inline, opens with no network) and report.md "
+        "(plots in report-images/) into a run folder or an experiment folder: the front, hypervolume per "
+        "generation, per-operator statistics, the generalisation gap where recorded, and every front member's "
+        "diff, objectives, speed-up and held-out verdict. `gi run` writes one at the end of every run.",
+    )
+    report.add_argument("run", type=Path, help="a run folder or an experiment folder")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -379,6 +388,14 @@ def _apply(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace, console: Console) -> int:
+    from gi.document import write_report_files
+
+    written = write_report_files(args.run)
+    _say(console, f"wrote {written.html} and {written.markdown} ({len(written.images)} plots)")
+    return 0
+
+
 def _say(console: Console, line: str) -> None:
     """A line of plain text: no markup, no colouring, paths never broken."""
     console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -441,6 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _init(args, console)
         if args.command == "apply":
             return _apply(args, console)
+        if args.command == "report":
+            return _report(args, console)
         if args.command == "compare":
             return _compare(args, console)
         if args.command == "algorithms":

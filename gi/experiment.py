@@ -28,6 +28,7 @@ from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_valu
 from fitness.tests import NOT_FAILING, TestRun, merge_retry, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
 from gi.config import Config
+from gi.document import write_report_or_warn
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
@@ -461,6 +462,9 @@ class Experiment:
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
+        if (warning := write_report_or_warn(self.folder)) is not None:
+            self.progress.warnings.append(warning)
+            self.on_progress(self.progress, False)
         return RunResult(self.folder, summary)
 
     def _note_llm_stop(self) -> None:

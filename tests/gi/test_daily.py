@@ -105,3 +105,82 @@ def test_apply_of_an_unknown_member(
     _, run, _ = chain_run
     assert main(["apply", str(run), "g99-i9"]) == 2
     assert "no front member 'g99-i9'" in error_line(capsys.readouterr().err)
+
+
+# --- gi report ------------------------------------------------------------------------------------
+
+
+def test_the_run_wrote_its_report(chain_run: tuple[Path, Path, dict[str, Any]]) -> None:
+    _, run, summary = chain_run
+    markdown = (run / "report.md").read_text()
+    for section in ("## Pareto front", "## Hypervolume", "## Operators", "## Generalisation gap", "## Front members"):
+        assert section in markdown
+    assert "Not recorded" in markdown, "this run has no generalisation gap in its summary"
+    for member in (m for m in summary["front"] if m["diff"]):
+        assert f"### {member['id']} " in markdown
+        assert (run / member["diff"]).read_text().rstrip() in markdown
+        for line in member["descriptions"]:
+            assert line in markdown
+        verdict = "overfits" if member["overfits"] else "generalises"
+        assert f"Held-out tests: {verdict}" in markdown
+    for image in ("front.png", "hypervolume.png", "operators.png"):
+        assert f"(report-images/{image})" in markdown
+        assert (run / "report-images" / image).read_bytes().startswith(b"\x89PNG")
+    page = (run / "report.html").read_text()
+    assert page.count('<img src="data:image/png;base64,') == 3
+    assert "http://" not in page and "https://" not in page
+
+
+def test_a_recorded_generalisation_gap_is_plotted(
+    chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run, summary = chain_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report*"))
+    gap = [
+        {"generation": 1, "checked": 4, "overfit": 1, "rate": 0.25},
+        {"generation": 2, "checked": 5, "overfit": 3, "rate": 0.6},
+    ]
+    (copy / "summary.json").write_text(json.dumps({**summary, "generalisation_gap": gap}))
+    assert main(["report", str(copy)]) == 0
+    assert f"wrote {copy / 'report.html'}" in capsys.readouterr().out
+    markdown = (copy / "report.md").read_text()
+    assert "(report-images/generalisation-gap.png)" in markdown and "Not recorded" not in markdown
+    assert "| chain | 2 | 5 | 3 | 60% |" in markdown
+
+
+def test_an_experiment_report_has_the_band_over_seeds(
+    chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run, summary = chain_run
+    experiment = tmp_path / "experiment"
+    for seed in (1, 2, 3):
+        copy = experiment / f"chain-seed{seed}"
+        shutil.copytree(run, copy, ignore=shutil.ignore_patterns("report*", "applied"))
+        (copy / "summary.json").write_text(
+            json.dumps({**summary, "experiment": {**summary["experiment"], "seed": seed}})
+        )
+    assert main(["report", str(experiment)]) == 0
+    markdown = (experiment / "report.md").read_text()
+    assert "3 runs: chain seed 1, chain seed 2, chain seed 3." in markdown
+    assert "the band is the interquartile range over seeds" in markdown
+    assert "### chain seed 2: " in markdown
+
+
+def test_a_report_that_cannot_be_drawn_is_a_warning_not_a_failure(
+    chain_run: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finished run run again rewrites its report; with report-images/ taken by a file, it warns."""
+    _, run, _ = chain_run
+    shutil.rmtree(run / "report-images")
+    (run / "report.html").unlink()
+    (run / "report-images").write_text("not a folder")
+    try:
+        capsys.readouterr()
+        assert main(["run", str(run.parent.parent / "chain.toml"), "--quiet"]) == 0
+        err = capsys.readouterr().err
+        assert "gi: warning: " in err and "the report could not be written" in err
+        assert (run / "summary.json").is_file() and not (run / "report.html").exists()
+    finally:
+        (run / "report-images").unlink()
+        assert main(["report", str(run)]) == 0
