@@ -15,6 +15,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
 #: One colour per arm (or for the front's members), cycling: matplotlib's default cycle.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -26,6 +27,13 @@ def _new_figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height))
+
+
+def _whole_numbers() -> MaxNLocator:
+    """Ticks at whole numbers only, for generations."""
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
 
 
 def _png(figure: Figure) -> bytes:
@@ -123,6 +131,7 @@ def hypervolume(series: Mapping[str, Sequence[Sequence[float]]]) -> bytes:
         ax.plot(generations, median, color=colour, label=f"{label}: median of {len(runs)} runs")
         ax.fill_between(generations, low, high, color=colour, alpha=0.25, label=f"{label}: interquartile range")
     ax.set_xlabel("generation")
+    ax.xaxis.set_major_locator(_whole_numbers())
     ax.set_ylabel("hypervolume")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", frameon=False)
@@ -174,6 +183,7 @@ def generalisation_gap(series: Mapping[str, Sequence[Mapping[str, Any]]]) -> byt
         rates = [float(entry["rate"]) for entry in entries]
         ax.plot(generations, rates, color=COLOURS[index % len(COLOURS)], marker="o", markersize=3, label=label)
     ax.set_xlabel("generation")
+    ax.xaxis.set_major_locator(_whole_numbers())
     ax.set_ylabel("share overfitting")
     ax.set_ylim(-0.05, 1.05)
     ax.grid(alpha=0.3)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -184,3 +185,70 @@ def test_a_report_that_cannot_be_drawn_is_a_warning_not_a_failure(
     finally:
         (run / "report-images").unlink()
         assert main(["report", str(run)]) == 0
+
+
+# --- the report in a real browser -----------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def open_in_chromium(page: Path, screenshot: Path | None = None) -> tuple[list[tuple[bool, int]], list[str]]:
+    """Open a page in headless Chromium: (complete and naturalWidth of every image, every URL the
+    page asked for, from the DevTools network log)."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("Debian's chromium and chromium-driver are not installed (.ci/run installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1200,2400"):  # fmt: skip
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.get(page.as_uri())
+        images = [
+            (bool(done), int(width))
+            for done, width in driver.execute_script(
+                "return Array.from(document.images).map(image => [image.complete, image.naturalWidth])"
+            )
+        ]
+        if screenshot is not None:
+            driver.save_screenshot(str(screenshot))
+        requests = []
+        for entry in driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message["method"] == "Network.requestWillBeSent":
+                requests.append(message["params"]["request"]["url"])
+    finally:
+        driver.quit()
+    return images, requests
+
+
+def test_the_network_check_sees_an_external_image(tmp_path: Path) -> None:
+    """The check below is only worth something if it catches a page that fetches."""
+    page = tmp_path / "fetches.html"
+    page.write_text('<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/probe.png"></body></html>')
+    images, requests = open_in_chromium(page)
+    assert images == [(True, 0)]
+    assert "http://127.0.0.1:9/probe.png" in requests
+
+
+def test_report_html_loads_every_plot_in_chromium_and_fetches_nothing(
+    chain_run: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    _, run, _ = chain_run
+    screenshot = run / "report-screenshot.png"
+    images, requests = open_in_chromium(run / "report.html", screenshot)
+    assert len(images) == 3, images
+    assert all(done and width > 0 for done, width in images), f"a plot did not load: {images}"
+    external = [url for url in requests if not url.startswith("data:") and url != (run / "report.html").as_uri()]
+    assert external == [], f"the report fetched {external}"
+    assert screenshot.read_bytes().startswith(b"\x89PNG")
+    artifacts = os.environ.get("GI_ARTIFACTS")
+    if artifacts:  # CI keeps the screenshot with its other artifacts
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(screenshot, Path(artifacts) / "report-screenshot.png")
