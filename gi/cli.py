@@ -14,6 +14,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from gi.errors import GIError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from gi.config import Config
+    from gi.experiment import Progress as RunProgress
 
 
 def _version() -> str:
@@ -149,7 +151,6 @@ def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     from gi.config import load_config
-    from gi.experiment import Progress as RunProgress
     from gi.experiment import run_experiment
     from gi.report import front_view
 
@@ -170,8 +171,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
         console=console,
         disable=args.quiet,
         transient=False,
@@ -180,13 +181,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         shown_warnings: list[str] = []
         errors = Console(stderr=True)
 
+        pace = Pace(total)
+
         def report(state: RunProgress, generation_done: bool) -> None:
             best = "  ".join(f"{name}={value:.4g}" for name, value in state.best.items())
-            status = f"evals {state.evaluations}  cache hits {state.cache_hits}  HV {state.hypervolume:.4g}  {best}"
             done = (state.generation + 1) * search.population if generation_done else None
-            progress.update(task, generation=state.generation, status=status,
-                            completed=done if done is not None else
-                            state.generation * search.population + state.done_in_generation)  # fmt: skip
+            completed = done if done is not None else state.generation * search.population + state.done_in_generation
+            status = f"{pace.status(state, completed, time.monotonic())}  HV {state.hypervolume:.4g}  {best}"
+            progress.update(task, generation=state.generation, status=status, completed=completed)
             if generation_done and not args.quiet:
                 progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
             while len(shown_warnings) < len(state.warnings):
@@ -204,6 +206,38 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     )
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
     return 0
+
+
+class Pace:
+    """How fast this session of a run spends its budget (population x (generations + 1)
+    programs), for the progress line: evaluations, shares of cache hits and time-outs, and the
+    time left at this session's pace."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.start: tuple[float, int, int] | None = None  # (time, budget spent, evaluations) at the first report
+
+    def status(self, state: RunProgress, completed: int, now: float) -> str:
+        if self.start is None:
+            self.start = (now, completed, state.evaluations)
+        started, completed_before, evaluations_before = self.start
+        evaluated = state.evaluations - evaluations_before
+        programs = state.evaluations + state.cache_hits
+        hits = f"{state.cache_hits / programs:.0%}" if programs else "-"
+        timeouts = f"{state.timed_out / evaluated:.0%}" if evaluated else "-"
+        spent, elapsed = completed - completed_before, now - started
+        eta = _duration((self.total - completed) * elapsed / spent) if spent > 0 and elapsed > 0 else "-"
+        return f"evals {state.evaluations}  cache hits {hits}  timeouts {timeouts}  ETA {eta}"
+
+
+def _duration(seconds: float) -> str:
+    """'42s', '3m05s', '1h02m'."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int:

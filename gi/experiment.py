@@ -58,6 +58,8 @@ class Progress:
     generations: int = 0
     evaluations: int = 0
     cache_hits: int = 0
+    #: Evaluations of this session a time limit decided (the whole run's, or one test's).
+    timed_out: int = 0
     done_in_generation: int = 0
     batch_size: int = 0
     best: dict[str, float] = field(default_factory=dict)
@@ -366,6 +368,7 @@ class Experiment:
 
         def done(evaluation: Evaluation) -> None:
             self.progress.evaluations += 1
+            self.progress.timed_out += evaluation.status is Status.TIMED_OUT or "timed_out" in evaluation.tests.values()
             self.progress.done_in_generation += 1
             self.on_progress(self.progress, False)
 

@@ -383,3 +383,21 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert stop.value.code == 0
     assert capsys.readouterr().out.strip() == f"gi {version('gi-improve')}"
+
+
+def test_the_progress_line_gives_shares_and_the_time_left_at_this_sessions_pace() -> None:
+    from gi.cli import Pace
+    from gi.experiment import Progress
+
+    pace = Pace(total=100)
+    # A resumed run: 40 of 100 programs were done before this session, 30 evaluated, 10 from the cache.
+    assert pace.status(Progress(evaluations=30, cache_hits=10), 40, now=1000.0) == (
+        "evals 30  cache hits 25%  timeouts -  ETA -"
+    )
+    # 20 more in 10 s, 4 of the 16 evaluations stopped by a time limit: 40 left take 20 s.
+    assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 60, now=1010.0) == (
+        "evals 46  cache hits 23%  timeouts 25%  ETA 20s"
+    )
+    assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 61, now=1610.0) == (
+        "evals 46  cache hits 23%  timeouts 25%  ETA 18m53s"  # 39 left at 21 per 610 s
+    )
