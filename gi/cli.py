@@ -205,6 +205,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
     )
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
+    if (result.folder / "report.html").is_file():
+        console.print(f"report: {result.folder / 'report.html'}")
     return 0
 
 
@@ -264,6 +266,12 @@ def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int
     console.print(arm_table(result))
     if result["pairs"]:
         console.print(pair_table(result))
+    from gi.document import HTML_NAME, write_report_or_warn
+
+    if (warning := write_report_or_warn(config.experiment_folder)) is not None:
+        Console(stderr=True).print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        written.append(config.experiment_folder / HTML_NAME)
     console.print(f"experiment folder: {config.experiment_folder}  ({', '.join(p.name for p in written)})")
     return 0
 

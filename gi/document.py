@@ -185,7 +185,10 @@ def _gap_section(doc: _Document, series: Mapping[str, Sequence[Mapping[str, Any]
     doc.heading("Generalisation gap")
     recorded = {label: entries for label, entries in series.items() if entries}
     if not recorded:
-        doc.paragraph("Not recorded: this run checked no member against held-out tests during the search.", note=True)
+        doc.paragraph(
+            "Not recorded: the summary holds no held-out checks made during the search (generalisation_gap).",
+            note=True,
+        )
         return
     doc.image("generalisation-gap.png", plots.generalisation_gap(recorded), "the generalisation gap per generation")
     rows = [
