@@ -61,7 +61,8 @@ def quote(program: Program, location: Location, *, length: int = QUOTE_LENGTH) -
 
 def _quoted(code: str, length: int = QUOTE_LENGTH) -> str:
     """Source on one line, inline comments left out, cut to `length`, in quotes it does not hold."""
-    lines = [line.split("  #")[0].strip() for line in code.strip().splitlines() if line.split("  #")[0].strip()]
+    stripped = (line.split("  #")[0].strip() for line in code.strip().splitlines())
+    lines = [line for line in stripped if line and not line.startswith("#")]
     text = " ".join(lines[:2]) if lines else ""
     cut = len(lines) > 2 or len(text) > length
     if len(text) > length:

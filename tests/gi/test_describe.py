@@ -38,6 +38,7 @@ def check(score, limit=100):
         raise ValueError(f"score out of range: {score}")
     total = -score
     while total < 10:
+        # a comment line is no code
         total += 3
     return total * 2
 
@@ -60,30 +61,32 @@ def at(program: Program, kind: SiteKind, line: int, index: int = 0) -> Location:
 def test_statement_edits_name_the_line_and_quote_the_source(program: Program) -> None:
     check = at(program, SiteKind.STATEMENT, 3)
     total = at(program, SiteKind.STATEMENT, 5)
-    ret = at(program, SiteKind.STATEMENT, 8)
-    done = at(program, SiteKind.STATEMENT, 12)
+    ret = at(program, SiteKind.STATEMENT, 9)
+    done = at(program, SiteKind.STATEMENT, 13)
     assert describe(DeleteStatement(check), program) == (
         'grading.py:3 delete "if score < 0 or score > limit: raise ..."'
     )
     assert describe(InsertStatement(ret, total), program) == (
-        'grading.py:8 insert a copy of "total = -score" (line 5) before "return total * 2"'
+        'grading.py:9 insert a copy of "total = -score" (line 5) before "return total * 2"'
     )
     assert describe(ReplaceStatement(total, done), program) == (
-        'grading.py:5 replace "total = -score" with a copy of \'return "done"\' (line 12)'
+        'grading.py:5 replace "total = -score" with a copy of \'return "done"\' (line 13)'
     )
     assert describe(SwapStatements(total, ret), program) == (
-        'grading.py:5 swap "total = -score" with "return total * 2" (line 8)'
+        'grading.py:5 swap "total = -score" with "return total * 2" (line 9)'
     )
     assert describe(MoveStatement(ret, total), program) == (
-        'grading.py:8 move "return total * 2" before "total = -score" (line 5)'
+        'grading.py:9 move "return total * 2" before "total = -score" (line 5)'
     )
-    assert describe(InsertControl(ret, "break"), program) == 'grading.py:8 insert break before "return total * 2"'
+    assert describe(InsertControl(ret, "break"), program) == 'grading.py:9 insert break before "return total * 2"'
+    loop = at(program, SiteKind.STATEMENT, 6)
+    assert describe(DeleteStatement(loop), program) == 'grading.py:6 delete "while total < 10: total += 3"'
 
 
 def test_expression_edits_quote_their_line_without_its_comment(program: Program) -> None:
     boolean = at(program, SiteKind.BOOLEAN_OPERATOR, 3)
     comparison = at(program, SiteKind.COMPARISON, 3, 1)
-    augmented = at(program, SiteKind.AUGMENTED_ASSIGNMENT, 7)
+    augmented = at(program, SiteKind.AUGMENTED_ASSIGNMENT, 8)
     unary = at(program, SiteKind.UNARY_OPERATOR, 5)
     number = at(program, SiteKind.NUMBER, 6)
     assert describe(ReplaceOperator(boolean, "And"), program) == (
@@ -93,16 +96,16 @@ def test_expression_edits_quote_their_line_without_its_comment(program: Program)
         'grading.py:3 > becomes >= in "if score < 0 or score > limit:"'
     )
     assert describe(ReplaceOperator(augmented, "MultiplyAssign"), program) == (
-        'grading.py:7 += becomes *= in "total += 3"'
+        'grading.py:8 += becomes *= in "total += 3"'
     )
     assert describe(RemoveUnary(unary), program) == 'grading.py:5 "-score" becomes "score" in "total = -score"'
     assert describe(ReplaceNumber(number, "11"), program) == 'grading.py:6 10 becomes 11 in "while total < 10:"'
 
 
 def test_a_rewritten_function_is_named(program: Program) -> None:
-    helper = at(program, SiteKind.FUNCTION, 11)
+    helper = at(program, SiteKind.FUNCTION, 12)
     edit = ReplaceFunction(helper, 'def helper():\n    return "quick"\n', model="gemma")
-    assert describe(edit, program) == "grading.py:11 rewrite function helper() by gemma"
+    assert describe(edit, program) == "grading.py:12 rewrite function helper() by gemma"
 
 
 @pytest.fixture
@@ -226,7 +229,7 @@ def test_the_front_at_80_columns_shows_every_description_whole_and_the_original_
             describe(DeleteStatement(at(program, SiteKind.STATEMENT, 3)), program),
             describe(ReplaceOperator(at(program, SiteKind.BOOLEAN_OPERATOR, 3), "And"), program),
         ],
-        [describe(InsertStatement(at(program, SiteKind.STATEMENT, 8), at(program, SiteKind.STATEMENT, 5)), program)],
+        [describe(InsertStatement(at(program, SiteKind.STATEMENT, 9), at(program, SiteKind.STATEMENT, 5)), program)],
     ]
     text = render(front_view(summary_with(descriptions)))
     assert max(len(line) for line in text.splitlines()) <= 80
