@@ -401,3 +401,17 @@ def test_the_progress_line_gives_shares_and_the_time_left_at_this_sessions_pace(
     assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 61, now=1610.0) == (
         "evals 46  cache hits 23%  timeouts 25%  ETA 18m53s"  # 39 left at 21 per 610 s
     )
+
+
+def test_the_commands_around_a_run_on_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", summary_of_one_member())
+    cases = [
+        (["report", str(tmp_path / "nowhere")], "no such run or experiment folder"),
+        (["apply", str(run), "g1-i0"], "no record of the files the run read (program.sources)"),
+        (["apply", str(tmp_path / "nowhere"), "g1-i0"], "no such run folder"),
+        (["init", str(tmp_path / "nowhere")], "no such project folder"),
+    ]
+    for argv, problem in cases:
+        assert main(argv) == 2, argv
+        (line,) = error_lines(capsys.readouterr().err)
+        assert problem in line, (argv, line)
