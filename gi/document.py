@@ -309,6 +309,9 @@ def write_report_files(folder: Path) -> ReportFiles:
     doc = _run_document(folder) if (folder / SUMMARY_NAME).is_file() else _experiment_document(folder)
     images = folder / IMAGE_DIR
     images.mkdir(exist_ok=True)
+    for old in images.glob("*.png"):  # a plot an earlier report drew and this one has not
+        if old.name not in doc.images:
+            old.unlink()
     written = []
     for name, png in doc.images.items():
         _write(images / name, png)
