@@ -1,9 +1,10 @@
 """`gi init`: a commented starter config for a project, written without asking anything.
 
 It looks at the project folder the way pytest and gi do: test files (`test_*.py`,
-`*_test.py`) and the folders holding them are the tests, a folder named `holdout` (or
-`heldout`, `held_out`) holds held-out tests, every other Python file but conftest.py,
-setup.py and a workload is editable. The config it writes is one `gi run` accepts unchanged:
+`*_test.py`) are the tests, by the folder named like a test folder (`tests`, `test`, `testing`)
+that holds them or else by their own path; a folder named `holdout` (or `heldout`, `held_out`)
+holds held-out tests; every other Python file but conftest.py, setup.py and a workload is
+editable. The config it writes is one `gi run` accepts unchanged:
 tests are never editable, and the run folder lies beside the project, outside what a run
 copies.
 """
@@ -21,6 +22,7 @@ from gi.program import IGNORED_DIRS
 
 CONFIG_NAME = "gi.toml"
 HOLDOUT_NAMES = frozenset({"holdout", "heldout", "held_out"})
+TEST_FOLDERS = frozenset({"tests", "test", "testing"}) | HOLDOUT_NAMES
 #: Python files that are part of a project's tooling, not of its program.
 NOT_EDITABLE = frozenset({"conftest.py", "setup.py", "noxfile.py", "fabfile.py"})
 
@@ -38,6 +40,15 @@ class Project:
 
 def _is_test(name: str) -> bool:
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _test_path(test_file: Path) -> str:
+    """The pytest path a test file is run by: its outermost folder named like a test folder
+    (tests, test, testing, holdout, ...), else the file itself (a test beside the code)."""
+    for index, part in enumerate(test_file.parts[:-1]):
+        if part in TEST_FOLDERS:
+            return Path(*test_file.parts[: index + 1]).as_posix()
+    return test_file.as_posix()
 
 
 def _python_files(root: Path) -> list[Path]:
@@ -80,9 +91,7 @@ def survey(root: Path) -> Project:
     if not root.is_dir():
         raise ProgramError(f"{root}: no such project folder")
     files = _python_files(root)
-    tests = [path for path in files if _is_test(path.name)]
-    # A test folder is the first folder of a test file's path; a test file at the top is its own path.
-    test_paths = sorted({path.parts[0] if len(path.parts) > 1 else path.as_posix() for path in tests})
+    test_paths = sorted({_test_path(path) for path in files if _is_test(path.name)})
     holdout = tuple(path for path in test_paths if path in HOLDOUT_NAMES)
     train = tuple(path for path in test_paths if path not in HOLDOUT_NAMES)
     if not train:
@@ -91,12 +100,11 @@ def survey(root: Path) -> Project:
             " gi needs tests to tell a working variant from a broken one"
         )
     workload = _workload(root)
-    protected = {*test_paths}
+    protected = [Path(test) for test in test_paths]
     editable = tuple(
         path.as_posix()
         for path in files
-        if path.parts[0] not in protected
-        and path.as_posix() not in protected
+        if not any(path == test or test in path.parents for test in protected)
         and path.name not in NOT_EDITABLE
         and not (workload and path.as_posix() == "workload.py")
     )

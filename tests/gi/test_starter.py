@@ -64,6 +64,19 @@ def test_init_without_tests_says_so(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not (tmp_path / "lonely" / "gi.toml").exists()
 
 
+def test_tests_inside_a_package_and_beside_the_code(tmp_path: Path) -> None:
+    project = tmp_path / "deep"
+    (project / "src" / "pkg" / "tests").mkdir(parents=True)
+    (project / "src" / "pkg" / "core.py").write_text("def one():\n    return 1\n")
+    (project / "src" / "pkg" / "tests" / "helpers.py").write_text("ONE = 1\n")
+    (project / "src" / "pkg" / "tests" / "test_core.py").write_text("def test_one():\n    assert True\n")
+    (project / "src" / "pkg" / "util_test.py").write_text("def test_util():\n    assert True\n")
+    assert main(["init", str(project)]) == 0
+    config = load_config(project / "gi.toml")
+    assert config.program.files == ["src/pkg/core.py"]
+    assert config.tests.train == ["src/pkg/tests", "src/pkg/util_test.py"]
+
+
 def test_top_level_test_files_and_nested_packages(tmp_path: Path) -> None:
     project = tmp_path / "pkg"
     (project / "src" / "pkg").mkdir(parents=True)
