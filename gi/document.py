@@ -297,6 +297,7 @@ def _experiment_document(folder: Path) -> _Document:
     _front_section(doc, groups, first)
     _hypervolume_section(doc, hypervolumes, several=any(len(v) > 1 for v in hypervolumes.values()))
     _operator_section(doc, operators, None)
+    doc.paragraph("The operators' counts are summed over the runs.", note=True)
     _gap_section(doc, gaps)
     doc.heading("Front members")
     for run in runs:
