@@ -8,11 +8,13 @@ exit code 130; the run resumes from its last checkpoint when run again.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +30,17 @@ from gi.errors import GIError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from gi.config import Config
+    from gi.experiment import Progress as RunProgress
+
+
+def _version() -> str:
+    """The installed distribution's version (gi-improve), or the source tree's when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gi-improve")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Genetic improvement of Python programs: evolve patches to a program, scored on "
         "tests, complexity, style and size at once, and keep the Pareto front.",
     )
+    parser.add_argument("--version", action="version", version=f"gi {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
@@ -78,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
         "and held-out results of one front member.",
     )
     show.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
-    show.add_argument("patch", nargs="?", help="a front member's id, as in the front table")
+    show.add_argument("patch", nargs="?", help="a front member's id, as in the front table, or original")
+    show.add_argument("--json", action="store_true", help="print the summary, or the member with its diff, as JSON")
 
     llm = commands.add_parser(
         "llm",
@@ -114,14 +129,46 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
     compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of tables")
+    _add_daily_commands(commands)
     return parser
+
+
+def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands around a run: start a config, apply a result, write a report."""
+    init = commands.add_parser(
+        "init",
+        help="write a commented starter config for a project",
+        description="Find the project's Python files and tests and write gi.toml in it, a commented config "
+        "that `gi run gi.toml` runs as it is (tests never editable, run folders beside the project). Asks "
+        "nothing; never overwrites an existing gi.toml.",
+    )
+    init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
+    apply = commands.add_parser(
+        "apply",
+        help="apply a front member's patch to the project",
+        description="Write a front member's changes into the project the run was made from (or into --project, "
+        "a copy of it). Refuses, changing nothing, when a file it edits changed since the run; keeps the former "
+        "files in the run folder (applied/ID-TIME/) and prints what it did.",
+    )
+    apply.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
+    apply.add_argument("patch", help="a front member's id, as in the front table")
+    apply.add_argument("--project", type=Path, help="apply to this folder instead of the run's program.root")
+    report = commands.add_parser(
+        "report",
+        help="write report.html and report.md for a run or an experiment",
+        description="Write a self-contained report.html (plots inline, opens with no network) and report.md "
+        "(plots in report-images/) into a run folder or an experiment folder: the front, hypervolume per "
+        "generation, per-operator statistics, the generalisation gap where recorded, and every front member's "
+        "diff, objectives, speed-up and held-out verdict. `gi run` writes one at the end of every run.",
+    )
+    report.add_argument("run", type=Path, help="a run folder or an experiment folder")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     from gi.config import load_config
-    from gi.experiment import Progress as RunProgress
     from gi.experiment import run_experiment
-    from gi.report import front_table
+    from gi.report import front_view
 
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
@@ -144,8 +191,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
         console=console,
         disable=args.quiet,
         transient=False,
@@ -154,13 +201,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         shown_warnings: list[str] = []
         errors = Console(stderr=True)
 
+        pace = Pace(total)
+
         def report(state: RunProgress, generation_done: bool) -> None:
             best = "  ".join(f"{name}={value:.4g}" for name, value in state.best.items())
-            status = f"evals {state.evaluations}  cache hits {state.cache_hits}  HV {state.hypervolume:.4g}  {best}"
             done = (state.generation + 1) * search.population if generation_done else None
-            progress.update(task, generation=state.generation, status=status,
-                            completed=done if done is not None else
-                            state.generation * search.population + state.done_in_generation)  # fmt: skip
+            completed = done if done is not None else state.generation * search.population + state.done_in_generation
+            status = f"{pace.status(state, completed, time.monotonic())}  HV {state.hypervolume:.4g}  {best}"
+            progress.update(task, generation=state.generation, status=status, completed=completed)
             if generation_done and not args.quiet:
                 progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
             while len(shown_warnings) < len(state.warnings):
@@ -175,7 +223,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             replay_of=replay_of,
             replay_into=getattr(args, "into", None),
         )
-    console.print(front_table(result.summary))
+    console.print(front_view(result.summary))
     summary = result.summary
     rate = summary["overfitting_rate"]
     console.print(
@@ -184,6 +232,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
     )
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
+    if (result.folder / "report.html").is_file():
+        console.print(f"report: {result.folder / 'report.html'}")
     if replay_of is not None:
         return _say_replay(replay_of, summary, console)
     return 0
@@ -219,6 +269,38 @@ def _say_replay(recorded: Path, summary: dict[str, Any], console: Console) -> in
     return 1
 
 
+class Pace:
+    """How fast this session of a run spends its budget (population x (generations + 1)
+    programs), for the progress line: evaluations, shares of cache hits and time-outs, and the
+    time left at this session's pace."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.start: tuple[float, int, int] | None = None  # (time, budget spent, evaluations) at the first report
+
+    def status(self, state: RunProgress, completed: int, now: float) -> str:
+        if self.start is None:
+            self.start = (now, completed, state.evaluations)
+        started, completed_before, evaluations_before = self.start
+        evaluated = state.evaluations - evaluations_before
+        programs = state.evaluations + state.cache_hits
+        hits = f"{state.cache_hits / programs:.0%}" if programs else "-"
+        timeouts = f"{state.timed_out / evaluated:.0%}" if evaluated else "-"
+        spent, elapsed = completed - completed_before, now - started
+        eta = _duration((self.total - completed) * elapsed / spent) if spent > 0 and elapsed > 0 else "-"
+        return f"evals {state.evaluations}  cache hits {hits}  timeouts {timeouts}  ETA {eta}"
+
+
+def _duration(seconds: float) -> str:
+    """'42s', '3m05s', '1h02m'."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int:
     """Every arm with every seed; a line per generation of each run, then the comparison."""
     from gi.arms import parallel_runs, run_arms
@@ -243,6 +325,12 @@ def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int
     console.print(arm_table(result))
     if result["pairs"]:
         console.print(pair_table(result))
+    from gi.document import HTML_NAME, write_report_or_warn
+
+    if (warning := write_report_or_warn(config.experiment_folder)) is not None:
+        Console(stderr=True).print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        written.append(config.experiment_folder / HTML_NAME)
     console.print(f"experiment folder: {config.experiment_folder}  ({', '.join(p.name for p in written)})")
     return 0
 
@@ -252,6 +340,9 @@ def _compare(args: argparse.Namespace, console: Console) -> int:
 
     result = compare(args.runs)
     written = write_outputs(result, args.output or output_folder(args.runs))
+    if args.json:
+        _print_json(result)
+        return 0
     console.print(arm_table(result))
     if result["pairs"]:
         console.print(pair_table(result))
@@ -317,41 +408,103 @@ def _check_run_folder(config: Config) -> None:
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
-    from gi.report import describe_speedup, find_member, front_table, operator_table, read_diff, read_summary
+    from gi.report import ORIGINAL, describe_speedup, find_member, front_view, operator_table, read_diff, read_summary
 
     summary = read_summary(args.run)
     if args.patch is None:
-        console.print(front_table(summary))
+        if args.json:
+            _print_json(summary)
+            return 0
+        console.print(front_view(summary))
         if summary.get("operators"):
             console.print(operator_table(summary))
         return 0
     member = find_member(summary, args.patch)
     if member is None:
-        ids = ", ".join(m["id"] for m in summary["front"])
-        raise UsageError(f"{args.run}: no front member {args.patch!r}; the front holds {ids or 'no member'}")
-    table = Table(title=f"{member['id']} (generation {member['generation']}, by {member['operator']})")
+        ids = ", ".join(m["id"] for m in summary["front"]) or "no member"
+        raise UsageError(
+            f"{args.run}: no front member {args.patch!r}; the front holds {ids} ({ORIGINAL} is the original program)"
+        )
+    if args.json:
+        _print_json({**member, "diff_text": read_diff(args.run, member)})
+        return 0
+    original = not member["descriptions"] and member["diff"] is None
+    title = "the original program" if original else f"generation {member['generation']}, by {member['operator']}"
+    table = Table(title=f"{member['id']} ({title})")
     table.add_column("objective")
     table.add_column("original", justify="right")
-    table.add_column(member["id"], justify="right")
+    if not original:
+        table.add_column(member["id"], justify="right")
+
+    def row(name: str, before: str, after: str) -> None:
+        table.add_row(name, before, *([] if original else [after]))
+
+    def tests(counts: dict[str, int] | None) -> str:
+        return "-" if counts is None else f"{counts['passed']}/{counts['passed'] + counts['failed']}"
+
+    baseline = summary["baseline"]
     for name, value in member["objectives"].items():
-        table.add_row(name, f"{summary['baseline']['objectives'].get(name, '-')}", f"{value}")
-    training = member["training"]
-    table.add_row("training tests passed", "", f"{training['passed']}/{training['passed'] + training['failed']}")
+        row(name, f"{baseline['objectives'].get(name, '-')}", f"{value}")
+    row("training tests passed", tests(baseline.get("training")), tests(member["training"]))
     if member.get("speedup"):
-        table.add_row("speed-up, rigorous (95% CI)", "", describe_speedup(member["speedup"]))
+        row("speed-up, rigorous (95% CI)", "1", describe_speedup(member["speedup"]))
     if member["holdout"] is not None:
-        held = member["holdout"]
-        table.add_row("held-out tests passed", "", f"{held['passed']}/{held['passed'] + held['failed']}")
-        table.add_row("overfits", "", "yes" if member["overfits"] else "no")
+        row("held-out tests passed", tests(baseline.get("holdout")), tests(member["holdout"]))
+        row("overfits", "no", "yes" if member["overfits"] else "no")
     console.print(table)
     for line in member["descriptions"]:
-        console.print(f"  - {line}")
+        console.print(f"  - {line}", markup=False, highlight=False)
     diff = read_diff(args.run, member)
     if diff is None:
         console.print("(no change: this member is the original program)")
     else:
         console.print(Syntax(diff, "diff", theme="ansi_dark"))
     return 0
+
+
+def _init(args: argparse.Namespace, console: Console) -> int:
+    from gi.starter import write_starter_config
+
+    path, project = write_starter_config(args.project)
+    _say(console, f"wrote {path}")
+    _say(console, f"  editable files: {', '.join(project.files)}")
+    _say(console, f"  training tests: {', '.join(project.train)}")
+    _say(console, f"  held-out tests: {', '.join(project.holdout) or 'none found'}")
+    if project.workload:
+        _say(console, f"  workload: {project.workload} (runtime is an objective)")
+    _say(console, f"next: read it, then gi run {path}")
+    return 0
+
+
+def _apply(args: argparse.Namespace, console: Console) -> int:
+    from gi.apply_patch import apply_member
+
+    applied = apply_member(args.run, args.patch, args.project)
+    if not applied.changed:
+        _say(console, f"{applied.member} changes nothing: {applied.project} is left as it is")
+        return 0
+    for name in applied.changed:
+        _say(console, f"changed {applied.project / name}")
+    _say(console, f"applied {applied.member} from {args.run}; the former files are in {applied.backups}")
+    return 0
+
+
+def _report(args: argparse.Namespace, console: Console) -> int:
+    from gi.document import write_report_files
+
+    written = write_report_files(args.run)
+    _say(console, f"wrote {written.html} and {written.markdown} ({len(written.images)} plots)")
+    return 0
+
+
+def _say(console: Console, line: str) -> None:
+    """A line of plain text: no markup, no colouring, paths never broken."""
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_json(data: object) -> None:
+    """JSON for scripts: plain text on stdout, no colour or wrapping."""
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
 def _operators(console: Console) -> int:
@@ -402,6 +555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _run(args, console)
         if args.command == "show":
             return _show(args, console)
+        if args.command == "init":
+            return _init(args, console)
+        if args.command == "apply":
+            return _apply(args, console)
+        if args.command == "report":
+            return _report(args, console)
         if args.command == "compare":
             return _compare(args, console)
         if args.command == "algorithms":

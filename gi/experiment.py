@@ -30,6 +30,7 @@ from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_valu
 from fitness.tests import NOT_FAILING, TestRun, merge_retry, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
 from gi.config import Config
+from gi.document import write_report_or_warn
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
@@ -63,6 +64,8 @@ class Progress:
     generations: int = 0
     evaluations: int = 0
     cache_hits: int = 0
+    #: Evaluations of this session a time limit decided (the whole run's, or one test's).
+    timed_out: int = 0
     done_in_generation: int = 0
     batch_size: int = 0
     best: dict[str, float] = field(default_factory=dict)
@@ -386,6 +389,7 @@ class Experiment:
 
         def done(evaluation: Evaluation) -> None:
             self.progress.evaluations += 1
+            self.progress.timed_out += evaluation.status is Status.TIMED_OUT or "timed_out" in evaluation.tests.values()
             self.progress.done_in_generation += 1
             self.on_progress(self.progress, False)
 
@@ -536,6 +540,9 @@ class Experiment:
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
+        if (warning := write_report_or_warn(self.folder)) is not None:
+            self.progress.warnings.append(warning)
+            self.on_progress(self.progress, False)
         return RunResult(self.folder, summary)
 
     def _note_llm_stop(self) -> None:

@@ -8,6 +8,7 @@ traceback.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,10 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from fitness.objectives import Objective
 from fitness.tests import test_counts
+from gi.describe import describe_patch
 from gi.errors import StoreError
 from gi.results import Evaluation
 
@@ -29,6 +33,12 @@ SUMMARY_NAME = "summary.json"
 LOG_NAME = "evaluations.jsonl"
 PATCH_DIR = "patches"
 STORE_NAME = "store.sqlite"  # the run store's file, as gi/experiment.py names it
+
+
+def source_hash(text: str) -> str:
+    """What a run records of each editable file it read, so that `gi apply` can tell the file
+    has not changed since: the SHA-256 of its text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -74,7 +84,7 @@ def write_report(
             "operator": member.operator,
             "parents": list(member.parents),
             "edits": variant.patch.to_json(),
-            "descriptions": [edit.describe() for edit in variant.patch.edits],
+            "descriptions": describe_patch(variant.patch, variant.program),
             "objectives": entry["objectives"],
             "feasible": member.fitness.feasible,
             "diff": diff_name,
@@ -90,13 +100,18 @@ def write_report(
             record["overfits"] = None
         members.append(record)
     judged = [m for m in members if m["overfits"] is not None]
+    program = front[0]["variant"].program if front else None  # every member's is the run's program
     summary: dict[str, Any] = {
         "experiment": {
             "name": config.experiment.name,
             "seed": config.experiment.seed,
             "config": str(config.source),
         },
-        "program": {"root": str(config.program_root), "files": list(config.program.files)},
+        "program": {
+            "root": str(config.program_root),
+            "files": list(config.program.files),
+            "sources": {name: source_hash(text) for name, text in sorted(program.sources.items())} if program else {},
+        },
         "objectives": [{"name": o.name, "direction": o.direction.value} for o in objectives],
         "constraint": config.objectives.constraint.value,
         "baseline": {
@@ -129,41 +144,70 @@ def _number(value: float | None) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
 
 
+def _header(name: str) -> str:
+    """A column title that wraps between words at 80 columns: `failed_tests` as `failed tests`."""
+    return name.replace("_", " ")
+
+
+def _tests(counts: Mapping[str, Any] | None) -> str:
+    return f"{counts['passed']}/{counts['passed'] + counts['failed']}" if counts else "-"
+
+
+def changed_members(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The front members that change the program: the empty patch is the original, shown once."""
+    return [member for member in summary["front"] if member["diff"] is not None or member["descriptions"]]
+
+
 def front_table(summary: Mapping[str, Any]) -> Table:
-    """The front as a table: one row per member, the original first for comparison."""
+    """The front as a table: one row per member that changes the program, the original first
+    for comparison; `front_edits` spells out each member's edits and speed-up below it."""
     names = [objective["name"] for objective in summary["objectives"]]
     table = Table(title=f"Pareto front of {summary['experiment']['name']} (seed {summary['experiment']['seed']})")
-    table.add_column("id")
+    table.add_column("id", no_wrap=True)
     for name in names:
-        table.add_column(name, justify="right")
-    timed = any(member.get("speedup") for member in summary["front"])
-    if timed:
-        table.add_column("speed-up (95% CI)", justify="right")
+        table.add_column(_header(name), justify="right", overflow="fold")
     table.add_column("held-out", justify="right")
-    table.add_column("overfits")
-    table.add_column("edits")
+    table.add_column("edits", justify="right")
     baseline = summary["baseline"]
-    holdout = baseline.get("holdout")
     table.add_row(
         "original",
         *(_number(baseline["objectives"].get(name)) for name in names),
-        *(["1"] if timed else []),
-        f"{holdout['passed']}/{holdout['passed'] + holdout['failed']}" if holdout else "-",
-        "",
-        "",
+        _tests(baseline.get("holdout")),
+        "0",
         style="dim",
     )
-    for member in summary["front"]:
-        held = member.get("holdout")
+    members = changed_members(summary)
+    for member in members:
+        held = _tests(member.get("holdout")) + (" overfits" if member["overfits"] else "")
         table.add_row(
             member["id"],
             *(_number(member["objectives"].get(name)) for name in names),
-            *([describe_speedup(member.get("speedup"), short=True)] if timed else []),
-            f"{held['passed']}/{held['passed'] + held['failed']}" if held else "-",
-            {True: "yes", False: "no", None: "-"}[member["overfits"]],
-            "; ".join(member["descriptions"])[:80],
+            held,
+            str(len(member["descriptions"])),
         )
+    if len(members) < len(summary["front"]):
+        table.caption = "the original program is itself on the front"
     return table
+
+
+def front_edits(summary: Mapping[str, Any]) -> Table:
+    """Every front member's speed-up and edits, one per line beside its id, in full: long lines
+    wrap, none is cut."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column()
+    for member in changed_members(summary):
+        lines = list(member["descriptions"])
+        if member.get("speedup"):
+            lines.insert(0, f"speed-up {describe_speedup(member['speedup'], short=True)}")
+        for index, line in enumerate(lines):
+            grid.add_row(member["id"] if index == 0 else "", Text(line))
+    return grid
+
+
+def front_view(summary: Mapping[str, Any]) -> Group:
+    """What `gi run` and `gi show` print for a front: the table, then each member's edits."""
+    return Group(front_table(summary), front_edits(summary))
 
 
 def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) -> str:
@@ -181,26 +225,70 @@ def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) 
     return f"{figure}, {verdict} (Mann-Whitney U p = {speedup['p_value']:.2g}){warning}"
 
 
-def operator_table(summary: Mapping[str, Any]) -> Table:
-    """Per-operator accounting: proposals and what became of them, tokens, money, time."""
+#: The per-operator counts (summary.json keys) and their short titles, so that the table stays
+#: readable at 80 columns: _TABLE_COLUMNS in the table, the others in words under it.
+_OPERATOR_COLUMNS = {
+    "proposals": "proposed",
+    "duplicates": "repeats",
+    "evaluated": "run",
+    "passing": "passing",
+    "front": "front",
+    "seconds": "secs",
+    "no_site": "tries without a site",
+    "unparseable": "unparseable replies",
+    "wrong_kind": "replies of the wrong kind",
+    "no_ops": "edits that changed nothing",
+    "tokens": "tokens",
+    "cost": "USD",
+}
+_TABLE_COLUMNS = ("proposals", "duplicates", "evaluated", "passing", "front", "seconds")
+
+
+def operator_table(summary: Mapping[str, Any]) -> Group:
+    """Per-operator accounting: proposals and what became of them (repeats: programs already
+    seen; run: evaluated; passing: every training test; seconds spent proposing); under the
+    table, what only some operators have (the model's tokens, cost and replies it could not use)."""
     table = Table(title="Operators")
-    columns = ("proposals", "unparseable", "no_ops", "duplicates", "evaluated", "passing", "front", "tokens",
-               "cost", "seconds")  # fmt: skip
-    table.add_column("operator")
-    for column in columns:
-        table.add_column(column.replace("_", "-"), justify="right")
-    for name, row in summary["operators"].items():
-        table.add_row(name, *(_number(row.get(column, 0)) for column in columns))
+    rows = summary["operators"]
+    table.add_column("operator", no_wrap=True)
+    for column in _TABLE_COLUMNS:
+        table.add_column(_OPERATOR_COLUMNS[column], justify="right")
+    notes = Text()
+    for name, row in rows.items():
+        table.add_row(name, *(_number(row.get(column, 0)) for column in _TABLE_COLUMNS))
+        extra = [f"{_number(row[key])} {title}" for key, title in _OPERATOR_COLUMNS.items()
+                 if key not in _TABLE_COLUMNS and row.get(key)]  # fmt: skip
+        if extra:
+            notes.append(f"{name}: {', '.join(extra)}\n")
     llm = summary.get("llm")
     if llm and llm.get("stopped"):
-        table.caption = f"the language model stopped: {llm['stopped']}"
-    return table
+        notes.append(f"the language model stopped: {llm['stopped']}\n")
+    notes.rstrip()
+    return Group(table, notes)
+
+
+ORIGINAL = "original"
 
 
 def find_member(summary: Mapping[str, Any], member_id: str) -> dict[str, Any] | None:
+    """A front member by id; `original` is the original program, whether or not it is on the front."""
     for member in summary["front"]:
         if member["id"] == member_id:
             return dict(member)
+    if member_id == ORIGINAL:
+        baseline = summary["baseline"]
+        return {
+            "id": ORIGINAL,
+            "generation": 0,
+            "operator": "none",
+            "edits": [],
+            "descriptions": [],
+            "objectives": dict(baseline["objectives"]),
+            "diff": None,
+            "training": baseline.get("training"),
+            "holdout": baseline.get("holdout"),
+            "overfits": False if baseline.get("holdout") else None,
+        }
     return None
 
 
@@ -261,6 +349,7 @@ class _ObjectiveName(_Shape):
 
 class _Baseline(_Shape):
     objectives: dict[str, float | None]
+    training: _Tests | None = None
     holdout: _Tests | None = None
 
 

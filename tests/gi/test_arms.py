@@ -176,9 +176,16 @@ def test_a_killed_experiment_resumes_the_runs_that_did_not_finish(
     assert not [row for row in result["pairs"] if row["measure"] == "overfitting rate"], "no held-out tests"
     assert "Holm" in out and "A12" in out
     assert (folder / "compare-arms.csv").read_text().startswith("arm,measure,n,median,q1,q3\n")
+    assert "report.html" in out and "2 arms" not in out
+    report = (folder / "report.md").read_text()
+    assert "4 runs: " in report and all(f"{arm} seed {seed}" in report for arm in ("nsga2", "ls") for seed in (1, 2))
+    # Runs made in this session drew their reports (one killed right after its summary may have none).
+    assert all((folder / name / "report.html").is_file() for name in set(runs) - done_before)
 
     assert main(["compare", str(folder / "nsga2-seed1"), str(folder / "nsga2-seed2")]) == 0
     assert "one arm only" in capsys.readouterr().out
+    assert main(["compare", str(folder), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["arms"] == result["arms"]
 
 
 def local_search_config(tmp_path: Path, output: Path) -> Path:

@@ -359,3 +359,59 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_it_resumes(tmp_path: Path) -> None:
     assert "gen   4  front" in resumed.stdout
     assert checkpoints(store) == 5
     assert json.loads((store.parent / "summary.json").read_text())["front"]
+
+
+def test_show_original_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", summary_of_one_member())
+    assert main(["show", str(run), "original"]) == 0
+    out = capsys.readouterr().out
+    assert "original (the original program)" in out and "no change" in out
+    assert main(["show", str(run), "g1-i0", "--json"]) == 0
+    member = json.loads(capsys.readouterr().out)
+    assert member["id"] == "g1-i0" and member["diff_text"] == "--- a/chain.py\n+++ b/chain.py\n"
+    assert main(["show", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["front"][0]["id"] == "g1-i0"
+    assert main(["show", str(run), "original", "--json"]) == 0
+    original = json.loads(capsys.readouterr().out)
+    assert original["objectives"] == {"complexity": 4} and original["diff_text"] is None
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gi {version('gi-improve')}"
+
+
+def test_the_progress_line_gives_shares_and_the_time_left_at_this_sessions_pace() -> None:
+    from gi.cli import Pace
+    from gi.experiment import Progress
+
+    pace = Pace(total=100)
+    # A resumed run: 40 of 100 programs were done before this session, 30 evaluated, 10 from the cache.
+    assert pace.status(Progress(evaluations=30, cache_hits=10), 40, now=1000.0) == (
+        "evals 30  cache hits 25%  timeouts -  ETA -"
+    )
+    # 20 more in 10 s, 4 of the 16 evaluations stopped by a time limit: 40 left take 20 s.
+    assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 60, now=1010.0) == (
+        "evals 46  cache hits 23%  timeouts 25%  ETA 20s"
+    )
+    assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 61, now=1610.0) == (
+        "evals 46  cache hits 23%  timeouts 25%  ETA 18m53s"  # 39 left at 21 per 610 s
+    )
+
+
+def test_the_commands_around_a_run_on_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", summary_of_one_member())
+    cases = [
+        (["report", str(tmp_path / "nowhere")], "no such run or experiment folder"),
+        (["apply", str(run), "g1-i0"], "no record of the files the run read (program.sources)"),
+        (["apply", str(tmp_path / "nowhere"), "g1-i0"], "no such run folder"),
+        (["init", str(tmp_path / "nowhere")], "no such project folder"),
+    ]
+    for argv, problem in cases:
+        assert main(argv) == 2, argv
+        (line,) = error_lines(capsys.readouterr().err)
+        assert problem in line, (argv, line)

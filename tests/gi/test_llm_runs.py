@@ -164,6 +164,12 @@ def test_the_linear_rewrite_reaches_the_front_and_is_accounted_for(
     prompt = scripted.requests[0]["messages"][1]["content"]
     assert "def has_pair_with_sum" in prompt and "simpler" in prompt
     assert scripted.headers[0].get("authorization") == f"Bearer {SECRET}"
+    # The report sets the model's edits against the classic operators', with tokens and cost.
+    assert any(line.endswith("rewrite function has_pair_with_sum() by scripted") for line in members[0]["descriptions"])
+    report = (tmp_path / "runs" / "pairs-seed3" / "report.md").read_text()
+    model_row = next(line for line in report.splitlines() if line.startswith("| language model |"))
+    assert model_row.endswith(f"| {row['tokens']:.0f} | {summary['llm']['cost']:.4g} |"), model_row
+    assert "| classic |" in report
 
     # Replay from the cache, with the server gone: the same front, and no request made.
     server.stop()
