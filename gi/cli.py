@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -265,6 +265,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         console.print(front_table(summary))
         if summary.get("operators"):
             console.print(operator_table(summary))
+        _show_gap(summary, console)
         return 0
     member = find_member(summary, args.patch)
     if member is None:
@@ -293,6 +294,14 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     else:
         console.print(Syntax(diff, "diff", theme="ansi_dark"))
     return 0
+
+
+def _show_gap(summary: dict[str, Any], console: Console) -> None:
+    """The generalisation gap per generation, when the run had held-out tests."""
+    from gi.holdout import gap_table
+
+    if summary.get("generalisation_gap"):
+        console.print(gap_table(summary["generalisation_gap"]))
 
 
 def _operators(console: Console) -> int:

@@ -58,7 +58,7 @@ class ProgramSection(_Section):
 
 class TestsSection(_Section):
     train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
-    holdout: Annotated[list[str], Field(description="pytest paths run only on the final front")] = []
+    holdout: Annotated[list[str], Field(description="pytest paths run on front members, never for selection")] = []
     timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
     test_timeout: Annotated[
         float,

@@ -307,7 +307,7 @@ class Evaluator:
     # --- the original and the front -------------------------------------------------------------
 
     def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
-        """Run the held-out tests on a variant (only ever on the final front and the original);
+        """Run the held-out tests on a variant (only on front members and the original);
         `limits` are per-test limits from the original's held-out run."""
         return self._tests(variant, self.settings.holdout, limits or {})
 

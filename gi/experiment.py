@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.tests import NOT_FAILING, TestRun, merge_retry, overfits, per_test_limits, regressions, test_counts
+from fitness.tests import NOT_FAILING, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
 from gi.config import Config
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
+from gi.holdout import HeldOut, front_members, generalisation_gap
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import STORE_NAME, write_report
@@ -118,6 +119,8 @@ class Experiment:
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
         self.llm: LLMOperator | None = None
         self.backend: Backend | None = None
+        #: The held-out tests, run on the front's new members each generation (never for selection).
+        self.held_out = HeldOut(self.evaluator, self.store, config.tests.test_timeout) if config.tests.holdout else None
 
     def _open(self, config: Config, fresh: bool) -> None:
         """Open the run store (emptied with `fresh`, or when it holds a run that never got past
@@ -446,6 +449,7 @@ class Experiment:
         if checkpoint is not None:
             self._restore(search, checkpoint)
         while search.generation < self.config.search.generations:
+            before = {member.id for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
             if generation > 0:
@@ -457,7 +461,11 @@ class Experiment:
             self._note_llm_stop()
             evaluations = self._evaluate(candidates, generation)
             children = search.tell(candidates, evaluations)
-            self._checkpoint(search, children)
+            gap = None
+            if self.held_out is not None:  # after tell: what the search chose is already settled
+                new = [m for m in front_members(search.archive.members) if m.id not in before]
+                gap = self.held_out.generation(search.generation, new, self.cache, baseline.tests)
+            self._checkpoint(search, children, gap)
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
@@ -470,7 +478,7 @@ class Experiment:
         if warning not in self.progress.warnings:
             self.progress.warnings.append(warning)
 
-    def _checkpoint(self, search: Search, children: list[Individual]) -> None:
+    def _checkpoint(self, search: Search, children: list[Individual], gap: dict[str, Any] | None = None) -> None:
         self.progress.best = search.best()
         self.progress.hypervolume = search.hypervolume()
         self.progress.front_size = len(search.archive.members)
@@ -500,6 +508,8 @@ class Experiment:
             self.store.set_meta("search_state", search.state())
             if self.llm is not None:
                 self.store.set_meta("llm_state", self.llm.state())
+            if gap is not None:
+                self.store.put_generalisation(search.generation, gap)
             self.store.checkpoint(
                 Checkpoint(
                     search.generation,
@@ -524,13 +534,6 @@ class Experiment:
                 " if the variants do not loop forever, the limits are too tight for this machine"
             )
         return share
-
-    def _holdout(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
-        """The held-out tests on one variant; a test that timed out is run again before it counts."""
-        run = self.evaluator.holdout(variant, limits)
-        if "timed_out" in run.outcomes.values():
-            run = merge_retry(run, self.evaluator.holdout(variant, limits))
-        return run
 
     def _llm_summary(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
         """The model's settings (the key's variable name, never its value), usage and verdict.
@@ -572,19 +575,16 @@ class Experiment:
         """Validate the front (minimal patches, held-out tests) and write the run folder."""
         members = search.archive.feasible() or search.archive.members
         original = apply(self.program, Patch())
-        holdout_baseline = None
-        holdout_limits: dict[str, float] = {}
-        if self.config.tests.holdout:
-            holdout_run = self._holdout(original, {})
-            holdout_baseline = holdout_run.outcomes
-            holdout_limits = per_test_limits(holdout_run.durations, self.config.tests.test_timeout)
+        holdout_baseline = self.held_out.baseline if self.held_out is not None else None
         names = [objective.name for objective in self.objectives]
-        front = []
+        variants = []
         for member in members:
             variant = apply(self.program, member.patch)
             minimal = apply(self.program, variant.minimal())
-            if minimal.tree_hash == variant.tree_hash:
-                variant = minimal
+            variants.append(minimal if minimal.tree_hash == variant.tree_hash else variant)
+        held = self.held_out.outcomes(variants) if self.held_out is not None else [{} for _ in variants]
+        front = []
+        for member, variant, outcomes in zip(members, variants, held, strict=True):
             evaluation = self.cache[member.tree_hash]
             entry: dict[str, Any] = {
                 "member": member,
@@ -595,13 +595,12 @@ class Experiment:
             if self.timing.active and member.fitness.feasible and variant.changed_files:
                 entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:
-                run = self._holdout(variant, holdout_limits)
                 entry["holdout"] = {
-                    **test_counts(run.outcomes),
-                    "failing": run.failing(),
-                    "regressions": regressions(run.outcomes, holdout_baseline),
+                    **test_counts(outcomes),
+                    "failing": sorted(test for test, outcome in outcomes.items() if outcome not in NOT_FAILING),
+                    "regressions": regressions(outcomes, holdout_baseline),
                 }
-                entry["overfits"] = overfits(evaluation.tests, baseline.tests, run.outcomes, holdout_baseline)
+                entry["overfits"] = overfits(evaluation.tests, baseline.tests, outcomes, holdout_baseline)
             front.append(entry)
         timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
@@ -637,6 +636,7 @@ class Experiment:
                 },
                 "runtime_drift": self.timing.drift,
                 "operators": operators,
+                "generalisation_gap": generalisation_gap(self.store.generalisation()),
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },

@@ -268,6 +268,13 @@ class _LLM(_Shape):
     stopped: str | None = None
 
 
+class _GapRow(_Shape):
+    generation: int
+    checked: int
+    overfit: int
+    rate: float
+
+
 class _Summary(_Shape):
     experiment: _Experiment
     objectives: list[_ObjectiveName]
@@ -275,11 +282,12 @@ class _Summary(_Shape):
     front: list[_Member]
     operators: dict[str, dict[str, float | None]] | None = None
     llm: _LLM | None = None
+    generalisation_gap: list[_GapRow] | None = None
 
 
 #: Union members appear in pydantic's error locations by class name; a key path leaves them out.
 _SHAPE_NAMES = {
-    cls.__name__ for cls in (_Tests, _SpeedUp, _Member, _Experiment, _ObjectiveName, _Baseline, _LLM, _Summary)
+    cls.__name__ for cls in (_Tests, _SpeedUp, _Member, _Experiment, _ObjectiveName, _Baseline, _LLM, _GapRow, _Summary)
 }
 
 

@@ -44,6 +44,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     rng TEXT NOT NULL,
     stats TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS holdout_runs (
+    tree_hash TEXT PRIMARY KEY,
+    outcomes TEXT NOT NULL,
+    durations TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generalisation (
+    generation INTEGER PRIMARY KEY,
+    record TEXT NOT NULL
+);
 """
 
 
@@ -192,6 +201,32 @@ class RunStore:
         if row is None:
             return None
         return Checkpoint(row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), json.loads(row[4]))
+
+    def put_holdout(self, tree_hash: str, outcomes: dict[str, str], durations: dict[str, float]) -> None:
+        """Keep a program's held-out outcomes (a cache by tree hash; never read by the search)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO holdout_runs (tree_hash, outcomes, durations) VALUES (?, ?, ?)",
+            (tree_hash, json.dumps(outcomes), json.dumps(durations)),
+        )
+
+    def holdout_runs(self) -> dict[str, tuple[dict[str, str], dict[str, float]]]:
+        """Every stored held-out run: tree hash -> (outcomes, durations)."""
+        rows = self._db.execute("SELECT tree_hash, outcomes, durations FROM holdout_runs")
+        try:
+            return {tree_hash: (json.loads(outcomes), json.loads(durations)) for tree_hash, outcomes, durations in rows}
+        except ValueError as error:
+            raise StoreError(f"{self.path}: a held-out run row is corrupt ({error})") from None
+
+    def put_generalisation(self, generation: int, record: dict[str, Any]) -> None:
+        """One generation's generalisation-gap record (written with its checkpoint)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO generalisation (generation, record) VALUES (?, ?)", (generation, json.dumps(record))
+        )
+
+    def generalisation(self) -> list[dict[str, Any]]:
+        """The generalisation-gap records, by generation."""
+        rows = self._db.execute("SELECT record FROM generalisation ORDER BY generation")
+        return [json.loads(text) for (text,) in rows]
 
     def history(self) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT stats FROM checkpoints ORDER BY generation")

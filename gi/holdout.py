@@ -1,0 +1,122 @@
+"""Held-out tests during the run: the generalisation gap over time.
+
+After every generation, the front's new members (the archive's feasible members that were
+not in it after the previous generation) also run the held-out tests, and the generation
+records how many were checked and how many overfit (`fitness.tests.overfits`, the one
+definition). The outcomes go to the run store, never to the search: selection reads only
+the training evaluations, so a run with held-out tests selects exactly what the same run
+without them selects. The final front reuses these outcomes (a cache by tree hash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rich.table import Table
+
+from fitness.tests import TestRun, merge_retry, overfits, per_test_limits
+from gi.evaluation import Evaluator
+from gi.patch import Patch, Variant, apply
+from gi.results import Evaluation
+from populations import Individual, RunStore
+
+
+def front_members(members: Sequence[Individual]) -> list[Individual]:
+    """What the report calls the front: the archive's feasible members, all of them if none is."""
+    feasible = [member for member in members if member.fitness.feasible]
+    return feasible or list(members)
+
+
+class HeldOut:
+    """The held-out tests of one run: the original's outcomes, and every program's, by tree hash."""
+
+    def __init__(self, evaluator: Evaluator, store: RunStore, test_timeout: float) -> None:
+        self.evaluator = evaluator
+        self.store = store
+        self.test_timeout = test_timeout
+        self.runs: dict[str, tuple[dict[str, str], dict[str, float]]] = store.holdout_runs()
+        self.original = apply(evaluator.program, Patch())
+        self._limits: dict[str, float] | None = None
+
+    @property
+    def baseline(self) -> dict[str, str]:
+        """The original's held-out outcomes (run once, then read from the store)."""
+        if self.original.tree_hash not in self.runs:
+            self._keep(self.original, self._measure(self.original, {}))
+        return self.runs[self.original.tree_hash][0]
+
+    def limits(self) -> dict[str, float]:
+        """Each held-out test's time limit, from its time in the original's run."""
+        if self._limits is None:
+            self.baseline  # noqa: B018 (runs the original once)
+            self._limits = per_test_limits(self.runs[self.original.tree_hash][1], self.test_timeout)
+        return self._limits
+
+    def _measure(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
+        """One held-out run; a test that timed out is run again before it counts."""
+        run = self.evaluator.holdout(variant, limits)
+        if "timed_out" in run.outcomes.values():
+            run = merge_retry(run, self.evaluator.holdout(variant, limits))
+        return run
+
+    def _keep(self, variant: Variant, run: TestRun) -> None:
+        self.runs[variant.tree_hash] = (dict(run.outcomes), dict(run.durations))
+        self.store.put_holdout(variant.tree_hash, dict(run.outcomes), dict(run.durations))
+
+    def outcomes(self, variants: Iterable[Variant]) -> list[dict[str, str]]:
+        """The held-out outcomes of each variant; the programs not yet run are run in parallel."""
+        variants = list(variants)
+        limits = self.limits()
+        missing = list({v.tree_hash: v for v in variants if v.tree_hash not in self.runs}.values())
+        with ThreadPoolExecutor(max_workers=max(1, self.evaluator.settings.workers)) as pool:
+            runs = list(pool.map(lambda variant: self._measure(variant, limits), missing))
+        for variant, run in zip(missing, runs, strict=True):
+            self._keep(variant, run)
+        return [self.runs[variant.tree_hash][0] for variant in variants]
+
+    def generation(
+        self,
+        generation: int,
+        new: Sequence[Individual],
+        evaluations: Mapping[str, Evaluation],
+        training_baseline: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """Check the front's new members of one generation; its record for the run store."""
+        variants = [apply(self.evaluator.program, member.patch) for member in new]
+        baseline = self.baseline
+        flagged = [
+            member.id
+            for member, outcomes in zip(new, self.outcomes(variants), strict=True)
+            if overfits(evaluations[member.tree_hash].tests, training_baseline, outcomes, baseline)
+        ]
+        return {
+            "generation": generation,
+            "checked": len(new),
+            "overfit": len(flagged),
+            "rate": round(len(flagged) / len(new), 4) if new else 0.0,
+            "members": [member.id for member in new],
+            "overfitting": flagged,
+        }
+
+
+def generalisation_gap(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """summary.json's `generalisation_gap`: per generation, the front's new members checked on
+    the held-out tests, how many overfit and their share (0 when none was checked)."""
+    return [{key: record[key] for key in ("generation", "checked", "overfit", "rate")} for record in records]
+
+
+def gap_table(gap: Sequence[Mapping[str, Any]]) -> Table:
+    """The generalisation gap as `gi show` prints it: one row per generation."""
+    table = Table(title="Generalisation gap: the front's new members on the held-out tests")
+    for column in ("generation", "checked", "overfit", "rate"):
+        table.add_column(column, justify="right")
+    for row in gap:
+        table.add_row(
+            str(row["generation"]),
+            str(row["checked"]),
+            str(row["overfit"]),
+            f"{row['rate']:.0%}" if row["checked"] else "-",
+        )
+    return table

@@ -1,0 +1,97 @@
+"""Held-out tests during the run: the generalisation gap per generation, and proof that the
+held-out tests never steer selection."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gi.cli import main
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+GRADING = EXPERIMENTS / "programs" / "grading"
+
+
+def grading_config(tmp_path: Path, name: str, *, holdout: bool) -> Path:
+    """The grading example at 8 x 4 (seed 1), with or without its held-out tests."""
+    text = (EXPERIMENTS / "grading.toml").read_text()
+    text = text.replace('root = "programs/grading"', f'root = "{GRADING}"')
+    text = text.replace('output = "runs"', f'output = "{tmp_path / name}"')
+    text = text.replace("population = 20", "population = 8").replace("generations = 10", "generations = 4")
+    if not holdout:
+        text = text.replace('holdout = ["holdout"]', "")
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def selection(store: Path) -> dict[str, Any]:
+    """Everything the search chose, from a run store: each generation's population and archive
+    ids and generator state, every individual's patch, lineage and objective measures."""
+    with sqlite3.connect(store) as db:
+        checkpoints = db.execute("SELECT generation, population, archive, rng FROM checkpoints ORDER BY generation")
+        individuals = db.execute(
+            "SELECT i.id, i.generation, i.tree_hash, i.patch, i.parents, i.operator, e.evaluation"
+            " FROM individuals i JOIN evaluations e ON e.tree_hash = i.tree_hash ORDER BY i.id"
+        )
+        objectives = ("failed_tests", "complexity", "size")
+        return {
+            "checkpoints": [tuple(row) for row in checkpoints],
+            "individuals": [
+                (*row[:6], {name: json.loads(row[6])["measures"].get(name) for name in objectives})
+                for row in individuals
+            ],
+        }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    """The same seed run twice: with the held-out tests and without them (run folders)."""
+    tmp_path = tmp_path_factory.mktemp("holdout")
+    folders = {}
+    for holdout in (True, False):
+        name = "with" if holdout else "without"
+        assert main(["run", str(grading_config(tmp_path, name, holdout=holdout)), "--quiet"]) == 0
+        folders[holdout] = tmp_path / name / "grading-simplify-seed1"
+    return folders
+
+
+@pytest.mark.slow
+def test_held_out_tests_leave_selection_untouched(runs: dict[bool, Path]) -> None:
+    with_holdout, without = (selection(runs[flag] / "store.sqlite") for flag in (True, False))
+    assert len(with_holdout["checkpoints"]) == 5
+    assert with_holdout == without
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    assert sum(row["checked"] for row in summary["generalisation_gap"]) > 0, "no member ran the held-out tests"
+    assert json.loads((runs[False] / "summary.json").read_text())["generalisation_gap"] == []
+
+
+@pytest.mark.slow
+def test_the_gap_counts_every_overfitting_front_member(runs: dict[bool, Path]) -> None:
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    gap = summary["generalisation_gap"]
+    assert [row["generation"] for row in gap] == [0, 1, 2, 3, 4]
+    with sqlite3.connect(runs[True] / "store.sqlite") as db:
+        flagged = {
+            m for (text,) in db.execute("SELECT record FROM generalisation") for m in json.loads(text)["overfitting"]
+        }
+    overfitting = {member["id"] for member in summary["front"] if member["overfits"]}
+    # The seed-1 run of this size finds the deletion of the range check (see README): it overfits.
+    assert overfitting, "expected an overfitting member on this front"
+    assert overfitting <= flagged, "a front member that overfits was not flagged when it joined the front"
+    for row in gap:
+        assert 0 <= row["overfit"] <= row["checked"]
+        assert row["rate"] == (round(row["overfit"] / row["checked"], 4) if row["checked"] else 0.0)
+
+
+@pytest.mark.slow
+def test_show_prints_the_gap(runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(runs[True])]) == 0
+    out = capsys.readouterr().out
+    assert "Generalisation gap" in out
+    assert main(["show", str(runs[False])]) == 0
+    assert "Generalisation gap" not in capsys.readouterr().out
