@@ -98,7 +98,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
     compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
+    _study_parsers(commands)
     return parser
+
+
+def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that study a finished run's front: minimisation."""
+    minimize = commands.add_parser(
+        "minimize",
+        help="reduce each front member to a 1-minimal patch with the same objective values",
+        description="Delta debugging (ddmin), then single-edit removals: the fewest edits of each front member "
+        "(or of ID) that keep its objective values (runtime within its measured interval; size aside). "
+        "Evaluations go through the run's evaluator and are kept in its store; summary.json gives each "
+        "member's `minimal` patch, and patches/<id>.min.diff its diff.",
+    )
+    minimize.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    minimize.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -296,6 +311,25 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _minimize(args: argparse.Namespace, console: Console) -> int:
+    from gi.minimize import minimize_front
+    from gi.rerun import FinishedRun
+
+    with FinishedRun(args.run) as run:
+        before = {member["id"]: len(member["edits"]) for member in run.members(args.patch)}
+        _say_isolation(run.config)
+        done = minimize_front(run, args.patch)
+    table = Table(title=f"Minimised patches of {args.run}")
+    for column in ("id", "edits", "minimal", "evaluations", "objectives"):
+        table.add_column(column, justify="left" if column in ("id", "objectives") else "right")
+    for member, record in done.items():
+        kept = ", ".join(f"{name} {value:g}" for name, value in record["objectives"].items())
+        table.add_row(member, str(before[member]), str(len(record["edits"])), str(sum(record["evaluations"].values())),
+                      kept)  # fmt: skip
+    console.print(table)
+    return 0
+
+
 def _show_gap(summary: dict[str, Any], console: Console) -> None:
     """The generalisation gap per generation, when the run had held-out tests."""
     from gi.holdout import gap_table
@@ -354,6 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args, console)
         if args.command == "compare":
             return _compare(args, console)
+        if args.command == "minimize":
+            return _minimize(args, console)
         if args.command == "algorithms":
             return _algorithms(console)
         if args.command == "llm":

@@ -17,7 +17,7 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,6 +120,8 @@ class Experiment:
         self.llm: LLMOperator | None = None
         self.backend: Backend | None = None
         #: The held-out tests, run on the front's new members each generation (never for selection).
+        #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
+        self.studied: dict[str, Evaluation] | None = None
         self.held_out = HeldOut(self.evaluator, self.store, config.tests.test_timeout) if config.tests.holdout else None
 
     def _open(self, config: Config, fresh: bool) -> None:
@@ -378,6 +380,31 @@ class Experiment:
                 self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
         return [self._measured(c.variant) for c in candidates]
 
+    def measure(self, variants: Sequence[Variant], label: str) -> list[Evaluation]:
+        """Evaluate programs after the search (minimisation, ablation) through the run's backend,
+        each with its patch's own measures. They are kept apart from the search's evaluations
+        (the run's figures stay the search's), in the store under `label`, and reused."""
+        if self.studied is None:
+            self.studied = self.store.study_evaluations()
+        known = {**self.studied, **self.cache}
+        fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
+        results = self._backend().evaluate_many(fresh)
+        with self.store.transaction():
+            for evaluation in results:
+                known[evaluation.tree_hash] = self.studied[evaluation.tree_hash] = evaluation
+                self.store.put_study_evaluation(evaluation, label)
+        measured = []
+        for variant in variants:
+            evaluation = known[variant.tree_hash]
+            own = {**evaluation.measures, **variant_measures(variant)} if evaluation.ok else evaluation.measures
+            measured.append(dataclasses.replace(evaluation, measures=own))
+        return measured
+
+    def reopen(self) -> Evaluation:
+        """Set the evaluator up as a run's start does (the original's tests, limits and timing)
+        and return the original's evaluation: for studies of a finished run."""
+        return self._baseline()
+
     def _measured(self, variant: Variant) -> Evaluation:
         """The evaluation of the program `variant` makes, with the measures of its own patch and
         text (size, diff lines, style, maintainability) rather than those of whichever patch
@@ -583,6 +610,7 @@ class Experiment:
             minimal = apply(self.program, variant.minimal())
             variants.append(minimal if minimal.tree_hash == variant.tree_hash else variant)
         held = self.held_out.outcomes(variants) if self.held_out is not None else [{} for _ in variants]
+        minimised = self.store.get_meta("minimised") or {}
         front = []
         for member, variant, outcomes in zip(members, variants, held, strict=True):
             evaluation = self.cache[member.tree_hash]
@@ -592,6 +620,10 @@ class Experiment:
                 "evaluation": evaluation,
                 "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
             }
+            smaller = minimised.get(member.id)
+            if smaller is not None and smaller["of_edits"] == variant.patch.to_json():  # see gi/minimize.py
+                entry["minimal"] = {key: value for key, value in smaller.items() if key != "of_edits"}
+                entry["minimal_diff"] = apply(self.program, Patch.from_json(smaller["edits"])).diff()
             if self.timing.active and member.fitness.feasible and variant.changed_files:
                 entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:

@@ -82,6 +82,10 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if "minimal" in entry:  # from `gi minimize`, kept in the run store
+            record["minimal"] = entry["minimal"]
+            if entry["minimal_diff"]:
+                _write_atomic(folder / PATCH_DIR / f"{member.id}.min.diff", entry["minimal_diff"])
         if "holdout" in entry:
             record["holdout"] = entry["holdout"]
             record["overfits"] = entry["overfits"]
@@ -121,6 +125,15 @@ def write_report(
     _write_atomic(folder / LOG_NAME, "\n".join(lines) + ("\n" if lines else ""))
     _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def update_summary(folder: Path, summary: Mapping[str, Any], diffs: Mapping[str, str]) -> None:
+    """Rewrite summary.json after a study of the finished run (`gi minimize`), with new diffs
+    (file name -> text) in patches/."""
+    (folder / PATCH_DIR).mkdir(exist_ok=True)
+    for name, text in diffs.items():
+        _write_atomic(folder / PATCH_DIR / name, text)
+    _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
 
 
 def _number(value: float | None) -> str:

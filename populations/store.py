@@ -49,6 +49,11 @@ CREATE TABLE IF NOT EXISTS holdout_runs (
     outcomes TEXT NOT NULL,
     durations TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS study_evaluations (
+    tree_hash TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    evaluation TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS generalisation (
     generation INTEGER PRIMARY KEY,
     record TEXT NOT NULL
@@ -216,6 +221,21 @@ class RunStore:
             return {tree_hash: (json.loads(outcomes), json.loads(durations)) for tree_hash, outcomes, durations in rows}
         except ValueError as error:
             raise StoreError(f"{self.path}: a held-out run row is corrupt ({error})") from None
+
+    def put_study_evaluation(self, evaluation: Evaluation, label: str) -> None:
+        """Keep an evaluation made after the search (minimisation, ablation), apart from the search's."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO study_evaluations (tree_hash, label, evaluation) VALUES (?, ?, ?)",
+            (evaluation.tree_hash, label, json.dumps(evaluation.to_json())),
+        )
+
+    def study_evaluations(self) -> dict[str, Evaluation]:
+        """The evaluations made after the search, by tree hash."""
+        rows = self._db.execute("SELECT tree_hash, evaluation FROM study_evaluations")
+        try:
+            return {tree_hash: Evaluation.from_json(json.loads(text)) for tree_hash, text in rows}
+        except (ValueError, KeyError, TypeError) as error:
+            raise StoreError(f"{self.path}: a study evaluation row is corrupt ({error})") from None
 
     def put_generalisation(self, generation: int, record: dict[str, Any]) -> None:
         """One generation's generalisation-gap record (written with its checkpoint)."""

@@ -1,5 +1,6 @@
-"""Held-out tests during the run: the generalisation gap per generation, and proof that the
-held-out tests never steer selection."""
+"""Studying overfitting on the grading example (dead branches; held-out tests for the range
+check the training tests miss): the generalisation gap per generation, proof that held-out
+tests never steer selection, and minimisation of front members to 1-minimal patches."""
 
 from __future__ import annotations
 
@@ -11,9 +12,19 @@ from typing import Any
 import pytest
 
 from gi.cli import main
+from gi.edits import DeleteStatement
+from gi.minimize import kept_of, minimize_patch
+from gi.patch import Patch
+from gi.program import Location
+from gi.rerun import FinishedRun
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 GRADING = EXPERIMENTS / "programs" / "grading"
+
+RANGE_CHECK = DeleteStatement(Location("grading.py", "body[1].body.body[1]"))  # behaviour only held-out tests see
+DOCSTRING = DeleteStatement(Location("grading.py", "body[1].body.body[0]"))  # changes no objective but size
+DEAD_BRANCH = DeleteStatement(Location("grading.py", "body[1].body.body[6]"))  # `if score > 100` after the check
+DEAD_PRINT = DeleteStatement(Location("grading.py", "body[2].body.body[7].body.body[0]"))  # inside `if verbose:`
 
 
 def grading_config(tmp_path: Path, name: str, *, holdout: bool) -> Path:
@@ -95,3 +106,44 @@ def test_show_prints_the_gap(runs: dict[bool, Path], capsys: pytest.CaptureFixtu
     assert "Generalisation gap" in out
     assert main(["show", str(runs[False])]) == 0
     assert "Generalisation gap" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_minimised_patch_of_dead_branch_deletions_is_one_minimal(runs: dict[bool, Path]) -> None:
+    found = Patch((DOCSTRING, RANGE_CHECK, DEAD_PRINT, DEAD_BRANCH))
+    with FinishedRun(runs[True]) as run:
+        kept = kept_of(run, found)
+        assert dict(zip(run.names, kept.values, strict=True))["complexity"] == 9
+        smaller, passes = minimize_patch(run, found, kept)
+        assert smaller.edits == (RANGE_CHECK, DEAD_BRANCH)
+        assert sum(passes.counts.values()) > 0
+        # 1-minimal: the smaller patch keeps the scores, and removing any one edit loses them.
+        [(_, whole)] = run.evaluate([smaller], "test")
+        assert kept(*run.scores(whole))
+        for index in range(len(smaller)):
+            without = Patch(smaller.edits[:index] + smaller.edits[index + 1 :])
+            [(_, evaluation)] = run.evaluate([without], "test")
+            assert not kept(*run.scores(evaluation)), f"{smaller.edits[index].describe()} could go"
+
+
+@pytest.mark.slow
+def test_gi_minimize_puts_the_minimal_patch_beside_the_found_one(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    assert main(["minimize", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert any(member["edits"] for member in summary["front"]), "the front holds no patch to minimise"
+    for member in summary["front"]:
+        minimal = member["minimal"]
+        assert len(minimal["edits"]) <= len(member["edits"])
+        assert minimal["removed"] == len(member["edits"]) - len(minimal["edits"])
+        if minimal["diff"]:
+            assert (folder / minimal["diff"]).read_text().startswith("--- a/grading.py")
+    # A finished run run again rewrites its report from the store: the minimal patches stay.
+    assert main(["run", str(folder.parents[1] / "with.toml"), "--quiet"]) == 0
+    again = json.loads((folder / "summary.json").read_text())
+    assert [m["minimal"] for m in again["front"]] == [m["minimal"] for m in summary["front"]]
+    capsys.readouterr()
+    assert main(["minimize", str(folder), "g9-i9"]) == 2
+    assert capsys.readouterr().err.startswith("gi: error: ")
