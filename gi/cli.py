@@ -114,6 +114,16 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     minimize.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
     minimize.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
+    ablate = commands.add_parser(
+        "ablate",
+        help="measure what each edit of each front member contributes, and which cause held-out failures",
+        description="For each front member (or ID), remove each edit in turn and measure again: its contribution "
+        "to each objective, whether the member stays feasible without it, and the held-out tests it causes to "
+        "fail (failing with the whole patch, passing without that edit). summary.json gives each member's "
+        "`ablation`; `gi show RUN ID` prints it.",
+    )
+    ablate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    ablate.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -303,6 +313,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     console.print(table)
     for line in member["descriptions"]:
         console.print(f"  - {line}")
+    _show_studies(member, summary, console)
     diff = read_diff(args.run, member)
     if diff is None:
         console.print("(no change: this member is the original program)")
@@ -328,6 +339,37 @@ def _minimize(args: argparse.Namespace, console: Console) -> int:
                       kept)  # fmt: skip
     console.print(table)
     return 0
+
+
+def _ablate(args: argparse.Namespace, console: Console) -> int:
+    from gi.ablation import ablate_front, ablation_table
+    from gi.rerun import FinishedRun
+
+    with FinishedRun(args.run) as run:
+        members = run.members(args.patch)
+        _say_isolation(run.config)
+        done = ablate_front(run, args.patch)
+        names = list(run.names)
+    for member in members:
+        if done[member["id"]]:
+            console.print(ablation_table({**member, "ablation": done[member["id"]]}, names))
+        else:
+            console.print(f"{member['id']}: no edit to ablate (the original program)")
+    return 0
+
+
+def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Console) -> None:
+    """A member's minimal patch and ablation, when `gi minimize` and `gi ablate` made them."""
+    from gi.ablation import ablation_table
+
+    minimal = member.get("minimal")
+    if minimal is not None:
+        where = f" ({minimal['diff']})" if minimal["diff"] else ""
+        console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
+        for line in minimal["descriptions"]:
+            console.print(f"  - {line}")
+    if member.get("ablation"):
+        console.print(ablation_table(member, [objective["name"] for objective in summary["objectives"]]))
 
 
 def _show_gap(summary: dict[str, Any], console: Console) -> None:
@@ -390,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _compare(args, console)
         if args.command == "minimize":
             return _minimize(args, console)
+        if args.command == "ablate":
+            return _ablate(args, console)
         if args.command == "algorithms":
             return _algorithms(console)
         if args.command == "llm":

@@ -611,6 +611,7 @@ class Experiment:
             variants.append(minimal if minimal.tree_hash == variant.tree_hash else variant)
         held = self.held_out.outcomes(variants) if self.held_out is not None else [{} for _ in variants]
         minimised = self.store.get_meta("minimised") or {}
+        ablated = self.store.get_meta("ablation") or {}
         front = []
         for member, variant, outcomes in zip(members, variants, held, strict=True):
             evaluation = self.cache[member.tree_hash]
@@ -624,6 +625,9 @@ class Experiment:
             if smaller is not None and smaller["of_edits"] == variant.patch.to_json():  # see gi/minimize.py
                 entry["minimal"] = {key: value for key, value in smaller.items() if key != "of_edits"}
                 entry["minimal_diff"] = apply(self.program, Patch.from_json(smaller["edits"])).diff()
+            ablation = ablated.get(member.id)
+            if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/ablation.py
+                entry["ablation"] = ablation["edits"]
             if self.timing.active and member.fitness.feasible and variant.changed_files:
                 entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:

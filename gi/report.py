@@ -82,6 +82,8 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if "ablation" in entry:  # from `gi ablate`, kept in the run store
+            record["ablation"] = entry["ablation"]
         if "minimal" in entry:  # from `gi minimize`, kept in the run store
             record["minimal"] = entry["minimal"]
             if entry["minimal_diff"]:
@@ -250,6 +252,20 @@ class _SpeedUp(_Shape):
         return self
 
 
+class _Minimal(_Shape):
+    edits: list[Any]
+    descriptions: list[str]
+    diff: str | None
+
+
+class _Ablated(_Shape):
+    edit: int
+    description: str
+    contribution: dict[str, float]
+    feasible_without: bool
+    holdout_causes: list[str] | None = None
+
+
 class _Member(_Shape):
     id: str
     generation: int
@@ -261,6 +277,8 @@ class _Member(_Shape):
     holdout: _Tests | None
     overfits: bool | None
     speedup: _SpeedUp | None = None
+    minimal: _Minimal | None = None
+    ablation: list[_Ablated] | None = None
 
 
 class _Experiment(_Shape):
@@ -300,7 +318,20 @@ class _Summary(_Shape):
 
 #: Union members appear in pydantic's error locations by class name; a key path leaves them out.
 _SHAPE_NAMES = {
-    cls.__name__ for cls in (_Tests, _SpeedUp, _Member, _Experiment, _ObjectiveName, _Baseline, _LLM, _GapRow, _Summary)
+    cls.__name__
+    for cls in (
+        _Tests,
+        _SpeedUp,
+        _Minimal,
+        _Ablated,
+        _Member,
+        _Experiment,
+        _ObjectiveName,
+        _Baseline,
+        _LLM,
+        _GapRow,
+        _Summary,
+    )
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gi.ablation import ablate
 from gi.cli import main
 from gi.edits import DeleteStatement
 from gi.minimize import kept_of, minimize_patch
@@ -147,3 +148,39 @@ def test_gi_minimize_puts_the_minimal_patch_beside_the_found_one(
     capsys.readouterr()
     assert main(["minimize", str(folder), "g9-i9"]) == 2
     assert capsys.readouterr().err.startswith("gi: error: ")
+
+
+@pytest.mark.slow
+def test_ablation_names_the_edit_that_deletes_held_out_behaviour(runs: dict[bool, Path]) -> None:
+    found = Patch((DOCSTRING, RANGE_CHECK, DEAD_PRINT, DEAD_BRANCH))
+    with FinishedRun(runs[True]) as run:
+        records = ablate(run, found)
+    by_edit = {found.edits[record["edit"]]: record for record in records}
+    rejects = {
+        "holdout/test_grading_holdout.py::test_rejects_negative_scores",
+        "holdout/test_grading_holdout.py::test_rejects_scores_over_100",
+    }
+    assert set(by_edit[RANGE_CHECK]["holdout_causes"]) == rejects
+    assert by_edit[RANGE_CHECK]["overfits_without"] is False, "without the deletion, nothing overfits"
+    assert {edit for edit, record in by_edit.items() if record["holdout_causes"]} == {RANGE_CHECK}
+    assert all(record["overfits_without"] for edit, record in by_edit.items() if edit != RANGE_CHECK)
+    complexity = {edit: record["contribution"]["complexity"] for edit, record in by_edit.items()}
+    assert complexity == {RANGE_CHECK: -2, DEAD_BRANCH: -1, DOCSTRING: 0, DEAD_PRINT: 0}
+    assert all(record["feasible_without"] for record in records)
+
+
+@pytest.mark.slow
+def test_gi_ablate_then_show_prints_each_edits_share(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    assert main(["ablate", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    overfitting = [member for member in summary["front"] if member["overfits"]]
+    assert overfitting
+    for member in overfitting:  # some edit of an overfitting member causes its held-out failures
+        causes = {test for record in member["ablation"] for test in record["holdout_causes"]}
+        assert causes and causes <= set(member["holdout"]["regressions"])
+    capsys.readouterr()
+    assert main(["show", str(folder), overfitting[0]["id"]]) == 0
+    assert "Ablation of" in capsys.readouterr().out
