@@ -59,6 +59,9 @@ class ProgramSection(_Section):
 class TestsSection(_Section):
     train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
     holdout: Annotated[list[str], Field(description="pytest paths run on front members, never for selection")] = []
+    holdout_fraction: Annotated[
+        float, Field(ge=0, lt=1, description="the share of the training tests' ids held out by a seeded split")
+    ] = 0.0
     timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
     test_timeout: Annotated[
         float,
@@ -416,6 +419,8 @@ class Config(_Section):
             data["search"].pop("reference_divisions")
         if data.get("arm") is None:
             data.pop("arm", None)
+        if not data["tests"].get("holdout_fraction"):
+            data["tests"].pop("holdout_fraction", None)
         return data
 
 

@@ -50,6 +50,9 @@ from gi.warm import WarmPool
 class EvaluationSettings:
     train: tuple[str, ...]
     holdout: tuple[str, ...] = ()
+    #: Test ids split off the training paths (tests.holdout_fraction): held out, though their
+    #: files stay in the training copies (the training tests beside them need them).
+    holdout_ids: tuple[str, ...] = ()
     #: Seconds for one whole test run (the backstop), and for one test in the original's run
     #: (a variant's test gets fitness.tests.per_test_limits of the original's times, at most this).
     timeout: float = 60.0
@@ -309,7 +312,7 @@ class Evaluator:
     def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
         """Run the held-out tests on a variant (only on front members and the original);
         `limits` are per-test limits from the original's held-out run."""
-        return self._tests(variant, self.settings.holdout, limits or {})
+        return self._tests(variant, (*self.settings.holdout, *self.settings.holdout_ids), limits or {})
 
     def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Ochiai suspiciousness of the lines of the editable files, from the training tests."""

@@ -31,7 +31,7 @@ from gi.config import Config
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
-from gi.holdout import HeldOut, front_members, generalisation_gap
+from gi.holdout import HeldOut, front_members, generalisation_gap, split_tests
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import STORE_NAME, write_report
@@ -122,7 +122,11 @@ class Experiment:
         #: The held-out tests, run on the front's new members each generation (never for selection).
         #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
         self.studied: dict[str, Evaluation] | None = None
-        self.held_out = HeldOut(self.evaluator, self.store, config.tests.test_timeout) if config.tests.holdout else None
+        self.held_out = (
+            HeldOut(self.evaluator, self.store, config.tests.test_timeout)
+            if config.tests.holdout or config.tests.holdout_fraction
+            else None
+        )
 
     def _open(self, config: Config, fresh: bool) -> None:
         """Open the run store (emptied with `fresh`, or when it holds a run that never got past
@@ -165,8 +169,30 @@ class Experiment:
 
     # --- the baseline ---------------------------------------------------------------------
 
+    def _split_tests(self, original: Variant) -> None:
+        """With tests.holdout_fraction, hold out a seeded share of the training tests' ids
+        (collected on the original; the split is stored, so a resumed run keeps it)."""
+        fraction = self.config.tests.holdout_fraction
+        if not fraction:
+            return
+        split = self.store.get_meta("holdout_split")
+        if split is None:
+            collected = list(self.evaluator.evaluate(original).tests)
+            if len(collected) < 2:
+                raise ConfigError(
+                    f"{self.config.source}: tests.holdout_fraction = {fraction:g}, but tests.train collects"
+                    f" {len(collected)} test(s); a split needs at least 2"
+                )
+            train, held = split_tests(collected, fraction, self.config.experiment.seed)
+            split = {"train": train, "holdout": held}
+            self.store.set_meta("holdout_split", split)
+        self.evaluator.settings = dataclasses.replace(
+            self.evaluator.settings, train=tuple(split["train"]), holdout_ids=tuple(split["holdout"])
+        )
+
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
+        self._split_tests(original)
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
@@ -673,6 +699,7 @@ class Experiment:
                 "runtime_drift": self.timing.drift,
                 "operators": operators,
                 "generalisation_gap": generalisation_gap(self.store.generalisation()),
+                "holdout_split": self.store.get_meta("holdout_split"),
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 
 from fitness.tests import TestRun, merge_retry, overfits, per_test_limits
@@ -21,6 +22,19 @@ from gi.evaluation import Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.results import Evaluation
 from populations import Individual, RunStore
+
+#: Mixed with the run's seed for the split of test ids, so the split has a stream of its own.
+SPLIT_STREAM = 13
+
+
+def split_tests(ids: Iterable[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """A seeded split of test ids into (training, held-out): round(fraction x n) held out, at
+    least one, and at least one left for training; the same seed gives the same split."""
+    ordered = sorted(set(ids))
+    count = min(len(ordered) - 1, max(1, round(fraction * len(ordered))))
+    rng = np.random.default_rng([seed, SPLIT_STREAM])
+    chosen = set(rng.choice(len(ordered), size=count, replace=False).tolist())
+    return [t for i, t in enumerate(ordered) if i not in chosen], [t for i, t in enumerate(ordered) if i in chosen]
 
 
 def front_members(members: Sequence[Individual]) -> list[Individual]:
