@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
+from fitness.differential import DifferentialError, checks_module
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
 from fitness.tests import NOT_FAILING, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
@@ -124,7 +126,7 @@ class Experiment:
         self.studied: dict[str, Evaluation] | None = None
         self.held_out = (
             HeldOut(self.evaluator, self.store, config.tests.test_timeout)
-            if config.tests.holdout or config.tests.holdout_fraction
+            if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential
             else None
         )
 
@@ -190,9 +192,33 @@ class Experiment:
             self.evaluator.settings, train=tuple(split["train"]), holdout_ids=tuple(split["holdout"])
         )
 
+    def _differential(self, original: Variant) -> None:
+        """With tests.differential, record the differential checks' cases on the original (once;
+        stored) and have every held-out run include them."""
+        if not self.config.tests.differential:
+            return
+        cases = self.store.get_meta("differential_cases")
+        if cases is None:
+            try:
+                cases = self.evaluator.differential_cases(original, self.config.tests.differential_inputs)
+            except DifferentialError as error:
+                raise ProgramError(f"{self.config.source}: tests.differential: {error}") from None
+            self.store.set_meta("differential_cases", cases)
+        if not cases:
+            warning = (
+                "tests.differential: the training tests call no public function of the editable files with literal"
+                " arguments, and tests.differential_inputs lists none: there is no differential check"
+            )
+            if warning not in self.progress.warnings:
+                self.progress.warnings.append(warning)
+            return
+        files = ((DIFFERENTIAL_FILE, checks_module(cases)),)
+        self.evaluator.settings = dataclasses.replace(self.evaluator.settings, holdout_files=files)
+
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
         self._split_tests(original)
+        self._differential(original)
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
@@ -700,6 +726,7 @@ class Experiment:
                 "operators": operators,
                 "generalisation_gap": generalisation_gap(self.store.generalisation()),
                 "holdout_split": self.store.get_meta("holdout_split"),
+                "differential_checks": len(self.store.get_meta("differential_cases") or []),
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },
