@@ -124,6 +124,16 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     ablate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
     ablate.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
+    validate = commands.add_parser(
+        "validate",
+        help="run a finished run's front and every feasible program it saw under other tests",
+        description="Run the front, and every feasible program the search evaluated, under the tests at PATHS "
+        "(a suite written later, another project's; copied into each copy of the program) or, without --tests, "
+        "the run's own held-out tests; prints and stores the overfitting rate of the front, of every feasible "
+        "program and per operator (language model against classic edits). summary.json: `validation`.",
+    )
+    validate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    validate.add_argument("--tests", type=Path, nargs="+", metavar="PATH", help="test files or folders")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -291,6 +301,10 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         if summary.get("operators"):
             console.print(operator_table(summary))
         _show_gap(summary, console)
+        if summary.get("validation"):
+            from gi.validate import validation_table
+
+            console.print(validation_table(summary["validation"]))
         return 0
     member = find_member(summary, args.patch)
     if member is None:
@@ -355,6 +369,19 @@ def _ablate(args: argparse.Namespace, console: Console) -> int:
             console.print(ablation_table({**member, "ablation": done[member["id"]]}, names))
         else:
             console.print(f"{member['id']}: no edit to ablate (the original program)")
+    return 0
+
+
+def _validate(args: argparse.Namespace, console: Console) -> int:
+    from gi.rerun import FinishedRun
+    from gi.validate import suite_files, validate, validation_table
+
+    if args.tests:
+        suite_files(args.tests)  # a missing or empty suite is refused before the run is opened
+    with FinishedRun(args.run) as run:
+        _say_isolation(run.config)
+        figures = validate(run, args.tests)
+    console.print(validation_table(figures))
     return 0
 
 
@@ -434,6 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _minimize(args, console)
         if args.command == "ablate":
             return _ablate(args, console)
+        if args.command == "validate":
+            return _validate(args, console)
         if args.command == "algorithms":
             return _algorithms(console)
         if args.command == "llm":

@@ -54,7 +54,8 @@ class EvaluationSettings:
     #: Test ids split off the training paths (tests.holdout_fraction): held out, though their
     #: files stay in the training copies (the training tests beside them need them).
     holdout_ids: tuple[str, ...] = ()
-    #: Test files gi writes into held-out copies only (relative path, text): the differential checks.
+    #: Files gi writes into held-out copies only (relative path, text): the differential checks,
+    #: a suite `gi validate` brings; their paths are in `holdout`.
     holdout_files: tuple[tuple[str, str], ...] = ()
     #: Seconds for one whole test run (the backstop), and for one test in the original's run
     #: (a variant's test gets fitness.tests.per_test_limits of the original's times, at most this).
@@ -316,8 +317,7 @@ class Evaluator:
     def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
         """Run the held-out tests on a variant (only on front members and the original);
         `limits` are per-test limits from the original's held-out run."""
-        generated = tuple(path for path, _ in self.settings.holdout_files)
-        return self._tests(variant, (*self.settings.holdout, *self.settings.holdout_ids, *generated), limits or {})
+        return self._tests(variant, (*self.settings.holdout, *self.settings.holdout_ids), limits or {})
 
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
         """The differential checks' cases, recorded on `variant` (the original) from its training

@@ -212,8 +212,12 @@ class Experiment:
             if warning not in self.progress.warnings:
                 self.progress.warnings.append(warning)
             return
-        files = ((DIFFERENTIAL_FILE, checks_module(cases)),)
-        self.evaluator.settings = dataclasses.replace(self.evaluator.settings, holdout_files=files)
+        settings = self.evaluator.settings
+        self.evaluator.settings = dataclasses.replace(
+            settings,
+            holdout=(*settings.holdout, DIFFERENTIAL_FILE),
+            holdout_files=((DIFFERENTIAL_FILE, checks_module(cases)),),
+        )
 
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
@@ -727,6 +731,7 @@ class Experiment:
                 "generalisation_gap": generalisation_gap(self.store.generalisation()),
                 "holdout_split": self.store.get_meta("holdout_split"),
                 "differential_checks": len(self.store.get_meta("differential_cases") or []),
+                "validation": self.store.get_meta("validation"),  # from `gi validate`
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },

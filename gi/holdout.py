@@ -46,11 +46,13 @@ def front_members(members: Sequence[Individual]) -> list[Individual]:
 class HeldOut:
     """The held-out tests of one run: the original's outcomes, and every program's, by tree hash."""
 
-    def __init__(self, evaluator: Evaluator, store: RunStore, test_timeout: float) -> None:
+    def __init__(self, evaluator: Evaluator, store: RunStore | None, test_timeout: float) -> None:
+        """`store`: where outcomes are kept and found again (None: kept for this object's life,
+        as for a suite `gi validate` brings)."""
         self.evaluator = evaluator
         self.store = store
         self.test_timeout = test_timeout
-        self.runs: dict[str, tuple[dict[str, str], dict[str, float]]] = store.holdout_runs()
+        self.runs: dict[str, tuple[dict[str, str], dict[str, float]]] = store.holdout_runs() if store else {}
         self.original = apply(evaluator.program, Patch())
         self._limits: dict[str, float] | None = None
 
@@ -77,7 +79,8 @@ class HeldOut:
 
     def _keep(self, variant: Variant, run: TestRun) -> None:
         self.runs[variant.tree_hash] = (dict(run.outcomes), dict(run.durations))
-        self.store.put_holdout(variant.tree_hash, dict(run.outcomes), dict(run.durations))
+        if self.store is not None:
+            self.store.put_holdout(variant.tree_hash, dict(run.outcomes), dict(run.durations))
 
     def outcomes(self, variants: Iterable[Variant]) -> list[dict[str, str]]:
         """The held-out outcomes of each variant; the programs not yet run are run in parallel."""

@@ -306,6 +306,20 @@ class _GapRow(_Shape):
     rate: float
 
 
+class _Share(_Shape):
+    checked: int
+    overfit: int
+    rate: float | None
+
+
+class _Validation(_Shape):
+    tests: list[str]
+    front: _Share
+    feasible: _Share
+    groups: dict[str, _Share]
+    operators: dict[str, _Share]
+
+
 class _Summary(_Shape):
     experiment: _Experiment
     objectives: list[_ObjectiveName]
@@ -314,6 +328,7 @@ class _Summary(_Shape):
     operators: dict[str, dict[str, float | None]] | None = None
     llm: _LLM | None = None
     generalisation_gap: list[_GapRow] | None = None
+    validation: _Validation | None = None
 
 
 #: Union members appear in pydantic's error locations by class name; a key path leaves them out.
@@ -330,6 +345,8 @@ _SHAPE_NAMES = {
         _Baseline,
         _LLM,
         _GapRow,
+        _Share,
+        _Validation,
         _Summary,
     )
 }

@@ -184,3 +184,36 @@ def test_gi_ablate_then_show_prints_each_edits_share(
     capsys.readouterr()
     assert main(["show", str(folder), overfitting[0]["id"]]) == 0
     assert "Ablation of" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_gi_validate_under_the_training_suite_finds_no_overfitting(runs: dict[bool, Path], tmp_path: Path) -> None:
+    suite = tmp_path / "again"
+    suite.mkdir()
+    (suite / "test_again.py").write_text((GRADING / "tests" / "test_grading.py").read_text())
+    assert main(["validate", str(runs[True]), "--tests", str(suite)]) == 0
+    figures = json.loads((runs[True] / "summary.json").read_text())["validation"]
+    assert figures["feasible"]["checked"] > 0 and figures["feasible"]["overfit"] == 0
+    assert figures["front"]["overfit"] == 0
+
+
+@pytest.mark.slow
+def test_gi_validate_on_the_runs_own_held_out_tests_agrees_with_the_run(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(runs[True])]) == 0
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    figures = summary["validation"]
+    assert {m["id"]: m["overfits"] for m in summary["front"]} == {
+        member: row["overfits"] for member, row in figures["members"].items()
+    }
+    assert figures["front"]["overfit"] == sum(m["overfits"] for m in summary["front"]) > 0
+    by_operator = figures["operators"].values()
+    assert sum(share["checked"] for share in by_operator) == figures["feasible"]["checked"]
+    assert sum(share["overfit"] for share in by_operator) == figures["feasible"]["overfit"] > 0
+    assert figures["groups"]["model"]["checked"] == 0, "no language model in this run"
+    capsys.readouterr()
+    assert main(["show", str(runs[True])]) == 0
+    assert "every feasible program" in capsys.readouterr().out
+    assert main(["validate", str(runs[True]), "--tests", "/nowhere/tests"]) == 2
+    assert capsys.readouterr().err.strip() == "gi: error: --tests /nowhere/tests: no such file or folder"
