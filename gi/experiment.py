@@ -532,7 +532,7 @@ class Experiment:
         if checkpoint is not None:
             self._restore(search, checkpoint)
         while search.generation < self.config.search.generations:
-            before = {member.id for member in front_members(search.archive.members)}
+            before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
             if generation > 0:
@@ -546,7 +546,7 @@ class Experiment:
             children = search.tell(candidates, evaluations)
             gap = None
             if self.held_out is not None:  # after tell: what the search chose is already settled
-                new = [m for m in front_members(search.archive.members) if m.id not in before]
+                new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
                 gap = self.held_out.generation(search.generation, new, self.cache, baseline.tests)
             self._checkpoint(search, children, gap)
             self.on_progress(self.progress, True)

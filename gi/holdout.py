@@ -1,7 +1,7 @@
 """Held-out tests during the run: the generalisation gap over time.
 
-After every generation, the front's new members (the archive's feasible members that were
-not in it after the previous generation) also run the held-out tests, and the generation
+After every generation, the front's new members (the archive's feasible members whose
+programs were not on it after the previous generation) also run the held-out tests, and the generation
 records how many were checked and how many overfit (`fitness.tests.overfits`, the one
 definition). The outcomes go to the run store, never to the search: selection reads only
 the training evaluations, so a run with held-out tests selects exactly what the same run
