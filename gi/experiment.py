@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
-from fitness.differential import DifferentialError, checks_module
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
 from fitness.tests import NOT_FAILING, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
@@ -33,7 +31,7 @@ from gi.config import Config
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
-from gi.holdout import HeldOut, front_members, generalisation_gap, split_tests
+from gi.holdout import HeldOut, configure_held_out, front_members, generalisation_gap
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.report import STORE_NAME, write_report
@@ -121,9 +119,9 @@ class Experiment:
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.store)
         self.llm: LLMOperator | None = None
         self.backend: Backend | None = None
-        #: The held-out tests, run on the front's new members each generation (never for selection).
         #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
         self.studied: dict[str, Evaluation] | None = None
+        #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
             HeldOut(self.evaluator, self.store, config.tests.test_timeout)
             if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential
@@ -171,58 +169,11 @@ class Experiment:
 
     # --- the baseline ---------------------------------------------------------------------
 
-    def _split_tests(self, original: Variant) -> None:
-        """With tests.holdout_fraction, hold out a seeded share of the training tests' ids
-        (collected on the original; the split is stored, so a resumed run keeps it)."""
-        fraction = self.config.tests.holdout_fraction
-        if not fraction:
-            return
-        split = self.store.get_meta("holdout_split")
-        if split is None:
-            collected = list(self.evaluator.evaluate(original).tests)
-            if len(collected) < 2:
-                raise ConfigError(
-                    f"{self.config.source}: tests.holdout_fraction = {fraction:g}, but tests.train collects"
-                    f" {len(collected)} test(s); a split needs at least 2"
-                )
-            train, held = split_tests(collected, fraction, self.config.experiment.seed)
-            split = {"train": train, "holdout": held}
-            self.store.set_meta("holdout_split", split)
-        self.evaluator.settings = dataclasses.replace(
-            self.evaluator.settings, train=tuple(split["train"]), holdout_ids=tuple(split["holdout"])
-        )
-
-    def _differential(self, original: Variant) -> None:
-        """With tests.differential, record the differential checks' cases on the original (once;
-        stored) and have every held-out run include them."""
-        if not self.config.tests.differential:
-            return
-        cases = self.store.get_meta("differential_cases")
-        if cases is None:
-            try:
-                cases = self.evaluator.differential_cases(original, self.config.tests.differential_inputs)
-            except DifferentialError as error:
-                raise ProgramError(f"{self.config.source}: tests.differential: {error}") from None
-            self.store.set_meta("differential_cases", cases)
-        if not cases:
-            warning = (
-                "tests.differential: the training tests call no public function of the editable files with literal"
-                " arguments, and tests.differential_inputs lists none: there is no differential check"
-            )
-            if warning not in self.progress.warnings:
-                self.progress.warnings.append(warning)
-            return
-        settings = self.evaluator.settings
-        self.evaluator.settings = dataclasses.replace(
-            settings,
-            holdout=(*settings.holdout, DIFFERENTIAL_FILE),
-            holdout_files=((DIFFERENTIAL_FILE, checks_module(cases)),),
-        )
-
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
-        self._split_tests(original)
-        self._differential(original)
+        for warning in configure_held_out(self.config, self.evaluator, self.store, original):
+            if warning not in self.progress.warnings:
+                self.progress.warnings.append(warning)
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)

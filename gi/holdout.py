@@ -6,10 +6,15 @@ records how many were checked and how many overfit (`fitness.tests.overfits`, th
 definition). The outcomes go to the run store, never to the search: selection reads only
 the training evaluations, so a run with held-out tests selects exactly what the same run
 without them selects. The final front reuses these outcomes (a cache by tree hash).
+
+Held-out tests are tests.holdout's paths, the test ids tests.holdout_fraction splits off the
+training tests (`split_tests`), and the checks tests.differential generates
+(`fitness.differential`); `configure_held_out` sets the last two up on the original.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,7 +22,11 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
+from fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
+from fitness.differential import DifferentialError, checks_module
 from fitness.tests import TestRun, merge_retry, overfits, per_test_limits
+from gi.config import Config
+from gi.errors import ConfigError, ProgramError
 from gi.evaluation import Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.results import Evaluation
@@ -35,6 +44,50 @@ def split_tests(ids: Iterable[str], fraction: float, seed: int) -> tuple[list[st
     rng = np.random.default_rng([seed, SPLIT_STREAM])
     chosen = set(rng.choice(len(ordered), size=count, replace=False).tolist())
     return [t for i, t in enumerate(ordered) if i not in chosen], [t for i, t in enumerate(ordered) if i in chosen]
+
+
+def configure_held_out(config: Config, evaluator: Evaluator, store: RunStore, original: Variant) -> list[str]:
+    """Set the evaluator's held-out side up as the config asks, beyond tests.holdout: the split
+    of tests.holdout_fraction (test ids collected on the original) and the checks of
+    tests.differential (recorded on the original). Both are stored, so a resumed run keeps
+    them. Returns warnings for the run."""
+    warnings = []
+    fraction = config.tests.holdout_fraction
+    if fraction:
+        split = store.get_meta("holdout_split")
+        if split is None:
+            collected = list(evaluator.evaluate(original).tests)
+            if len(collected) < 2:
+                raise ConfigError(
+                    f"{config.source}: tests.holdout_fraction = {fraction:g}, but tests.train collects"
+                    f" {len(collected)} test(s); a split needs at least 2"
+                )
+            train, held = split_tests(collected, fraction, config.experiment.seed)
+            split = {"train": train, "holdout": held}
+            store.set_meta("holdout_split", split)
+        evaluator.settings = dataclasses.replace(
+            evaluator.settings, train=tuple(split["train"]), holdout_ids=tuple(split["holdout"])
+        )
+    if config.tests.differential:
+        cases = store.get_meta("differential_cases")
+        if cases is None:
+            try:
+                cases = evaluator.differential_cases(original, config.tests.differential_inputs)
+            except DifferentialError as error:
+                raise ProgramError(f"{config.source}: tests.differential: {error}") from None
+            store.set_meta("differential_cases", cases)
+        if cases:
+            evaluator.settings = dataclasses.replace(
+                evaluator.settings,
+                holdout=(*evaluator.settings.holdout, DIFFERENTIAL_FILE),
+                holdout_files=((DIFFERENTIAL_FILE, checks_module(cases)),),
+            )
+        else:
+            warnings.append(
+                "tests.differential: the training tests call no public function of the editable files with literal"
+                " arguments, and tests.differential_inputs lists none: there is no differential check"
+            )
+    return warnings
 
 
 def front_members(members: Sequence[Individual]) -> list[Individual]:
