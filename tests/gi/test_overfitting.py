@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fitness.tests import overfits
 from gi.ablation import ablate
 from gi.cli import main
 from gi.edits import DeleteStatement
@@ -117,6 +118,12 @@ def test_minimised_patch_of_dead_branch_deletions_is_one_minimal(runs: dict[bool
         assert dict(zip(run.names, kept.values, strict=True))["complexity"] == 9
         smaller, passes = minimize_patch(run, found, kept)
         assert smaller.edits == (RANGE_CHECK, DEAD_BRANCH)
+        # It deletes the range check that only the held-out tests exercise: it overfits.
+        assert run.experiment.held_out is not None
+        held_out = run.experiment.held_out
+        [(variant, evaluation)] = run.evaluate([found], "test")
+        [outcomes] = held_out.outcomes([variant])
+        assert overfits(evaluation.tests, run.baseline.tests, outcomes, held_out.baseline)
         assert sum(passes.counts.values()) > 0
         # 1-minimal: the smaller patch keeps the scores, and removing any one edit loses them.
         [(_, whole)] = run.evaluate([smaller], "test")
