@@ -1,7 +1,7 @@
 """The tests measure: pytest in a subprocess on the variant's copy, with per-test outcomes.
 
 Training tests are run on every variant and drive selection; held-out tests are run only
-on the final front, to see which patches overfit the tests used in search.
+on front members, never for selection, to see which patches overfit the tests used in search.
 
 Outcomes come from gi's plugin over a signed channel (see fitness/pytest_plugin.py), and a
 report counts only when independent signals agree with it: every record carries a valid

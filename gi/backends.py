@@ -255,6 +255,8 @@ def settings_to_json(settings: EvaluationSettings) -> dict[str, Any]:
     return {
         "train": list(settings.train),
         "holdout": list(settings.holdout),
+        "holdout_ids": list(settings.holdout_ids),
+        "holdout_files": [list(pair) for pair in settings.holdout_files],
         "timeout": settings.timeout,
         "test_timeout": settings.test_timeout,
         "limits": limits,
@@ -278,6 +280,8 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
     return EvaluationSettings(
         train=tuple(data["train"]),
         holdout=tuple(data["holdout"]),
+        holdout_ids=tuple(data["holdout_ids"]),
+        holdout_files=tuple((str(path), str(text)) for path, text in data["holdout_files"]),
         timeout=float(data["timeout"]),
         test_timeout=float(data["test_timeout"]),
         limits=Limits(**{**data["limits"], "read_only": tuple(Path(path) for path in data["limits"]["read_only"])}),

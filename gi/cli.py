@@ -131,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of tables")
     _add_daily_commands(commands)
+    _study_parsers(commands)
     return parser
 
 
@@ -163,6 +164,40 @@ def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "diff, objectives, speed-up and held-out verdict. `gi run` writes one at the end of every run.",
     )
     report.add_argument("run", type=Path, help="a run folder or an experiment folder")
+
+
+def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that study a finished run's front: minimisation."""
+    minimize = commands.add_parser(
+        "minimize",
+        help="reduce each front member to a 1-minimal patch with the same objective values",
+        description="Delta debugging (ddmin), then single-edit removals: the fewest edits of each front member "
+        "(or of ID) that keep its objective values (runtime within its measured interval; size aside). "
+        "Evaluations go through the run's evaluator and are kept in its store; summary.json gives each "
+        "member's `minimal` patch, and patches/<id>.min.diff its diff.",
+    )
+    minimize.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    minimize.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
+    ablate = commands.add_parser(
+        "ablate",
+        help="measure what each edit of each front member contributes, and which cause held-out failures",
+        description="For each front member (or ID), remove each edit in turn and measure again: its contribution "
+        "to each objective, whether the member stays feasible without it, and the held-out tests it causes to "
+        "fail (failing with the whole patch, passing without that edit). summary.json gives each member's "
+        "`ablation`; `gi show RUN ID` prints it.",
+    )
+    ablate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    ablate.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
+    validate = commands.add_parser(
+        "validate",
+        help="run a finished run's front and every feasible program it saw under other tests",
+        description="Run the front, and every feasible program the search evaluated, under the tests at PATHS "
+        "(a suite written later, another project's; copied into each copy of the program) or, without --tests, "
+        "the run's own held-out tests; prints and stores the overfitting rate of the front, of every feasible "
+        "program and per operator (language model against classic edits). summary.json: `validation`.",
+    )
+    validate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    validate.add_argument("--tests", type=Path, nargs="+", metavar="PATH", help="test files or folders")
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -418,6 +453,11 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         console.print(front_view(summary))
         if summary.get("operators"):
             console.print(operator_table(summary))
+        _show_gap(summary, console)
+        if summary.get("validation"):
+            from gi.validate import validation_table
+
+            console.print(validation_table(summary["validation"]))
         return 0
     member = find_member(summary, args.patch)
     if member is None:
@@ -454,6 +494,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     console.print(table)
     for line in member["descriptions"]:
         console.print(f"  - {line}", markup=False, highlight=False)
+    _show_studies(member, summary, console)
     diff = read_diff(args.run, member)
     if diff is None:
         console.print("(no change: this member is the original program)")
@@ -505,6 +546,77 @@ def _say(console: Console, line: str) -> None:
 def _print_json(data: object) -> None:
     """JSON for scripts: plain text on stdout, no colour or wrapping."""
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _minimize(args: argparse.Namespace, console: Console) -> int:
+    from gi.minimize import minimize_front
+    from gi.rerun import FinishedRun
+
+    with FinishedRun(args.run) as run:
+        before = {member["id"]: len(member["edits"]) for member in run.members(args.patch)}
+        _say_isolation(run.config)
+        done = minimize_front(run, args.patch)
+    table = Table(title=f"Minimised patches of {args.run}")
+    for column in ("id", "edits", "minimal", "evaluations", "objectives"):
+        table.add_column(column, justify="left" if column in ("id", "objectives") else "right")
+    for member, record in done.items():
+        kept = ", ".join(f"{name} {value:g}" for name, value in record["objectives"].items())
+        table.add_row(member, str(before[member]), str(len(record["edits"])), str(sum(record["evaluations"].values())),
+                      kept)  # fmt: skip
+    console.print(table)
+    return 0
+
+
+def _ablate(args: argparse.Namespace, console: Console) -> int:
+    from gi.ablation import ablate_front, ablation_table
+    from gi.rerun import FinishedRun
+
+    with FinishedRun(args.run) as run:
+        members = run.members(args.patch)
+        _say_isolation(run.config)
+        done = ablate_front(run, args.patch)
+        names = list(run.names)
+    for member in members:
+        if done[member["id"]]:
+            console.print(ablation_table({**member, "ablation": done[member["id"]]}, names))
+        else:
+            console.print(f"{member['id']}: no edit to ablate (the original program)")
+    return 0
+
+
+def _validate(args: argparse.Namespace, console: Console) -> int:
+    from gi.rerun import FinishedRun
+    from gi.validate import suite_files, validate, validation_table
+
+    if args.tests:
+        suite_files(args.tests)  # a missing or empty suite is refused before the run is opened
+    with FinishedRun(args.run) as run:
+        _say_isolation(run.config)
+        figures = validate(run, args.tests)
+    console.print(validation_table(figures))
+    return 0
+
+
+def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Console) -> None:
+    """A member's minimal patch and ablation, when `gi minimize` and `gi ablate` made them."""
+    from gi.ablation import ablation_table
+
+    minimal = member.get("minimal")
+    if minimal is not None:
+        where = f" ({minimal['diff']})" if minimal["diff"] else ""
+        console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
+        for line in minimal["descriptions"]:
+            console.print(f"  - {line}")
+    if member.get("ablation"):
+        console.print(ablation_table(member, [objective["name"] for objective in summary["objectives"]]))
+
+
+def _show_gap(summary: dict[str, Any], console: Console) -> None:
+    """The generalisation gap per generation, when the run had held-out tests."""
+    from gi.holdout import gap_table
+
+    if summary.get("generalisation_gap"):
+        console.print(gap_table(summary["generalisation_gap"]))
 
 
 def _operators(console: Console) -> int:
@@ -563,6 +675,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args, console)
         if args.command == "compare":
             return _compare(args, console)
+        if args.command == "minimize":
+            return _minimize(args, console)
+        if args.command == "ablate":
+            return _ablate(args, console)
+        if args.command == "validate":
+            return _validate(args, console)
         if args.command == "algorithms":
             return _algorithms(console)
         if args.command == "llm":

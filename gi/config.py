@@ -7,6 +7,7 @@ states the rule and suggests a fix. Paths in a config are relative to the config
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -58,7 +59,17 @@ class ProgramSection(_Section):
 
 class TestsSection(_Section):
     train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
-    holdout: Annotated[list[str], Field(description="pytest paths run only on the final front")] = []
+    holdout: Annotated[list[str], Field(description="pytest paths run on front members, never for selection")] = []
+    holdout_fraction: Annotated[
+        float, Field(ge=0, lt=1, description="the share of the training tests' ids held out by a seeded split")
+    ] = 0.0
+    differential: Annotated[
+        bool, Field(description="held-out checks: public functions on the training tests' inputs, against the original")
+    ] = False
+    differential_inputs: Annotated[
+        dict[str, list[list[Any]]],
+        Field(description='more inputs for the differential checks: "module:function" -> argument lists'),
+    ] = {}
     timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
     test_timeout: Annotated[
         float,
@@ -66,6 +77,14 @@ class TestsSection(_Section):
             gt=0, le=86400, description="seconds one test may take in the original's run, and at most in a variant's"
         ),
     ] = 10.0
+
+    @field_validator("differential_inputs")
+    @classmethod
+    def _functions(cls, inputs: dict[str, list[list[Any]]]) -> dict[str, list[list[Any]]]:
+        for key in inputs:
+            if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", key):
+                raise ValueError(f"{key!r} is not 'module:function'")
+        return inputs
 
 
 class ObjectivesSection(_Section):
@@ -416,6 +435,9 @@ class Config(_Section):
             data["search"].pop("reference_divisions")
         if data.get("arm") is None:
             data.pop("arm", None)
+        for key in ("holdout_fraction", "differential", "differential_inputs"):
+            if not data["tests"].get(key):
+                data["tests"].pop(key, None)
         return data
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fitness import complexity, size, style
+from fitness.differential import record_cases
 from fitness.faults import covered_test_run, ochiai
 from fitness.runtime import (
     RIGOROUS,
@@ -50,6 +51,12 @@ from gi.warm import WarmPool
 class EvaluationSettings:
     train: tuple[str, ...]
     holdout: tuple[str, ...] = ()
+    #: Test ids split off the training paths (tests.holdout_fraction): held out, though their
+    #: files stay in the training copies (the training tests beside them need them).
+    holdout_ids: tuple[str, ...] = ()
+    #: Files gi writes into held-out copies only (relative path, text): the differential checks,
+    #: a suite `gi validate` brings; their paths are in `holdout`.
+    holdout_files: tuple[tuple[str, str], ...] = ()
     #: Seconds for one whole test run (the backstop), and for one test in the original's run
     #: (a variant's test gets fitness.tests.per_test_limits of the original's times, at most this).
     timeout: float = 60.0
@@ -162,7 +169,8 @@ class Evaluator:
         variant can read what it will be judged on at the end.
         """
         hidden = self.settings.exclude if holdout else self._training_exclude()
-        with workspace(self.program.root, variant.sources, parent=self.scratch, exclude=hidden,
+        sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
+        with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
             yield Sandbox(self.settings.limits, space)
 
@@ -308,9 +316,16 @@ class Evaluator:
     # --- the original and the front -------------------------------------------------------------
 
     def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
-        """Run the held-out tests on a variant (only ever on the final front and the original);
+        """Run the held-out tests on a variant (only on front members and the original);
         `limits` are per-test limits from the original's held-out run."""
-        return self._tests(variant, self.settings.holdout, limits or {})
+        return self._tests(variant, (*self.settings.holdout, *self.settings.holdout_ids), limits or {})
+
+    def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
+        """The differential checks' cases, recorded on `variant` (the original) from its training
+        tests; raises DifferentialError."""
+        with self._sandbox(variant) as sandbox:
+            return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
+                                timeout=self.settings.timeout * 3)  # fmt: skip
 
     def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Ochiai suspiciousness of the lines of the editable files, from the training tests."""

@@ -19,7 +19,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.tests import NOT_FAILING, TestRun, merge_retry, overfits, per_test_limits, regressions, test_counts
+from fitness.tests import NOT_FAILING, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
 from gi.config import Config
 from gi.document import write_report_or_warn
 from gi.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
+from gi.holdout import HeldOut, configure_held_out, front_members, generalisation_gap
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.replay import Measurements, open_recorded, replay_comparison
@@ -132,6 +133,14 @@ class Experiment:
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.measurements)
         self.llm: LLMOperator | None = None
         self.backend: Backend | None = None
+        #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
+        self.studied: dict[str, Evaluation] | None = None
+        #: The held-out tests, run on the front's new members each generation (never for selection).
+        self.held_out = (
+            HeldOut(self.evaluator, self.measurements, config.tests.test_timeout)
+            if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential
+            else None
+        )
 
     def _open(self, config: Config, fresh: bool) -> None:
         """Open the run store (emptied with `fresh`, or when it holds a run that never got past
@@ -178,6 +187,9 @@ class Experiment:
 
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
+        for warning in configure_held_out(self.config, self.evaluator, self.measurements, original):
+            if warning not in self.progress.warnings:
+                self.progress.warnings.append(warning)
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
@@ -457,6 +469,31 @@ class Experiment:
                 ) from None
             raise LLMError(str(error)) from None
 
+    def measure(self, variants: Sequence[Variant], label: str) -> list[Evaluation]:
+        """Evaluate programs after the search (minimisation, ablation) through the run's backend,
+        each with its patch's own measures. They are kept apart from the search's evaluations
+        (the run's figures stay the search's), in the store under `label`, and reused."""
+        if self.studied is None:
+            self.studied = self.store.study_evaluations()
+        known = {**self.studied, **self.cache}
+        fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
+        results = self._backend().evaluate_many(fresh)
+        with self.store.transaction():
+            for evaluation in results:
+                known[evaluation.tree_hash] = self.studied[evaluation.tree_hash] = evaluation
+                self.store.put_study_evaluation(evaluation, label)
+        measured = []
+        for variant in variants:
+            evaluation = known[variant.tree_hash]
+            own = {**evaluation.measures, **variant_measures(variant)} if evaluation.ok else evaluation.measures
+            measured.append(dataclasses.replace(evaluation, measures=own))
+        return measured
+
+    def reopen(self) -> Evaluation:
+        """Set the evaluator up as a run's start does (the original's tests, limits and timing)
+        and return the original's evaluation: for studies of a finished run."""
+        return self._baseline()
+
     def _measured(self, variant: Variant) -> Evaluation:
         """The evaluation of the program `variant` makes, with the measures of its own patch and
         text (size, diff lines, style, maintainability) rather than those of whichever patch
@@ -529,6 +566,7 @@ class Experiment:
         if checkpoint is not None:
             self._restore(search, checkpoint)
         while search.generation < self.config.search.generations:
+            before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
             if generation > 0:
@@ -536,7 +574,11 @@ class Experiment:
             candidates, evaluations = self._breed_and_evaluate(search, generation)
             self._note_llm_stop()
             children = search.tell(candidates, evaluations)
-            self._checkpoint(search, children)
+            gap = None
+            if self.held_out is not None:  # after tell: what the search chose is already settled
+                new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
+                gap = self.held_out.generation(search.generation, new, self.cache, baseline.tests)
+            self._checkpoint(search, children, gap)
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
@@ -552,7 +594,7 @@ class Experiment:
         if warning not in self.progress.warnings:
             self.progress.warnings.append(warning)
 
-    def _checkpoint(self, search: Search, children: list[Individual]) -> None:
+    def _checkpoint(self, search: Search, children: list[Individual], gap: dict[str, Any] | None = None) -> None:
         self.progress.best = search.best()
         self.progress.hypervolume = search.hypervolume()
         self.progress.front_size = len(search.archive.members)
@@ -582,6 +624,8 @@ class Experiment:
             self.store.set_meta("search_state", search.state())
             if self.llm is not None:
                 self.store.set_meta("llm_state", self.llm.state())
+            if gap is not None:
+                self.store.put_generalisation(search.generation, gap)
             self.store.checkpoint(
                 Checkpoint(
                     search.generation,
@@ -606,20 +650,6 @@ class Experiment:
                 " if the variants do not loop forever, the limits are too tight for this machine"
             )
         return share
-
-    def _holdout(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
-        """The held-out tests on one variant (a recorded measurement); a test that timed out is
-        run again before it counts."""
-
-        def measure() -> TestRun:
-            run = self.evaluator.holdout(variant, limits)
-            if "timed_out" in run.outcomes.values():
-                run = merge_retry(run, self.evaluator.holdout(variant, limits))
-            return run
-
-        return self.measurements.get(
-            f"holdout:{variant.tree_hash}", measure, encode=TestRun.to_json, decode=TestRun.from_json
-        )
 
     def _llm_summary(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
         """The model's settings (the key's variable name, never its value), usage and verdict.
@@ -661,19 +691,18 @@ class Experiment:
         """Validate the front (minimal patches, held-out tests) and write the run folder."""
         members = search.archive.feasible() or search.archive.members
         original = apply(self.program, Patch())
-        holdout_baseline = None
-        holdout_limits: dict[str, float] = {}
-        if self.config.tests.holdout:
-            holdout_run = self._holdout(original, {})
-            holdout_baseline = holdout_run.outcomes
-            holdout_limits = per_test_limits(holdout_run.durations, self.config.tests.test_timeout)
+        holdout_baseline = self.held_out.baseline if self.held_out is not None else None
         names = [objective.name for objective in self.objectives]
-        front = []
+        variants = []
         for member in members:
             variant = apply(self.program, member.patch)
             minimal = apply(self.program, variant.minimal())
-            if minimal.tree_hash == variant.tree_hash:
-                variant = minimal
+            variants.append(minimal if minimal.tree_hash == variant.tree_hash else variant)
+        held = self.held_out.outcomes(variants) if self.held_out is not None else [{} for _ in variants]
+        minimised = self.store.get_meta("minimised") or {}
+        ablated = self.store.get_meta("ablation") or {}
+        front = []
+        for member, variant, outcomes in zip(members, variants, held, strict=True):
             evaluation = self.cache[member.tree_hash]
             entry: dict[str, Any] = {
                 "member": member,
@@ -681,16 +710,22 @@ class Experiment:
                 "evaluation": evaluation,
                 "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
             }
+            smaller = minimised.get(member.id)
+            if smaller is not None and smaller["of_edits"] == variant.patch.to_json():  # see gi/minimize.py
+                entry["minimal"] = {key: value for key, value in smaller.items() if key != "of_edits"}
+                entry["minimal_diff"] = apply(self.program, Patch.from_json(smaller["edits"])).diff()
+            ablation = ablated.get(member.id)
+            if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/ablation.py
+                entry["ablation"] = ablation["edits"]
             if self.timing.active and member.fitness.feasible and variant.changed_files:
                 entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:
-                run = self._holdout(variant, holdout_limits)
                 entry["holdout"] = {
-                    **test_counts(run.outcomes),
-                    "failing": run.failing(),
-                    "regressions": regressions(run.outcomes, holdout_baseline),
+                    **test_counts(outcomes),
+                    "failing": sorted(test for test, outcome in outcomes.items() if outcome not in NOT_FAILING),
+                    "regressions": regressions(outcomes, holdout_baseline),
                 }
-                entry["overfits"] = overfits(evaluation.tests, baseline.tests, run.outcomes, holdout_baseline)
+                entry["overfits"] = overfits(evaluation.tests, baseline.tests, outcomes, holdout_baseline)
             front.append(entry)
         timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
@@ -734,6 +769,10 @@ class Experiment:
                     else None
                 ),
                 "operators": operators,
+                "generalisation_gap": generalisation_gap(self.store.generalisation()),
+                "holdout_split": self.measurements.found("holdout_split"),
+                "differential_checks": len(self.measurements.found("differential_cases") or []),
+                "validation": self.store.get_meta("validation"),  # from `gi validate`
                 "llm": self._llm_summary(operators.get("llm")),
                 "warnings": self.progress.warnings,
             },

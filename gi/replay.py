@@ -9,7 +9,9 @@ under a key, and looked up before it is taken:
     timing:<generation>    the original's screening timing that generation's ratios use
     profile                cProfile of the workload on the original (hot functions)
     suspiciousness         fault localisation's Ochiai scores
-    holdout:<tree hash>    a held-out test run of the final front (or of the original)
+    holdout:<tree hash>    a program's held-out test run (the front's members, the original)
+    holdout_split          the test ids tests.holdout_fraction holds out
+    differential_cases     the inputs and results tests.differential checks
     speedup:<tree hash>    the rigorous re-measurement of a front member
 
 A resumed run finds what it measured before it stopped in its own store. A replay
@@ -52,16 +54,25 @@ class Measurements:
     def get(self, key: str, measure: Callable[[], T], *, encode: Callable[[T], Any], decode: Callable[[Any], T]) -> T:
         """The measurement under `key`: recorded in this run, else in the recorded run (copied
         here), else taken now with `measure` and recorded."""
+        found = self.found(key)
+        if found is not None:
+            return decode(found)
+        value = measure()
+        self.record(key, encode(value))
+        return value
+
+    def found(self, key: str) -> Any | None:
+        """The measurement under `key` if it is recorded here or (copied here) in the recorded run."""
         found = self.store.get_measurement(key)
         if found is None and self.recorded is not None:
             found = self.recorded.get_measurement(key)
             if found is not None:
                 self.store.put_measurement(key, found[0], REPLAYED)
-        if found is not None:
-            return decode(found[0])
-        value = measure()
-        self.store.put_measurement(key, encode(value), MEASURED)
-        return value
+        return None if found is None else found[0]
+
+    def record(self, key: str, value: Any) -> None:
+        """Record a measurement taken now (as JSON)."""
+        self.store.put_measurement(key, value, MEASURED)
 
     def recorded_evaluation(self, tree_hash: str) -> Evaluation | None:
         """The recorded run's evaluation of a program, when replaying."""

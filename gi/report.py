@@ -92,6 +92,12 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if "ablation" in entry:  # from `gi ablate`, kept in the run store
+            record["ablation"] = entry["ablation"]
+        if "minimal" in entry:  # from `gi minimize`, kept in the run store
+            record["minimal"] = entry["minimal"]
+            if entry["minimal_diff"]:
+                _write_atomic(folder / PATCH_DIR / f"{member.id}.min.diff", entry["minimal_diff"])
         if "holdout" in entry:
             record["holdout"] = entry["holdout"]
             record["overfits"] = entry["overfits"]
@@ -136,6 +142,15 @@ def write_report(
     _write_atomic(folder / LOG_NAME, "\n".join(lines) + ("\n" if lines else ""))
     _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def update_summary(folder: Path, summary: Mapping[str, Any], diffs: Mapping[str, str]) -> None:
+    """Rewrite summary.json after a study of the finished run (`gi minimize`), with new diffs
+    (file name -> text) in patches/."""
+    (folder / PATCH_DIR).mkdir(exist_ok=True)
+    for name, text in diffs.items():
+        _write_atomic(folder / PATCH_DIR / name, text)
+    _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
 
 
 def _number(value: float | None) -> str:
@@ -325,6 +340,20 @@ class _SpeedUp(_Shape):
         return self
 
 
+class _Minimal(_Shape):
+    edits: list[Any]
+    descriptions: list[str]
+    diff: str | None
+
+
+class _Ablated(_Shape):
+    edit: int
+    description: str
+    contribution: dict[str, float]
+    feasible_without: bool
+    holdout_causes: list[str] | None = None
+
+
 class _Member(_Shape):
     id: str
     generation: int
@@ -336,6 +365,8 @@ class _Member(_Shape):
     holdout: _Tests | None
     overfits: bool | None
     speedup: _SpeedUp | None = None
+    minimal: _Minimal | None = None
+    ablation: list[_Ablated] | None = None
 
 
 class _Experiment(_Shape):
@@ -357,6 +388,27 @@ class _LLM(_Shape):
     stopped: str | None = None
 
 
+class _GapRow(_Shape):
+    generation: int
+    checked: int
+    overfit: int
+    rate: float
+
+
+class _Share(_Shape):
+    checked: int
+    overfit: int
+    rate: float | None
+
+
+class _Validation(_Shape):
+    tests: list[str]
+    front: _Share
+    feasible: _Share
+    groups: dict[str, _Share]
+    operators: dict[str, _Share]
+
+
 class _Summary(_Shape):
     experiment: _Experiment
     objectives: list[_ObjectiveName]
@@ -364,11 +416,28 @@ class _Summary(_Shape):
     front: list[_Member]
     operators: dict[str, dict[str, float | None]] | None = None
     llm: _LLM | None = None
+    generalisation_gap: list[_GapRow] | None = None
+    validation: _Validation | None = None
 
 
 #: Union members appear in pydantic's error locations by class name; a key path leaves them out.
 _SHAPE_NAMES = {
-    cls.__name__ for cls in (_Tests, _SpeedUp, _Member, _Experiment, _ObjectiveName, _Baseline, _LLM, _Summary)
+    cls.__name__
+    for cls in (
+        _Tests,
+        _SpeedUp,
+        _Minimal,
+        _Ablated,
+        _Member,
+        _Experiment,
+        _ObjectiveName,
+        _Baseline,
+        _LLM,
+        _GapRow,
+        _Share,
+        _Validation,
+        _Summary,
+    )
 }
 
 

@@ -49,6 +49,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     rng TEXT NOT NULL,
     stats TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS study_evaluations (
+    tree_hash TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    evaluation TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generalisation (
+    generation INTEGER PRIMARY KEY,
+    record TEXT NOT NULL
+);
 """
 
 
@@ -243,6 +252,32 @@ class RunStore:
         if row is None:
             return None
         return Checkpoint(row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), json.loads(row[4]))
+
+    def put_study_evaluation(self, evaluation: Evaluation, label: str) -> None:
+        """Keep an evaluation made after the search (minimisation, ablation), apart from the search's."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO study_evaluations (tree_hash, label, evaluation) VALUES (?, ?, ?)",
+            (evaluation.tree_hash, label, json.dumps(evaluation.to_json())),
+        )
+
+    def study_evaluations(self) -> dict[str, Evaluation]:
+        """The evaluations made after the search, by tree hash."""
+        rows = self._db.execute("SELECT tree_hash, evaluation FROM study_evaluations")
+        try:
+            return {tree_hash: Evaluation.from_json(json.loads(text)) for tree_hash, text in rows}
+        except (ValueError, KeyError, TypeError) as error:
+            raise StoreError(f"{self.path}: a study evaluation row is corrupt ({error})") from None
+
+    def put_generalisation(self, generation: int, record: dict[str, Any]) -> None:
+        """One generation's generalisation-gap record (written with its checkpoint)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO generalisation (generation, record) VALUES (?, ?)", (generation, json.dumps(record))
+        )
+
+    def generalisation(self) -> list[dict[str, Any]]:
+        """The generalisation-gap records, by generation."""
+        rows = self._db.execute("SELECT record FROM generalisation ORDER BY generation")
+        return [json.loads(text) for (text,) in rows]
 
     def history(self) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT stats FROM checkpoints ORDER BY generation")

@@ -73,6 +73,12 @@ MISTAKES = [
     ),
     ("[search]", "[serach]", r"unknown key 'serach'\. Did you mean 'search'\?"),
     ("seed = 1", "seed = -1", r"experiment\.seed = -1: .*greater than or equal to 0"),
+    ("timeout = 10", "timeout = 10\nholdout_fraction = 1", r"tests\.holdout_fraction = 1: .*less than 1"),
+    (
+        "timeout = 10",
+        'timeout = 10\ndifferential_inputs = { "grading.letter" = [[1]] }',
+        r"tests\.differential_inputs = .*'grading\.letter' is not 'module:function'",
+    ),
     ("timeout = 10", "timeout = 10\ntimeout = 11", r"not valid TOML: Cannot overwrite a value \(at line 14"),
     ('algorithm = "nsga2"', 'algorithm = "nsga9"', r"search\.algorithm = 'nsga9': unknown algorithm 'nsga9'\. Did you"),
     ('"complexity", "size"]', '"runtime", "size"]', r"objectives: 'runtime' needs a \[workload\] section"),

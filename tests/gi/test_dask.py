@@ -206,6 +206,8 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
     settings = EvaluationSettings(
         train=("tests",),
         holdout=("holdout/test_x.py::test_y",),
+        holdout_ids=("tests/test_x.py::test_z",),
+        holdout_files=(("gi_differential/test_gi_differential.py", "CASES = []\n"),),
         timeout=12.5,
         test_timeout=3.0,
         limits=Limits(memory_mb=512, isolate=False, processes=64, file_mb=8, output_kb=16, read_only=(Path("/opt"),)),

@@ -137,6 +137,7 @@ def test_same_config_and_seed_give_the_same_front(tmp_path: Path, small_run: tup
     assert front(summary) == front(expected)
     assert summary["evaluations"] == expected["evaluations"]
     assert summary["hypervolume"] == expected["hypervolume"]
+    assert summary["generalisation_gap"] == expected["generalisation_gap"]
 
 
 @pytest.mark.slow
@@ -156,6 +157,7 @@ def test_a_killed_run_resumes_to_the_same_front(
     assert main(["run", str(killed), "--quiet"]) == 0
     resumed = json.loads((store.parent / "summary.json").read_text())
     assert front(resumed) == front(expected)
+    assert resumed["generalisation_gap"] == expected["generalisation_gap"]
 
 
 @pytest.mark.slow

@@ -1,0 +1,226 @@
+"""Studying overfitting on the grading example (dead branches; held-out tests for the range
+check the training tests miss): the generalisation gap per generation, proof that held-out
+tests never steer selection, and minimisation of front members to 1-minimal patches."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fitness.tests import overfits
+from gi.ablation import ablate
+from gi.cli import main
+from gi.edits import DeleteStatement
+from gi.minimize import kept_of, minimize_patch
+from gi.patch import Patch
+from gi.program import Location
+from gi.rerun import FinishedRun
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+GRADING = EXPERIMENTS / "programs" / "grading"
+
+RANGE_CHECK = DeleteStatement(Location("grading.py", "body[1].body.body[1]"))  # behaviour only held-out tests see
+DOCSTRING = DeleteStatement(Location("grading.py", "body[1].body.body[0]"))  # changes no objective but size
+DEAD_BRANCH = DeleteStatement(Location("grading.py", "body[1].body.body[6]"))  # `if score > 100` after the check
+DEAD_PRINT = DeleteStatement(Location("grading.py", "body[2].body.body[7].body.body[0]"))  # inside `if verbose:`
+
+
+def grading_config(tmp_path: Path, name: str, *, holdout: bool) -> Path:
+    """The grading example at 8 x 4 (seed 1), with or without its held-out tests."""
+    text = (EXPERIMENTS / "grading.toml").read_text()
+    text = text.replace('root = "programs/grading"', f'root = "{GRADING}"')
+    text = text.replace('output = "runs"', f'output = "{tmp_path / name}"')
+    text = text.replace("population = 20", "population = 8").replace("generations = 10", "generations = 4")
+    if not holdout:
+        text = text.replace('holdout = ["holdout"]', "")
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def selection(store: Path) -> dict[str, Any]:
+    """Everything the search chose, from a run store: each generation's population and archive
+    ids and generator state, every individual's patch, lineage and objective measures."""
+    with sqlite3.connect(store) as db:
+        checkpoints = db.execute("SELECT generation, population, archive, rng FROM checkpoints ORDER BY generation")
+        individuals = db.execute(
+            "SELECT i.id, i.generation, i.tree_hash, i.patch, i.parents, i.operator, e.evaluation"
+            " FROM individuals i JOIN evaluations e ON e.tree_hash = i.tree_hash ORDER BY i.id"
+        )
+        objectives = ("failed_tests", "complexity", "size")
+        return {
+            "checkpoints": [tuple(row) for row in checkpoints],
+            "individuals": [
+                (*row[:6], {name: json.loads(row[6])["measures"].get(name) for name in objectives})
+                for row in individuals
+            ],
+        }
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    """The same seed run twice: with the held-out tests and without them (run folders)."""
+    tmp_path = tmp_path_factory.mktemp("holdout")
+    folders = {}
+    for holdout in (True, False):
+        name = "with" if holdout else "without"
+        assert main(["run", str(grading_config(tmp_path, name, holdout=holdout)), "--quiet"]) == 0
+        folders[holdout] = tmp_path / name / "grading-simplify-seed1"
+    return folders
+
+
+@pytest.mark.slow
+def test_held_out_tests_leave_selection_untouched(runs: dict[bool, Path]) -> None:
+    with_holdout, without = (selection(runs[flag] / "store.sqlite") for flag in (True, False))
+    assert len(with_holdout["checkpoints"]) == 5
+    assert with_holdout == without
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    assert sum(row["checked"] for row in summary["generalisation_gap"]) > 0, "no member ran the held-out tests"
+    assert json.loads((runs[False] / "summary.json").read_text())["generalisation_gap"] == []
+
+
+@pytest.mark.slow
+def test_the_gap_counts_every_overfitting_front_member(runs: dict[bool, Path]) -> None:
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    gap = summary["generalisation_gap"]
+    assert [row["generation"] for row in gap] == [0, 1, 2, 3, 4]
+    with sqlite3.connect(runs[True] / "store.sqlite") as db:
+        flagged = {
+            m for (text,) in db.execute("SELECT record FROM generalisation") for m in json.loads(text)["overfitting"]
+        }
+    overfitting = {member["id"] for member in summary["front"] if member["overfits"]}
+    # The seed-1 run of this size finds the deletion of the range check (see README): it overfits.
+    assert overfitting, "expected an overfitting member on this front"
+    assert overfitting <= flagged, "a front member that overfits was not flagged when it joined the front"
+    for row in gap:
+        assert 0 <= row["overfit"] <= row["checked"]
+        assert row["rate"] == (round(row["overfit"] / row["checked"], 4) if row["checked"] else 0.0)
+
+
+@pytest.mark.slow
+def test_show_prints_the_gap(runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(runs[True])]) == 0
+    out = capsys.readouterr().out
+    assert "Generalisation gap" in out
+    assert main(["show", str(runs[False])]) == 0
+    assert "Generalisation gap" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_minimised_patch_of_dead_branch_deletions_is_one_minimal(runs: dict[bool, Path]) -> None:
+    found = Patch((DOCSTRING, RANGE_CHECK, DEAD_PRINT, DEAD_BRANCH))
+    with FinishedRun(runs[True]) as run:
+        kept = kept_of(run, found)
+        assert dict(zip(run.names, kept.values, strict=True))["complexity"] == 9
+        smaller, passes = minimize_patch(run, found, kept)
+        assert smaller.edits == (RANGE_CHECK, DEAD_BRANCH)
+        # It deletes the range check that only the held-out tests exercise: it overfits.
+        assert run.experiment.held_out is not None
+        held_out = run.experiment.held_out
+        [(variant, evaluation)] = run.evaluate([found], "test")
+        [outcomes] = held_out.outcomes([variant])
+        assert overfits(evaluation.tests, run.baseline.tests, outcomes, held_out.baseline)
+        assert sum(passes.counts.values()) > 0
+        # 1-minimal: the smaller patch keeps the scores, and removing any one edit loses them.
+        [(_, whole)] = run.evaluate([smaller], "test")
+        assert kept(*run.scores(whole))
+        for index in range(len(smaller)):
+            without = Patch(smaller.edits[:index] + smaller.edits[index + 1 :])
+            [(_, evaluation)] = run.evaluate([without], "test")
+            assert not kept(*run.scores(evaluation)), f"{smaller.edits[index].describe()} could go"
+
+
+@pytest.mark.slow
+def test_gi_minimize_puts_the_minimal_patch_beside_the_found_one(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    assert main(["minimize", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert any(member["edits"] for member in summary["front"]), "the front holds no patch to minimise"
+    for member in summary["front"]:
+        minimal = member["minimal"]
+        assert len(minimal["edits"]) <= len(member["edits"])
+        assert minimal["removed"] == len(member["edits"]) - len(minimal["edits"])
+        if minimal["diff"]:
+            assert (folder / minimal["diff"]).read_text().startswith("--- a/grading.py")
+    # A finished run run again rewrites its report from the store: the minimal patches stay.
+    assert main(["run", str(folder.parents[1] / "with.toml"), "--quiet"]) == 0
+    again = json.loads((folder / "summary.json").read_text())
+    assert [m["minimal"] for m in again["front"]] == [m["minimal"] for m in summary["front"]]
+    capsys.readouterr()
+    assert main(["minimize", str(folder), "g9-i9"]) == 2
+    assert capsys.readouterr().err.startswith("gi: error: ")
+
+
+@pytest.mark.slow
+def test_ablation_names_the_edit_that_deletes_held_out_behaviour(runs: dict[bool, Path]) -> None:
+    found = Patch((DOCSTRING, RANGE_CHECK, DEAD_PRINT, DEAD_BRANCH))
+    with FinishedRun(runs[True]) as run:
+        records = ablate(run, found)
+    by_edit = {found.edits[record["edit"]]: record for record in records}
+    rejects = {
+        "holdout/test_grading_holdout.py::test_rejects_negative_scores",
+        "holdout/test_grading_holdout.py::test_rejects_scores_over_100",
+    }
+    assert set(by_edit[RANGE_CHECK]["holdout_causes"]) == rejects
+    assert by_edit[RANGE_CHECK]["overfits_without"] is False, "without the deletion, nothing overfits"
+    assert {edit for edit, record in by_edit.items() if record["holdout_causes"]} == {RANGE_CHECK}
+    assert all(record["overfits_without"] for edit, record in by_edit.items() if edit != RANGE_CHECK)
+    complexity = {edit: record["contribution"]["complexity"] for edit, record in by_edit.items()}
+    assert complexity == {RANGE_CHECK: -2, DEAD_BRANCH: -1, DOCSTRING: 0, DEAD_PRINT: 0}
+    assert all(record["feasible_without"] for record in records)
+
+
+@pytest.mark.slow
+def test_gi_ablate_then_show_prints_each_edits_share(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    assert main(["ablate", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    overfitting = [member for member in summary["front"] if member["overfits"]]
+    assert overfitting
+    for member in overfitting:  # some edit of an overfitting member causes its held-out failures
+        causes = {test for record in member["ablation"] for test in record["holdout_causes"]}
+        assert causes and causes <= set(member["holdout"]["regressions"])
+    capsys.readouterr()
+    assert main(["show", str(folder), overfitting[0]["id"]]) == 0
+    assert "Ablation of" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_gi_validate_under_the_training_suite_finds_no_overfitting(runs: dict[bool, Path], tmp_path: Path) -> None:
+    suite = tmp_path / "again"
+    suite.mkdir()
+    (suite / "test_again.py").write_text((GRADING / "tests" / "test_grading.py").read_text())
+    assert main(["validate", str(runs[True]), "--tests", str(suite)]) == 0
+    figures = json.loads((runs[True] / "summary.json").read_text())["validation"]
+    assert figures["feasible"]["checked"] > 0 and figures["feasible"]["overfit"] == 0
+    assert figures["front"]["overfit"] == 0
+
+
+@pytest.mark.slow
+def test_gi_validate_on_the_runs_own_held_out_tests_agrees_with_the_run(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(runs[True])]) == 0
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    figures = summary["validation"]
+    assert {m["id"]: m["overfits"] for m in summary["front"]} == {
+        member: row["overfits"] for member, row in figures["members"].items()
+    }
+    assert figures["front"]["overfit"] == sum(m["overfits"] for m in summary["front"]) > 0
+    by_operator = figures["operators"].values()
+    assert sum(share["checked"] for share in by_operator) == figures["feasible"]["checked"]
+    assert sum(share["overfit"] for share in by_operator) == figures["feasible"]["overfit"] > 0
+    assert figures["groups"]["model"]["checked"] == 0, "no language model in this run"
+    capsys.readouterr()
+    assert main(["show", str(runs[True])]) == 0
+    assert "every feasible program" in capsys.readouterr().out
+    assert main(["validate", str(runs[True]), "--tests", "/nowhere/tests"]) == 2
+    assert capsys.readouterr().err.strip() == "gi: error: --tests /nowhere/tests: no such file or folder"
