@@ -10,7 +10,16 @@ length and JSON. For each request it forks a child that:
   its own stdout/stderr pipes, exactly as a cold `python -m pytest` run would;
 - imports the variant's editable modules from the sources in the request (a finder ahead of
   the file system serves them, under their real file names, so tracebacks show the variant);
-- runs `pytest.main` with gi's plugin, and exits with pytest's status.
+- runs pytest with gi's plugin, and exits with pytest's status.
+
+pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
+rewriter) is the same for every variant, and was half of a child's time. So where nothing of
+the project runs during it (no conftest.py in the project), the worker prepares pytest's
+configuration once, for each command line it is asked to run, and each child starts from
+that copy: it loads gi's plugin (which reads its key from stdin then, as under `-p`), starts
+output capturing afresh and runs the session. If preparing imported any module of the
+project after all, the worker drops the prepared configuration and children run
+`pytest.main` from the start.
 
 The worker waits for the child within the request's limit, kills its process group and every
 process it left behind (the worker is their subreaper), empties TMPDIR, and answers with the
@@ -132,7 +141,88 @@ def preload(modules: Sequence[str]) -> None:
             importlib.import_module(name)
 
 
-def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: int) -> None:
+#: gi's report plugin (fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
+REPORT_PLUGIN = "gi_pytest_report"
+
+
+def without_report_plugin(argv: Sequence[str]) -> list[str]:
+    """The command line without `-p gi_pytest_report`, which each child loads itself."""
+    kept: list[str] = []
+    for word in argv:
+        if word == REPORT_PLUGIN and kept and kept[-1] == "-p":
+            kept.pop()
+        else:
+            kept.append(word)
+    return kept
+
+
+def project_modules() -> list[str]:
+    """The imported modules whose files lie in the project (the working directory)."""
+    root = os.getcwd() + os.sep
+    found = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and os.path.abspath(file).startswith(root):
+            found.append(name)
+    return found
+
+
+class Prepared:
+    """pytest configurations prepared in the worker, one per command line (see the module's
+    docstring); empty when the project has a conftest.py or preparing imported its code."""
+
+    def __init__(self) -> None:
+        self.configs: dict[tuple[str, ...], Any] = {}
+        self.usable = not any("conftest.py" in files for _, _, files in os.walk(os.getcwd()))
+
+    def config(self, argv: Sequence[str]) -> Any:
+        """The prepared configuration for `argv` (made now, in the worker), or None."""
+        key = tuple(argv)
+        if not self.usable or REPORT_PLUGIN not in key:
+            return None
+        if key not in self.configs:
+            self.configs[key] = self._prepare(without_report_plugin(argv))
+        return self.configs[key]
+
+    def _prepare(self, argv: list[str]) -> Any:
+        import pytest
+        from _pytest.assertion.rewrite import AssertionRewritingHook
+        from _pytest.config import _prepareconfig
+
+        before = set(project_modules())
+        os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest.main sets it
+        try:
+            config = _prepareconfig(argv)
+        except BaseException:
+            config = None
+        if config is not None:
+            # Capturing is started afresh in each child: its files must be the child's own.
+            config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
+        leaked = [name for name in project_modules() if name not in before]
+        if config is None or leaked:
+            self.usable = False
+            for name in leaked:
+                del sys.modules[name]
+            sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, AssertionRewritingHook)]
+            return None
+        gc.collect()
+        gc.freeze()
+        return config
+
+
+def run_prepared(config: Any) -> int:
+    """pytest.main's session on a prepared configuration, with gi's plugin loaded now."""
+    config.pluginmanager.import_plugin(REPORT_PLUGIN)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    capture.start_global_capturing()
+    capture.suspend_global_capture()  # as preparing leaves it
+    try:
+        return int(config.hook.pytest_cmdline_main(config=config))
+    finally:
+        config._ensure_unconfigure()
+
+
+def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: int, config: Any) -> None:
     """In the forked child: become a fresh pytest run of the variant; never returns."""
     os.setpgid(0, 0)
     os.dup2(key_read, 0)
@@ -147,7 +237,7 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     import pytest
 
     try:
-        status = int(pytest.main(list(request["argv"])))
+        status = int(pytest.main(list(request["argv"]))) if config is None else run_prepared(config)
     except BaseException:
         status = 3
     sys.stdout.flush()
@@ -190,11 +280,12 @@ def empty(folder: str) -> None:
                 os.unlink(path)
 
 
-def serve(request: dict[str, Any]) -> dict[str, Any]:
+def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
     """Run one request in a forked child; return what gi reads from a run."""
     key_read, key_write = os.pipe()
     os.write(key_write, request["key"].encode())
     os.close(key_write)
+    config = prepared.config(request["argv"])
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
     started = time.perf_counter()
     pid = os.fork()
@@ -203,7 +294,7 @@ def serve(request: dict[str, Any]) -> dict[str, Any]:
             os.close(reading)
         for descriptor in (REQUEST, RESPONSE):
             os.close(descriptor)
-        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1])
+        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], config)
     os.close(key_read)
     for _, writing in pipes:
         os.close(writing)
@@ -276,9 +367,10 @@ def main() -> None:
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()
     gc.freeze()
+    prepared = Prepared()
     send(RESPONSE, {"ready": True})
     while (request := receive(REQUEST)) is not None:
-        send(RESPONSE, serve(request))
+        send(RESPONSE, serve(request, prepared))
 
 
 if __name__ == "__main__":
