@@ -193,11 +193,10 @@ class Prepared:
         os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest.main sets it
         try:
             config = _prepareconfig(argv)
-        except BaseException:
-            config = None
-        if config is not None:
             # Capturing is started afresh in each child: its files must be the child's own.
             config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
+        except BaseException:  # (with `-p no:capture` there is no capture manager: not prepared)
+            config = None
         leaked = [name for name in project_modules() if name not in before]
         if config is None or leaked:
             self.usable = False
@@ -350,6 +349,7 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
         "channel_overflow": overflow,
         "timed_out": timed_out,
         "seconds": time.perf_counter() - started,
+        "prepared": config is not None,
     }
 
 

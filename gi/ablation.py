@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from fitness.tests import overfits, regressions
+from gi.describe import describe
 from gi.patch import Patch
 from gi.report import update_summary
 from gi.rerun import FinishedRun
@@ -45,7 +47,7 @@ def ablate(run: FinishedRun, patch: Patch) -> list[dict[str, Any]]:
         reduced_values, reduced_broken = run.scores(reduced)
         record: dict[str, Any] = {
             "edit": index,
-            "description": edit.describe(),
+            "description": describe(edit, run.program),
             "contribution": {
                 name: round(value - other, 6)
                 for name, value, other in zip(run.names, values, reduced_values, strict=True)
@@ -93,9 +95,9 @@ def ablation_table(member: dict[str, Any], names: list[str]) -> Table:
     for record in member["ablation"]:
         table.add_row(
             str(record["edit"]),
-            record["description"][:60],
+            Text(record["description"][:60]),
             *(f"{record['contribution'].get(name, 0):+g}" for name in names),
             "yes" if record["feasible_without"] else "no",
-            *([", ".join(test.split("::")[-1] for test in record.get("holdout_causes", [])) or "-"] if held else []),
+            *([Text(", ".join(t.split("::")[-1] for t in record.get("holdout_causes", [])) or "-")] if held else []),
         )
     return table

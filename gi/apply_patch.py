@@ -3,7 +3,7 @@
 A run records a hash of every editable file as it read it (summary.json, `program.sources`).
 `apply_member` refuses when any file the member changes is not that file any more, rebuilds
 the member's program from its edits (the same program its diff shows), keeps a copy of each
-file it replaces in the run folder (`applied/<id>/`), and writes each file by write-and-rename.
+file it replaces in the run folder (`applied/<id>-<time>/`), and writes each file by write-and-rename.
 """
 
 from __future__ import annotations

@@ -216,6 +216,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.command == "replay":
         config = _one_run(config, args.arm)
         replay_of = args.recorded or config.run_folder
+        _check_replay_folder(args.into, replay_of)
     elif config.is_experiment:
         return _run_arms(args, config, console)
     _check_run_folder(config)
@@ -272,6 +273,20 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if replay_of is not None:
         return _say_replay(replay_of, summary, console)
     return 0
+
+
+def _check_replay_folder(into: Path | None, recorded: Path) -> None:
+    """A replay never goes into the recorded run's folder (it would empty or rewrite it), nor
+    into a folder of other files."""
+    if into is None:
+        return
+    target, source = into.resolve(), recorded.resolve()
+    if target == source or source.is_relative_to(target):
+        raise UsageError(f"--into {into}: that folder holds the recorded run {recorded}; a replay goes elsewhere")
+    if target.is_dir() and any(target.iterdir()) and not (target / "store.sqlite").is_file():
+        raise UsageError(
+            f"--into {into}: a folder of other files; a replay goes into a new folder or an earlier replay"
+        )
 
 
 def _one_run(config: Config, arm: str | None) -> Config:
@@ -606,7 +621,7 @@ def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Cons
         where = f" ({minimal['diff']})" if minimal["diff"] else ""
         console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
         for line in minimal["descriptions"]:
-            console.print(f"  - {line}")
+            console.print(f"  - {line}", markup=False, highlight=False)
     if member.get("ablation"):
         console.print(ablation_table(member, [objective["name"] for objective in summary["objectives"]]))
 

@@ -37,7 +37,7 @@ from gi.evolution import ALGORITHMS, Candidate, Search, SearchSettings
 from gi.holdout import HeldOut, configure_held_out, front_members, generalisation_gap
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
-from gi.replay import Measurements, open_recorded, replay_comparison
+from gi.replay import Measurements, as_is, open_recorded, replay_comparison
 from gi.report import STORE_NAME, write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits, hide_environment, isolation
@@ -50,10 +50,10 @@ from populations import Checkpoint, Individual, IndividualRecord, RunStore
 if TYPE_CHECKING:
     from gi.backends import Backend
 
-#: Words in an environment variable's name that mark its value as a secret to redact.
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
 REPLAY_FOLDER = "replay"
 
+#: Words in an environment variable's name that mark its value as a secret to redact.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
@@ -190,10 +190,11 @@ class Experiment:
         for warning in configure_held_out(self.config, self.evaluator, self.measurements, original):
             if warning not in self.progress.warnings:
                 self.progress.warnings.append(warning)
+        if not (self.evaluator.settings.holdout or self.evaluator.settings.holdout_ids):
+            self.held_out = None  # tests.differential found nothing to check, and nothing else is held out
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
-        fresh_baseline = evaluation is None
         if evaluation is None and self.measurements.replaying:
             evaluation = self.measurements.recorded_evaluation(original.tree_hash)
             if evaluation is not None:
@@ -231,8 +232,7 @@ class Experiment:
             self.cache[original.tree_hash] = evaluation
         self.evaluator.baseline_tests = evaluation.tests
         self.evaluator.test_limits = per_test_limits(evaluation.durations, self.config.tests.test_timeout)
-        if (fresh_baseline or self.store.last_checkpoint() is None) and not self.measurements.replaying:
-            self._check_warm(original, evaluation)
+        self._check_warm(original, evaluation)
         return evaluation
 
     # --- the loop ---------------------------------------------------------------------------
@@ -280,11 +280,15 @@ class Experiment:
 
     def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
         """The warm path must give the original the outcomes the cold path gave it; if not, the
-        run goes cold and says why."""
+        run goes cold and says why. The verdict is recorded: a resumed run and a replay keep it."""
         if self.engine != "warm":
             return
-        warm = self.evaluator.warm_training(original)
-        if warm.outcomes != baseline.tests or warm.forged:
+
+        def agrees() -> dict[str, bool]:
+            warm = self.evaluator.warm_training(original)
+            return {"agrees": warm.outcomes == baseline.tests and not warm.forged}
+
+        if not self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)["agrees"]:
             self.evaluator.close()
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
             self.engine, self.engine_reason = "cold", "the warm path gave the original other outcomes than the cold"
@@ -438,10 +442,16 @@ class Experiment:
         if self.llm is None:  # breeding takes milliseconds: nothing to overlap
             return self._evaluate(self._ask(search, generation), generation)
         bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
+        stop = threading.Event()
+
+        def hand_over(candidate: Candidate) -> None:
+            if stop.is_set():  # evaluation failed or was interrupted: breed no further
+                raise _BreedingStoppedError
+            bred.put(candidate)
 
         def breed() -> None:
             try:
-                self._ask(search, generation, on_candidate=bred.put)
+                self._ask(search, generation, on_candidate=hand_over)
                 bred.put(None)
             except BaseException as error:  # handed to the evaluating thread, which raises it
                 bred.put(error)
@@ -452,8 +462,15 @@ class Experiment:
                     raise item
                 yield item
 
-        threading.Thread(target=breed, name="gi-breeding", daemon=True).start()
-        return self._evaluate(arriving(), generation)
+        breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
+        breeder.start()
+        try:
+            return self._evaluate(arriving(), generation)
+        finally:
+            # Never leave breeding running (asking the model, drawing from the generator)
+            # after the generation: it ends at its next candidate, or its current request.
+            stop.set()
+            breeder.join()
 
     def _ask(
         self, search: Search, generation: int, on_candidate: Callable[[Candidate], None] | None = None
@@ -777,6 +794,10 @@ class Experiment:
                 "warnings": self.progress.warnings,
             },
         )
+
+
+class _BreedingStoppedError(Exception):
+    """Raised in the breeding thread when the generation's evaluation has stopped."""
 
 
 def sandbox_limits(config: Config) -> Limits:

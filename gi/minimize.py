@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gi.describe import describe_patch
 from gi.patch import Patch
 from gi.report import PATCH_DIR, update_summary
 from gi.rerun import FinishedRun
@@ -160,7 +161,7 @@ def minimize_front(run: FinishedRun, member_id: str | None = None) -> dict[str, 
         diff = variant.diff()
         done[member["id"]] = {
             "edits": smaller.to_json(),
-            "descriptions": [edit.describe() for edit in smaller.edits],
+            "descriptions": describe_patch(smaller, run.program),
             "objectives": dict(zip(run.names, values, strict=True)),
             "diff": f"{PATCH_DIR}/{member['id']}.min.diff" if diff else None,
             "removed": len(patch) - len(smaller),

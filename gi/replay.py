@@ -54,20 +54,26 @@ class Measurements:
     def get(self, key: str, measure: Callable[[], T], *, encode: Callable[[T], Any], decode: Callable[[Any], T]) -> T:
         """The measurement under `key`: recorded in this run, else in the recorded run (copied
         here), else taken now with `measure` and recorded."""
-        found = self.found(key)
+        found = self.lookup(key)
         if found is not None:
-            return decode(found)
+            return decode(found[0])
         value = measure()
         self.record(key, encode(value))
         return value
 
-    def found(self, key: str) -> Any | None:
-        """The measurement under `key` if it is recorded here or (copied here) in the recorded run."""
+    def lookup(self, key: str) -> tuple[Any, str] | None:
+        """The measurement under `key` and where it came from, if it is recorded here or (then
+        copied here) in the recorded run; a recorded null is a record."""
         found = self.store.get_measurement(key)
         if found is None and self.recorded is not None:
             found = self.recorded.get_measurement(key)
             if found is not None:
                 self.store.put_measurement(key, found[0], REPLAYED)
+        return found
+
+    def found(self, key: str) -> Any | None:
+        """The recorded value under `key`, or None."""
+        found = self.lookup(key)
         return None if found is None else found[0]
 
     def record(self, key: str, value: Any) -> None:

@@ -12,6 +12,7 @@ copies.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -114,7 +115,8 @@ def survey(root: Path) -> Project:
 
 
 def _toml_list(items: tuple[str, ...]) -> str:
-    return "[" + ", ".join(f'"{item}"' for item in items) + "]"
+    """A TOML array of strings (JSON's string escapes are TOML's basic strings')."""
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
 def _name(root: Path) -> str:
@@ -127,9 +129,9 @@ def starter_config(project: Project) -> str:
     name = _name(project.root)
     minimize = ["failed_tests", "runtime", "size"] if project.workload else ["failed_tests", "complexity", "size"]
     holdout = (
-        f"# Run only on the final front, to see which patches overfit.\nholdout = {_toml_list(project.holdout)}"
+        f"# Never seen by the search: run on the front as it grows, to see which patches overfit.\nholdout = {_toml_list(project.holdout)}"
         if project.holdout
-        else '# Tests the search never sees, run on the final front (none found):\n# holdout = ["holdout"]'
+        else '# Tests the search never sees, run on the front as it grows (none found):\n# holdout = ["holdout"]'
     )
     goal = "faster" if project.workload else "simpler"
     workload = (

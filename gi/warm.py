@@ -100,6 +100,8 @@ class WarmWorker:
         if ready != {"ready": True}:
             self.close()
             raise WarmError(f"the warm worker did not start: {self.live.stderr.text()[-500:]}")
+        #: The runs whose child started from the worker's prepared pytest configuration.
+        self.prepared_runs = 0
 
     def _answer(self, timeout: float) -> dict[str, Any] | None:
         deadline = time.perf_counter() + timeout
@@ -131,6 +133,7 @@ class WarmWorker:
         answer = self._answer(timeout + ANSWER_MARGIN)
         if answer is None or "returncode" not in answer:
             return None
+        self.prepared_runs += bool(answer.get("prepared"))
         return ProcessOutcome(
             returncode=int(answer["returncode"]),
             stdout=str(answer["stdout"]),
@@ -166,6 +169,8 @@ class WarmPool:
         self.size = size
         self.started = 0
         self.replaced = 0
+        #: Runs whose child started from a prepared pytest configuration (fitness/warm_worker.py).
+        self.prepared_runs = 0
         self._spawns: queue.Queue[queue.Queue[tuple[WarmWorker, ExitStack] | BaseException] | None] = queue.Queue()
         threading.Thread(target=self._spawner, name="gi-warm-spawner", daemon=True).start()
 
@@ -246,7 +251,10 @@ class WarmPool:
                 env["GI_TEST_LIMITS"] = str(worker.sandbox.install_tool("gi_test_limits.json", table))
             request = {"sources": changed, "argv": pytest_arguments(paths), "env": env, "key": key,
                        "timeout": timeout}  # fmt: skip
+            before = worker.prepared_runs
             outcome = worker.run(request, timeout)
+            with self._lock:
+                self.prepared_runs += worker.prepared_runs - before
             if outcome is None:
                 worker.broken = True  # it died or stopped answering: the pool replaces it
                 outcome = ProcessOutcome(returncode=-9, stdout="", stderr="the warm worker died or stopped"

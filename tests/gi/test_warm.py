@@ -43,8 +43,9 @@ def test_the_worker_loads_the_plugin_gi_names() -> None:
     assert without_report_plugin(argv) == ["-p", "no:cacheprovider", "-q", "tests"]
 
 
-def outcomes(tmp_path: Path, conftest: bool) -> list[dict[str, str]]:
-    """The tests on the original, the variant, then the original again, in one warm worker."""
+def outcomes(tmp_path: Path, conftest: bool) -> tuple[list[dict[str, str]], int]:
+    """The tests on the original, the variant, then the original again, in one warm worker;
+    and how many of those runs started from a prepared pytest configuration."""
     project = tmp_path / ("with" if conftest else "without")
     (project / "tests").mkdir(parents=True)
     (project / "calc.py").write_text(ORIGINAL)
@@ -65,18 +66,20 @@ def outcomes(tmp_path: Path, conftest: bool) -> list[dict[str, str]]:
         pool.close()
     assert pool.started == 1, "one worker served all three"
     assert not any(run.forged for run in runs)
-    return [run.outcomes for run in runs]
+    return [run.outcomes for run in runs], pool.prepared_runs
 
 
 def test_each_child_sees_its_own_variant_with_a_prepared_start_up(tmp_path: Path) -> None:
-    first, variant, again = outcomes(tmp_path, conftest=False)
+    (first, variant, again), prepared = outcomes(tmp_path, conftest=False)
+    assert prepared == 3, "every child started from the prepared configuration"
     assert set(first.values()) == {"failed"} and set(variant.values()) == {"passed"} and again == first
 
 
 def test_a_conftest_importing_the_editable_code_sees_each_variant(tmp_path: Path) -> None:
     """A conftest.py runs project code as pytest starts: the worker must not prepare pytest
     (the conftest would keep the original's function for every child)."""
-    first, variant, again = outcomes(tmp_path, conftest=True)
+    (first, variant, again), prepared = outcomes(tmp_path, conftest=True)
+    assert prepared == 0
     assert (
         first
         == again
