@@ -129,7 +129,8 @@ def starter_config(project: Project) -> str:
     name = _name(project.root)
     minimize = ["failed_tests", "runtime", "size"] if project.workload else ["failed_tests", "complexity", "size"]
     holdout = (
-        f"# Never seen by the search: run on the front as it grows, to see which patches overfit.\nholdout = {_toml_list(project.holdout)}"
+        f"# Never seen by the search: run on the front as it grows, to see what overfits.\n"
+        f"holdout = {_toml_list(project.holdout)}"
         if project.holdout
         else '# Tests the search never sees, run on the front as it grows (none found):\n# holdout = ["holdout"]'
     )
