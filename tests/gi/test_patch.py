@@ -10,16 +10,25 @@ import pytest
 
 from gi.edits import (
     EDIT_KINDS,
+    Clamp,
     DeleteStatement,
     Edit,
+    ExtendCondition,
     InsertControl,
+    InsertGuard,
     InsertStatement,
+    KeepOperand,
     MoveStatement,
+    Negate,
+    OffsetExpression,
     RemoveUnary,
+    ReplaceExpression,
     ReplaceFunction,
+    ReplaceName,
     ReplaceNumber,
     ReplaceOperator,
     ReplaceStatement,
+    SwapArguments,
     SwapStatements,
 )
 from gi.errors import EditError
@@ -167,15 +176,40 @@ def every_kind(program: Program) -> list[Edit]:
     ]
 
 
+EXPRESSIONS = """\
+def f(x, y):
+    if x > 0 and y:
+        return divmod(x, y)
+    return x - 1
+"""
+
+
+def expression_kinds(program: Program) -> list[Edit]:
+    """One edit of each expression-level kind, on EXPRESSIONS."""
+    at = {program.code(site.location): site.location for site in program.sites_of(SiteKind.EXPRESSION)}
+    return [
+        ReplaceExpression(at["x - 1"], at["divmod(x, y)"]),
+        ReplaceName(at["y"], "x"),
+        SwapArguments(at["divmod(x, y)"], 0, 1),
+        OffsetExpression(at["x - 1"], -1),
+        Negate(at["x > 0"]),
+        Clamp(at["x - 1"], "min", "y"),
+        KeepOperand(at["x > 0 and y"], "right"),
+        ExtendCondition(at["x > 0 and y"], "Or", at["x > 0"]),
+        InsertGuard(statements(program)[1], "y is None", "return 0"),
+    ]
+
+
 def test_every_edit_kind_round_trips_through_json(make_program: Callable[[str], Program]) -> None:
-    program = make_program(SOURCE)
-    edits = every_kind(program)
-    assert {edit.kind for edit in edits} == set(EDIT_KINDS)
-    patch = Patch(tuple(edits))
-    again = Patch.from_json(json.loads(json.dumps(patch.to_json())))
-    assert again == patch and hash(again) == hash(patch)
-    assert again.key() == patch.key()
-    again.check(program)
+    program, expressions = make_program(SOURCE), make_program(EXPRESSIONS)
+    edits = {program: every_kind(program), expressions: expression_kinds(expressions)}
+    assert {edit.kind for kinds in edits.values() for edit in kinds} == set(EDIT_KINDS)
+    for target, kinds in edits.items():
+        patch = Patch(tuple(kinds))
+        again = Patch.from_json(json.loads(json.dumps(patch.to_json())))
+        assert again == patch and hash(again) == hash(patch)
+        assert again.key() == patch.key()
+        again.check(target)
 
 
 @pytest.mark.parametrize(
