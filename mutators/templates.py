@@ -182,7 +182,7 @@ class ConditionExtend:
 _SIBLINGS: weakref.WeakKeyDictionary[Program, dict[Location, tuple[Location, ...]]] = weakref.WeakKeyDictionary()
 
 
-def _is_update(statement: cst.CSTNode) -> bool:
+def is_update(statement: cst.CSTNode) -> bool:
     """One assignment, augmented assignment or method call (`total += x`, `seen.add(x)`)."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return False
@@ -196,12 +196,12 @@ def _is_update(statement: cst.CSTNode) -> bool:
     )
 
 
-def _branches(node: cst.If, path: str) -> list[str]:
+def branches(node: cst.If, path: str) -> list[str]:
     """The paths of the blocks of an `if`/`elif`/`else` chain."""
     blocks = [f"{path}.body"]
     orelse = node.orelse
     if isinstance(orelse, cst.If):
-        blocks += _branches(orelse, f"{path}.orelse")
+        blocks += branches(orelse, f"{path}.orelse")
     elif isinstance(orelse, cst.Else):
         blocks.append(f"{path}.orelse.body")
     return blocks
@@ -221,7 +221,7 @@ def sibling_updates(program: Program) -> dict[Location, tuple[Location, ...]]:
         node = program.node(site.location)
         if not isinstance(node, cst.If):
             continue
-        blocks = [by_block.get((site.location.file, path), []) for path in _branches(node, site.location.path)]
+        blocks = [by_block.get((site.location.file, path), []) for path in branches(node, site.location.path)]
         for index, block in enumerate(blocks):
             codes = {program.code(s.location) for s in block}
             updates = [
@@ -229,7 +229,7 @@ def sibling_updates(program: Program) -> dict[Location, tuple[Location, ...]]:
                 for other, sibling in enumerate(blocks)
                 if other != index
                 for s in sibling
-                if _is_update(program.node(s.location)) and program.code(s.location) not in codes
+                if is_update(program.node(s.location)) and program.code(s.location) not in codes
             ]
             for position in block:
                 where = position.context
