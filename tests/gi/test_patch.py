@@ -232,3 +232,36 @@ def test_patch_naming_a_missing_site_fails_check(make_program: Callable[[str], P
     program = make_program(SOURCE)
     with pytest.raises(EditError, match="no site of the program"):
         Patch((DeleteStatement(Location("mod.py", "body[9]")),)).check(program)
+
+
+PRECEDENCE = """\
+def f(a, b, items):
+    c = a + b
+    if a and b:
+        items.append(c)
+    return a * b
+"""
+
+
+@pytest.mark.parametrize(
+    ("make", "line"),
+    [
+        (lambda at: ReplaceExpression(at["b", 5], at["a + b", 2]), "    return a * (a + b)\n"),
+        (lambda at: OffsetExpression(at["b", 5], 1), "    return a * (b + 1)\n"),
+        (lambda at: OffsetExpression(at["a * b", 5], -1), "    return a * b - 1\n"),
+        (lambda at: Clamp(at["a", 5], "max", "0"), "    return max(0, a) * b\n"),
+        (lambda at: Clamp(at["a * b", 5], "min", "c"), "    return min(a * b, c)\n"),
+        (lambda at: ReplaceExpression(at["items", 4], at["1", 8]), "        (1).append(c)\n"),
+        (lambda at: Negate(at["a and b", 3]), "    if not (a and b):\n"),
+        (lambda at: KeepOperand(at["a and b", 3], "right"), "    if b:\n"),
+        (lambda at: ExtendCondition(at["a", 3], "Or", at["a + b", 2]), "    if (a or (a + b)) and b:\n"),
+    ],
+)
+def test_expression_edits_keep_their_meaning_where_they_go(
+    make_program: Callable[[str], Program], make: Callable[[dict[tuple[str, int], Location]], Edit], line: str
+) -> None:
+    program = make_program(PRECEDENCE + "\n\nONE = 1\n")
+    at = {(program.code(s.location), s.line): s.location for s in program.sites_of(SiteKind.EXPRESSION)}
+    source = apply(program, Patch((make(at),))).sources["mod.py"]
+    assert line in source.splitlines(keepends=True), source
+    compile(source, "mod.py", "exec")
