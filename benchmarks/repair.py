@@ -19,7 +19,7 @@ Per bug class it prints: bugs, repaired on training (a front member passes every
 test), correct repairs (that member also passes every held-out test), and the overfitting
 share (repaired but not correct, over repaired), for both arms side by side.
 
-    python benchmarks/repair.py [--seed 1] [--budget 30] [--bugs 1] [--classes a,b]
+    python benchmarks/repair.py [--seed 1] [--budget 100] [--bugs 1] [--classes a,b]
 """
 
 from __future__ import annotations
@@ -193,9 +193,12 @@ def correct_copy(subject: Subject, folder: Path) -> Program:
     return Program.load(folder, [subject.module], protected=["tests", "holdout"])
 
 
-def _training_fails(program: Program, sources: dict[str, str], evaluator: Evaluator) -> bool:
+def _is_bug(sources: dict[str, str], evaluator: Evaluator, tests: int) -> bool:
+    """Does the program `sources` make still run all `tests` training tests, and fail one?
+    (A deleted `def` that breaks the tests' imports is no bug a repair run can start from.)"""
     evaluation = evaluator.evaluate_sources(sources)
-    return evaluation.measures.get("failed_tests", 0) >= 1 or not evaluation.ok
+    counts = evaluation.measures
+    return evaluation.ok and counts.get("test_count") == tests and counts.get("failed_tests", 0) >= 1
 
 
 def inject(
@@ -207,6 +210,12 @@ def inject(
         for name, program in programs.items()
     }
     try:
+        tests = {}
+        for name, evaluator in evaluators.items():
+            original = evaluator.evaluate_sources({})
+            if not original.ok or original.measures["failed_tests"] or not original.measures["test_count"]:
+                raise RuntimeError(f"{name}: the correct program fails its training tests: {original.detail}")
+            tests[name] = original.measures["test_count"]
         for bug_class in classes:
             injector = BUG_CLASSES[bug_class][0]
             order = [SUBJECTS[int(i)] for i in rng.permutation(len(SUBJECTS))]
@@ -219,8 +228,8 @@ def inject(
                 for index in rng.permutation(len(candidates))[:tries]:
                     edit = candidates[int(index)]
                     variant = apply(program, Patch((edit,)))
-                    if variant.syntax_error is None and _training_fails(
-                        program, variant.sources, evaluators[subject.name]
+                    if variant.syntax_error is None and _is_bug(
+                        variant.sources, evaluators[subject.name], tests[subject.name]
                     ):
                         yield Bug(bug_class, subject, edit, variant.sources)
                         found += 1
@@ -291,7 +300,7 @@ def run_gi(bug: Bug, folder: Path, operators: str, seed: int, budget: int) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1, help="fixes the bugs drawn and every gi run")
-    parser.add_argument("--budget", type=int, default=30, help=f"evaluations per gi run (population {POPULATION})")
+    parser.add_argument("--budget", type=int, default=100, help=f"evaluations per gi run (population {POPULATION})")
     parser.add_argument("--bugs", type=int, default=1, help="bugs per class")
     parser.add_argument("--classes", default=",".join(BUG_CLASSES), help="bug classes, comma-separated")
     args = parser.parse_args()
