@@ -9,6 +9,7 @@ generic pass over each file.
 from __future__ import annotations
 
 import dataclasses
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
@@ -421,3 +422,425 @@ class ReplaceFunction(Edit):
 
     def describe(self) -> str:
         return f"rewrite the function at {self.target} ({self.model or 'language model'})"
+
+
+# --- expression-level edits and fix templates ---------------------------------------------
+
+#: Expressions that bind tighter than any operator: they never need parentheses where they go.
+_ATOMS = (
+    cst.Name,
+    cst.Attribute,
+    cst.Call,
+    cst.Subscript,
+    cst.Integer,
+    cst.Float,
+    cst.Imaginary,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.List,
+    cst.Dict,
+    cst.Set,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+    cst.GeneratorExp,
+)
+_NUMBERS = (cst.Integer, cst.Float, cst.Imaginary)
+#: Parents where any expression but a bare tuple stands without parentheses.
+_OPEN_PARENTS = (
+    cst.Arg,
+    cst.Return,
+    cst.Assign,
+    cst.AnnAssign,
+    cst.AugAssign,
+    cst.Expr,
+    cst.Index,
+    cst.Element,
+    cst.DictElement,
+    cst.If,
+    cst.While,
+    cst.Assert,
+    cst.Slice,
+    cst.WithItem,
+    cst.Raise,
+    cst.For,
+)
+
+
+def node_at(program: Program, location: Location) -> cst.CSTNode:
+    """The original node at any field/index path of a file, site or not (KeyError if none)."""
+    node: cst.CSTNode = program.modules[location.file]
+    for step in location.path.split(".") if location.path else ():
+        name, _, index = step.partition("[")
+        value = getattr(node, name, None)
+        if index:
+            if not isinstance(value, (list, tuple)) or int(index[:-1]) >= len(value):
+                raise KeyError(f"{location} is no node of the program")
+            value = value[int(index[:-1])]
+        if not isinstance(value, cst.CSTNode):
+            raise KeyError(f"{location} is no node of the program")
+        node = value
+    return node
+
+
+def parent_of(program: Program, location: Location) -> cst.CSTNode:
+    """The original node holding the node at `location`."""
+    path = location.path.rpartition(".")[0]
+    return node_at(program, Location(location.file, path))
+
+
+def _parenthesised(expression: cst.BaseExpression) -> cst.BaseExpression:
+    if expression.lpar or isinstance(expression, _ATOMS):
+        return expression
+    return expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def fitted(expression: cst.BaseExpression, parent: cst.CSTNode) -> cst.BaseExpression:
+    """`expression` ready to stand under `parent`: in parentheses unless it binds tighter
+    than anything there could (so `a * b` with `c + d` for `b` stays `a * (c + d)`)."""
+    bare_tuple = isinstance(expression, cst.Tuple) and not expression.lpar
+    if isinstance(parent, _OPEN_PARENTS) and not bare_tuple:
+        return expression
+    if isinstance(parent, cst.Attribute) and isinstance(expression, _NUMBERS) and not expression.lpar:
+        # `1.real` would read as a float literal.
+        return expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return _parenthesised(expression)
+
+
+def _expression(program: Program, location: Location) -> cst.BaseExpression:
+    node = program.node(location)
+    if not isinstance(node, cst.BaseExpression):
+        raise EditError(f"{location} is no expression")
+    return node
+
+
+def _copied(program: Program, location: Location) -> cst.BaseExpression:
+    """A fresh copy of an original expression; in parentheses when it spans lines, which
+    only the brackets around it allowed."""
+    copy = _expression(program, location).deep_clone()
+    if "\n" in program.code(location) and not copy.lpar:
+        copy = copy.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return copy
+
+
+def _parse_expression(text: str, what: str) -> cst.BaseExpression:
+    try:
+        return cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        raise EditError(f"{what} {text!r} is not a Python expression") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceExpression(Edit):
+    """Replace an expression with a copy of another expression of the original program."""
+
+    kind: ClassVar[str] = "replace_expression"
+    ingredient: Location
+
+    def removes(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def ingredients(self) -> tuple[Location, ...]:
+        return (self.ingredient,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        copy = _copied(program, self.ingredient)
+        old = _expression(program, self.target)
+        if not copy.lpar and old.lpar:
+            copy = copy.with_changes(lpar=old.lpar, rpar=old.rpar)
+        new = fitted(copy, parent_of(program, self.target))
+        plan.rewrite(self.target, lambda node: new)
+
+    def describe(self) -> str:
+        return f"replace the expression at {self.target} with a copy of {self.ingredient}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceName(Edit):
+    """Replace a name that is read (a variable, or the function a call calls) with another."""
+
+    kind: ClassVar[str] = "replace_name"
+    name: str
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or keyword.iskeyword(self.name):
+            raise EditError(f"replace_name needs an identifier, got {self.name!r}")
+
+    def removes(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        if not isinstance(program.node(self.target), cst.Name):
+            raise EditError(f"{self.target} is no name")
+        plan.rewrite(self.target, lambda node: node.with_changes(value=self.name))
+
+    def describe(self) -> str:
+        return f"the name at {self.target} becomes {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SwapArguments(Edit):
+    """Exchange two positional arguments of a call (`divmod(b, a)` becomes `divmod(a, b)`)."""
+
+    kind: ClassVar[str] = "swap_arguments"
+    first: int
+    second: int
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.first < self.second):
+            raise EditError(
+                f"swap_arguments needs argument indices 0 <= first < second, got {self.first}, {self.second}"
+            )
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        call = program.node(self.target)
+        if not isinstance(call, cst.Call) or self.second >= len(call.args):
+            raise EditError(f"{self.target} is no call with {self.second + 1} arguments")
+
+        def swap(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.Call)
+            args = list(node.args)
+            first, second = args[self.first], args[self.second]
+            args[self.first] = first.with_changes(value=second.value)
+            args[self.second] = second.with_changes(value=first.value)
+            return node.with_changes(args=args)
+
+        plan.rewrite(self.target, swap)
+
+    def describe(self) -> str:
+        return f"swap arguments {self.first + 1} and {self.second + 1} of the call at {self.target}"
+
+
+_ADDITIVE_OR_TIGHTER = (
+    cst.Add,
+    cst.Subtract,
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.MatrixMultiply,
+    cst.Power,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetExpression(Edit):
+    """Add 1 to an integer expression or subtract 1 from it (`n` becomes `n + 1`)."""
+
+    kind: ClassVar[str] = "offset_expression"
+    delta: int
+
+    def __post_init__(self) -> None:
+        if self.delta not in (1, -1):
+            raise EditError(f"offset_expression adds 1 or -1, got {self.delta!r}")
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        parent = parent_of(program, self.target)
+        spaced = {"whitespace_before": cst.SimpleWhitespace(" "), "whitespace_after": cst.SimpleWhitespace(" ")}
+        operator = cst.Add(**spaced) if self.delta > 0 else cst.Subtract(**spaced)
+
+        def offset(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.BaseExpression)
+            additive = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ADDITIVE_OR_TIGHTER)
+            inner = node if additive else _parenthesised(node)
+            return fitted(cst.BinaryOperation(left=inner, operator=operator, right=cst.Integer("1")), parent)
+
+        plan.rewrite(self.target, offset)
+
+    def describe(self) -> str:
+        return f"{'add 1 to' if self.delta > 0 else 'subtract 1 from'} the expression at {self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class Negate(Edit):
+    """Put `not` before a condition (`if x:` becomes `if not x:`)."""
+
+    kind: ClassVar[str] = "negate"
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        parent = parent_of(program, self.target)
+
+        def negate(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.BaseExpression)
+            inner = node if isinstance(node, cst.Comparison) else _parenthesised(node)
+            not_ = cst.Not(whitespace_after=cst.SimpleWhitespace(" "))
+            return fitted(cst.UnaryOperation(operator=not_, expression=inner), parent)
+
+        plan.rewrite(self.target, negate)
+
+
+CLAMPS = ("max", "min", "abs")
+
+
+@dataclass(frozen=True, slots=True)
+class Clamp(Edit):
+    """Wrap an expression in `max(bound, e)`, `min(e, bound)` or `abs(e)` (a fix template);
+    `bound` is source text, an expression the operator took from the program or `0`."""
+
+    kind: ClassVar[str] = "clamp"
+    function: str
+    bound: str = ""
+
+    def __post_init__(self) -> None:
+        if self.function not in CLAMPS:
+            raise EditError(f"clamp's function must be one of {list(CLAMPS)}, got {self.function!r}")
+        if (self.function == "abs") != (self.bound == ""):
+            raise EditError("clamp: abs takes no bound, max and min take one")
+        if self.bound:
+            _parse_expression(self.bound, "clamp bound")
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        bound = _parse_expression(self.bound, "clamp bound") if self.bound else None
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+        def clamp(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.BaseExpression)
+            value = _parenthesised(node) if isinstance(node, cst.Tuple) else node
+            if bound is None:
+                args = [cst.Arg(value)]
+            elif self.function == "max":
+                args = [cst.Arg(bound, comma=comma), cst.Arg(value)]
+            else:
+                args = [cst.Arg(value, comma=comma), cst.Arg(bound)]
+            return cst.Call(func=cst.Name(self.function), args=args)
+
+        plan.rewrite(self.target, clamp)
+
+    def describe(self) -> str:
+        if self.function == "max":
+            return f"wrap the expression at {self.target} in max({self.bound}, ...)"
+        if self.function == "min":
+            return f"wrap the expression at {self.target} in min(..., {self.bound})"
+        return f"wrap the expression at {self.target} in abs(...)"
+
+
+BOOLEAN_SIDES = ("left", "right")
+
+
+@dataclass(frozen=True, slots=True)
+class KeepOperand(Edit):
+    """Keep one operand of `a and b` / `a or b` (widening or narrowing the condition)."""
+
+    kind: ClassVar[str] = "keep_operand"
+    side: str
+
+    def __post_init__(self) -> None:
+        if self.side not in BOOLEAN_SIDES:
+            raise EditError(f"keep_operand's side must be 'left' or 'right', got {self.side!r}")
+
+    def removes(self) -> tuple[Location, ...]:
+        dropped = "right" if self.side == "left" else "left"
+        return (Location(self.target.file, f"{self.target.path}.{dropped}"),)
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        parent = parent_of(program, self.target)
+
+        def keep(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.BooleanOperation)
+            operand: cst.BaseExpression = getattr(node, self.side)
+            if node.lpar and not operand.lpar:
+                operand = operand.with_changes(lpar=node.lpar, rpar=node.rpar)
+            return fitted(operand, parent)
+
+        plan.rewrite(self.target, keep)
+
+    def describe(self) -> str:
+        return f"keep only the {self.side} operand of the condition at {self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendCondition(Edit):
+    """`a` becomes `a and c` or `a or c`, with `c` a copy of a condition of the program."""
+
+    kind: ClassVar[str] = "extend_condition"
+    operator: str
+    ingredient: Location
+
+    def __post_init__(self) -> None:
+        if self.operator not in ("And", "Or"):
+            raise EditError(f"extend_condition's operator must be 'And' or 'Or', got {self.operator!r}")
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def ingredients(self) -> tuple[Location, ...]:
+        return (self.ingredient,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        parent = parent_of(program, self.target)
+        extra = _operand(_copied(program, self.ingredient))
+        operator = cst.And() if self.operator == "And" else cst.Or()
+
+        def extend(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.BaseExpression)
+            left = _operand(node)
+            return fitted(cst.BooleanOperation(left=left, operator=operator, right=extra), parent)
+
+        plan.rewrite(self.target, extend)
+
+    def describe(self) -> str:
+        word = "and" if self.operator == "And" else "or"
+        return f"the condition at {self.target} becomes `... {word}` a copy of {self.ingredient}"
+
+
+def _operand(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """`expression` as an operand of `and`/`or`: parenthesised unless it binds tighter."""
+    if isinstance(expression, (cst.Comparison, cst.UnaryOperation)):
+        return expression
+    return _parenthesised(expression)
+
+
+GUARD_ACTIONS = ("return", "continue", "break")
+
+
+@dataclass(frozen=True, slots=True)
+class InsertGuard(Edit):
+    """Insert `if <condition>: <action>` before a statement (a fix template): `action` is
+    `return <value>`, `continue` or `break`; condition and value are source text."""
+
+    kind: ClassVar[str] = "insert_guard"
+    condition: str
+    action: str
+
+    def __post_init__(self) -> None:
+        self.statement()
+
+    def statement(self) -> cst.If:
+        """The guard as a statement (raises EditError when condition or action is not one)."""
+        _parse_expression(self.condition, "guard condition")
+        if self.action.split(" ", 1)[0] not in GUARD_ACTIONS:
+            raise EditError(f"a guard's action is return, continue or break, got {self.action!r}")
+        try:
+            statement = cst.parse_statement(f"if {self.condition}:\n    {self.action}\n")
+        except cst.ParserSyntaxError:
+            raise EditError(f"guard `if {self.condition}: {self.action}` does not parse") from None
+        assert isinstance(statement, cst.If)
+        return statement.with_changes(body=statement.body.with_changes(indent=None))
+
+    def anchors(self) -> tuple[Location, ...]:
+        return ()
+
+    def positions(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        plan.insert_before(self.target, self.statement())
+
+    def describe(self) -> str:
+        return f"insert `if {self.condition}: {self.action}` before {self.target}"

@@ -86,6 +86,9 @@ class SiteKind(enum.StrEnum):
     BOOLEAN_OPERATOR = "boolean_operator"
     UNARY_OPERATOR = "unary_operator"
     NUMBER = "number"
+    #: An expression whose value is read (not an assignment target, a keyword's name, a
+    #: decorator, a default, an annotation, nor inside a lambda, comprehension or f-string).
+    EXPRESSION = "expression"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +236,51 @@ _EXPRESSION_KINDS: tuple[tuple[type[cst.CSTNode], SiteKind], ...] = (
 )
 
 
+#: The fields of each node type that hold an expression whose value is read.
+_LOAD_FIELDS: dict[type[cst.CSTNode], frozenset[str]] = {
+    node_type: frozenset(fields)
+    for node_type, fields in (
+        (cst.Arg, ("value",)),
+        (cst.Return, ("value",)),
+        (cst.Assign, ("value",)),
+        (cst.AnnAssign, ("value",)),
+        (cst.AugAssign, ("value",)),
+        (cst.Expr, ("value",)),
+        (cst.BinaryOperation, ("left", "right")),
+        (cst.UnaryOperation, ("expression",)),
+        (cst.BooleanOperation, ("left", "right")),
+        (cst.Comparison, ("left",)),
+        (cst.ComparisonTarget, ("comparator",)),
+        (cst.Call, ("func",)),
+        (cst.Attribute, ("value",)),
+        (cst.Subscript, ("value",)),
+        (cst.Index, ("value",)),
+        (cst.Slice, ("lower", "upper", "step")),
+        (cst.If, ("test",)),
+        (cst.While, ("test",)),
+        (cst.IfExp, ("test", "body", "orelse")),
+        (cst.Assert, ("test", "msg")),
+        (cst.DictElement, ("key", "value")),
+        (cst.For, ("iter",)),
+        (cst.Raise, ("exc",)),
+        (cst.WithItem, ("item",)),
+    )
+}
+_CONTAINERS = (cst.List, cst.Tuple, cst.Set)
+#: Expressions never offered as sites: replacing or wrapping them changes what the syntax allows.
+_NOT_EXPRESSION_SITES = (cst.Yield, cst.Await, cst.NamedExpr, cst.Ellipsis)
+
+
+def _reads(node: cst.CSTNode, step: str, reading: bool) -> bool:
+    """Does the child of `node` at `step` stand where a value is read? (`reading`: does `node`.)"""
+    field = step.partition("[")[0]
+    if isinstance(node, _CONTAINERS):
+        return reading and field == "elements"
+    if isinstance(node, cst.Element):
+        return reading and field == "value"
+    return field in _LOAD_FIELDS.get(type(node), frozenset())
+
+
 @dataclass
 class _Scope:
     in_function: bool = False
@@ -257,9 +305,9 @@ class _SiteCollector:
         self._lines = _line_starts(module)
 
     def collect(self) -> None:
-        self._walk(self.module, "", _Scope(), in_body=False)
+        self._walk(self.module, "", _Scope(), in_body=False, reading=False)
 
-    def _walk(self, node: cst.CSTNode, path: str, scope: _Scope, *, in_body: bool) -> None:
+    def _walk(self, node: cst.CSTNode, path: str, scope: _Scope, *, in_body: bool, reading: bool) -> None:
         location = Location(self.file, path)
         line = self._lines.get(id(node), 0)
         if in_body and isinstance(node, cst.BaseStatement):
@@ -285,12 +333,15 @@ class _SiteCollector:
         for node_type, kind in _EXPRESSION_KINDS:
             if isinstance(node, node_type):
                 self._add(Site(location, kind, scope.function, line), node)
+        if reading and isinstance(node, cst.BaseExpression) and not isinstance(node, _NOT_EXPRESSION_SITES):
+            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line), node)
         for step, child in _children(node):
             self._walk(
                 child,
                 _join(path, step),
                 self._child_scope(node, step, scope),
                 in_body=isinstance(node, (cst.Module, cst.IndentedBlock)) and step.startswith("body["),
+                reading=_reads(node, step, reading),
             )
 
     def _add(self, site: Site, node: cst.CSTNode) -> None:

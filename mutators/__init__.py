@@ -3,7 +3,7 @@
 Importing this package registers every operator; `OPERATORS` and `CROSSOVERS` hold them.
 """
 
-from mutators import control, expressions, statements
+from mutators import control, expressions, names, statements, templates
 from mutators.base import OPERATORS, Feedback, MutationContext, Operator, choose_site, register
 from mutators.crossover import CROSSOVERS, Crossover
 
@@ -17,6 +17,8 @@ __all__ = [
     "choose_site",
     "control",
     "expressions",
+    "names",
     "register",
     "statements",
+    "templates",
 ]

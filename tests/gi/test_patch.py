@@ -10,16 +10,25 @@ import pytest
 
 from gi.edits import (
     EDIT_KINDS,
+    Clamp,
     DeleteStatement,
     Edit,
+    ExtendCondition,
     InsertControl,
+    InsertGuard,
     InsertStatement,
+    KeepOperand,
     MoveStatement,
+    Negate,
+    OffsetExpression,
     RemoveUnary,
+    ReplaceExpression,
     ReplaceFunction,
+    ReplaceName,
     ReplaceNumber,
     ReplaceOperator,
     ReplaceStatement,
+    SwapArguments,
     SwapStatements,
 )
 from gi.errors import EditError
@@ -167,15 +176,40 @@ def every_kind(program: Program) -> list[Edit]:
     ]
 
 
+EXPRESSIONS = """\
+def f(x, y):
+    if x > 0 and y:
+        return divmod(x, y)
+    return x - 1
+"""
+
+
+def expression_kinds(program: Program) -> list[Edit]:
+    """One edit of each expression-level kind, on EXPRESSIONS."""
+    at = {program.code(site.location): site.location for site in program.sites_of(SiteKind.EXPRESSION)}
+    return [
+        ReplaceExpression(at["x - 1"], at["divmod(x, y)"]),
+        ReplaceName(at["y"], "x"),
+        SwapArguments(at["divmod(x, y)"], 0, 1),
+        OffsetExpression(at["x - 1"], -1),
+        Negate(at["x > 0"]),
+        Clamp(at["x - 1"], "min", "y"),
+        KeepOperand(at["x > 0 and y"], "right"),
+        ExtendCondition(at["x > 0 and y"], "Or", at["x > 0"]),
+        InsertGuard(statements(program)[1], "y is None", "return 0"),
+    ]
+
+
 def test_every_edit_kind_round_trips_through_json(make_program: Callable[[str], Program]) -> None:
-    program = make_program(SOURCE)
-    edits = every_kind(program)
-    assert {edit.kind for edit in edits} == set(EDIT_KINDS)
-    patch = Patch(tuple(edits))
-    again = Patch.from_json(json.loads(json.dumps(patch.to_json())))
-    assert again == patch and hash(again) == hash(patch)
-    assert again.key() == patch.key()
-    again.check(program)
+    program, expressions = make_program(SOURCE), make_program(EXPRESSIONS)
+    edits = {program: every_kind(program), expressions: expression_kinds(expressions)}
+    assert {edit.kind for kinds in edits.values() for edit in kinds} == set(EDIT_KINDS)
+    for target, kinds in edits.items():
+        patch = Patch(tuple(kinds))
+        again = Patch.from_json(json.loads(json.dumps(patch.to_json())))
+        assert again == patch and hash(again) == hash(patch)
+        assert again.key() == patch.key()
+        again.check(target)
 
 
 @pytest.mark.parametrize(
@@ -198,3 +232,36 @@ def test_patch_naming_a_missing_site_fails_check(make_program: Callable[[str], P
     program = make_program(SOURCE)
     with pytest.raises(EditError, match="no site of the program"):
         Patch((DeleteStatement(Location("mod.py", "body[9]")),)).check(program)
+
+
+PRECEDENCE = """\
+def f(a, b, items):
+    c = a + b
+    if a and b:
+        items.append(c)
+    return a * b
+"""
+
+
+@pytest.mark.parametrize(
+    ("make", "line"),
+    [
+        (lambda at: ReplaceExpression(at["b", 5], at["a + b", 2]), "    return a * (a + b)\n"),
+        (lambda at: OffsetExpression(at["b", 5], 1), "    return a * (b + 1)\n"),
+        (lambda at: OffsetExpression(at["a * b", 5], -1), "    return a * b - 1\n"),
+        (lambda at: Clamp(at["a", 5], "max", "0"), "    return max(0, a) * b\n"),
+        (lambda at: Clamp(at["a * b", 5], "min", "c"), "    return min(a * b, c)\n"),
+        (lambda at: ReplaceExpression(at["items", 4], at["1", 8]), "        (1).append(c)\n"),
+        (lambda at: Negate(at["a and b", 3]), "    if not (a and b):\n"),
+        (lambda at: KeepOperand(at["a and b", 3], "right"), "    if b:\n"),
+        (lambda at: ExtendCondition(at["a", 3], "Or", at["a + b", 2]), "    if (a or (a + b)) and b:\n"),
+    ],
+)
+def test_expression_edits_keep_their_meaning_where_they_go(
+    make_program: Callable[[str], Program], make: Callable[[dict[tuple[str, int], Location]], Edit], line: str
+) -> None:
+    program = make_program(PRECEDENCE + "\n\nONE = 1\n")
+    at = {(program.code(s.location), s.line): s.location for s in program.sites_of(SiteKind.EXPRESSION)}
+    source = apply(program, Patch((make(at),))).sources["mod.py"]
+    assert line in source.splitlines(keepends=True), source
+    compile(source, "mod.py", "exec")

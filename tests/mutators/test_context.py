@@ -50,6 +50,12 @@ def run():
     if len(data) > 1:
         data.pop()
     return len(data)
+
+
+def spread(low, high):
+    if low < high:
+        return max(high - low, 0)
+    return divmod(low, high)
 """
 
 

@@ -129,21 +129,270 @@ def total(values, limit):
 }
 
 
+EXPRESSION_BEFORE = """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+"""
+
+#: The expression-level operators and fix templates, on a program where each finds a site.
+EXPRESSION_AFTER = {
+    "argument_swap": """\
+def clip(value, low, high):
+    return min(max(low, value), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "call_replace": """\
+def clip(value, low, high):
+    return min(min(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "clamp": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(min(value, len(values)), 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "condition_drop": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if index:
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "condition_extend": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and (index and value > limit):
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "expression_replace": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(limit, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "guard": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            if not values:
+                break
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "integer_offset": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value + 1, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "name_replace": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, value)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "negate": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and (not index):
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+    "return_replace": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, limit)
+        else:
+            result -= value
+            values.append(value)
+    if not result:
+        return result
+    return result
+""",
+    "sibling_update": """\
+def clip(value, low, high):
+    return min(max(value, low), high)
+
+
+def total(values, limit):
+    result = 0
+    for index in range(len(values)):
+        value = values[index]
+        if value > limit and index:
+            result += clip(value, 0, limit)
+        else:
+            result += clip(value, 0, limit)
+            result -= value
+            values.append(value)
+    if not result:
+        return 0
+    return result
+""",
+}
+
+
+CASES = {name: (BEFORE, after) for name, after in AFTER.items()} | {
+    name: (EXPRESSION_BEFORE, after) for name, after in EXPRESSION_AFTER.items()
+}
+
+
 def test_every_operator_has_a_before_after_case() -> None:
-    assert set(AFTER) == set(OPERATORS.names())
+    assert set(CASES) == set(OPERATORS.names())
 
 
-@pytest.mark.parametrize("name", sorted(AFTER))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_operator_makes_exactly_this_source(name: str, make_program: Callable[[str], Program]) -> None:
-    program = make_program(BEFORE)
+    before, after = CASES[name]
+    program = make_program(before)
     edit = OPERATORS.get(name).propose(program, Patch(), np.random.default_rng(0), MutationContext())
     assert edit is not None
-    assert apply(program, Patch((edit,))).sources["mod.py"] == AFTER[name]
+    assert apply(program, Patch((edit,))).sources["mod.py"] == after
 
 
-@pytest.mark.parametrize("name", sorted(AFTER))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_same_seed_same_edit(name: str, make_program: Callable[[str], Program]) -> None:
-    program = make_program(BEFORE)
+    program = make_program(CASES[name][0])
     operator = OPERATORS.get(name)
     first = [operator.propose(program, Patch(), rng, MutationContext()) for rng in [np.random.default_rng(7)] * 5]
     second = [operator.propose(program, Patch(), rng, MutationContext()) for rng in [np.random.default_rng(7)] * 5]
@@ -153,7 +402,7 @@ def test_same_seed_same_edit(name: str, make_program: Callable[[str], Program]) 
 def test_operators_without_a_legal_site_propose_nothing(make_program: Callable[[str], Program]) -> None:
     program = make_program("import os\nx = os.sep\n")
     rng = np.random.default_rng(0)
-    for name in ("insert_control", "binary_operator", "constant"):
+    for name in ("insert_control", "binary_operator", "constant", "argument_swap", "call_replace", "sibling_update"):
         assert OPERATORS.get(name).propose(program, Patch(), rng, MutationContext()) is None
 
 

@@ -1,0 +1,329 @@
+"""Expression-level operators, in the style of CapGen's and PAR's expression mutations.
+
+Most one-line bugs sit in an expression: the wrong variable, swapped arguments, an
+off-by-one, the wrong function, a missing `not`, the wrong value returned. These operators
+change one expression and keep every name it reads bound (`mutators.scopes`); copied
+expressions come from the original program, as statement ingredients do.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+import numpy as np
+
+from gi.edits import (
+    Edit,
+    Negate,
+    OffsetExpression,
+    RemoveUnary,
+    ReplaceExpression,
+    ReplaceName,
+    SwapArguments,
+    parent_of,
+)
+from gi.patch import Patch
+from gi.program import Location, Program, Site, SiteKind
+from mutators.base import MutationContext, choose_site, register
+from mutators.scopes import BUILTINS, bound_names, movable
+
+#: How many weighted targets (and, per target, random ingredients) an operator tries.
+ATTEMPTS = 20
+_CONSTANT_NAMES = frozenset({"True", "False", "None", "__debug__"})
+#: Node types an offset or a clamp may wrap: expressions that can hold an integer.
+_NUMERIC = (cst.Name, cst.Integer, cst.Call, cst.BinaryOperation, cst.Subscript, cst.Attribute, cst.UnaryOperation)
+#: Builtins that take the same arguments, and so may stand for each other in a call.
+BUILTIN_FAMILIES = (("min", "max"), ("any", "all"), ("sorted", "reversed", "list"), ("int", "round"))
+
+
+def field_of(site: Site) -> str:
+    """The field of its parent that a site stands in ("value", "left", "func", ...)."""
+    return site.location.path.rpartition(".")[2].partition("[")[0]
+
+
+def expression_sites(program: Program) -> tuple[Site, ...]:
+    return program.sites_of(SiteKind.EXPRESSION)
+
+
+def pick(options: list[str] | tuple[str, ...], rng: np.random.Generator) -> str:
+    return options[int(rng.integers(len(options)))]
+
+
+_SELECTIONS: weakref.WeakKeyDictionary[Program, dict[str, dict[str, tuple[Site, ...]]]] = weakref.WeakKeyDictionary()
+
+
+def selection(program: Program, key: str, accept: Callable[[Site], bool]) -> dict[str, tuple[Site, ...]]:
+    """The expression sites `accept` allows, by file; `key` names `accept` (computed once per program)."""
+    per_program = _SELECTIONS.setdefault(program, {})
+    found = per_program.get(key)
+    if found is None:
+        by_file: dict[str, list[Site]] = {}
+        for site in expression_sites(program):
+            if accept(site):
+                by_file.setdefault(site.location.file, []).append(site)
+        found = per_program[key] = {file: tuple(sites) for file, sites in by_file.items()}
+    return found
+
+
+def targets(
+    program: Program,
+    rng: np.random.Generator,
+    context: MutationContext,
+    key: str,
+    accept: Callable[[Site], bool],
+) -> Callable[[], Site | None]:
+    """A chooser of weighted expression sites that `accept` allows (None when none does)."""
+    sites = [site for sites in selection(program, key, accept).values() for site in sites]
+    return lambda: choose_site(sites, rng, context)
+
+
+def ingredient(
+    program: Program, target: Site, rng: np.random.Generator, key: str, accept: Callable[[Site], bool]
+) -> Location | None:
+    """A uniformly drawn expression of the target's file that `accept` allows, whose code
+    differs from the target's and whose names are bound at the target."""
+    sites = selection(program, key, accept).get(target.location.file, ())
+    code = program.code(target.location)
+    for _ in range(ATTEMPTS if sites else 0):
+        candidate = sites[int(rng.integers(len(sites)))]
+        if program.code(candidate.location) != code and movable(program, candidate.location, target.location):
+            return candidate.location
+    return None
+
+
+def is_variable(program: Program, site: Site) -> bool:
+    """A name that is read as a value (not the function a call calls)."""
+    node = program.node(site.location)
+    return isinstance(node, cst.Name) and node.value not in _CONSTANT_NAMES and field_of(site) != "func"
+
+
+def is_numeric(program: Program, site: Site) -> bool:
+    """An expression that may hold an integer, where adding to it or wrapping it is a value
+    change (not a called function, nor the object of `.attr` or `[...]`)."""
+    node = program.node(site.location)
+    if not isinstance(node, _NUMERIC) or field_of(site) == "func":
+        return False
+    if isinstance(node, cst.Name) and node.value in _CONSTANT_NAMES:
+        return False
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return False
+    return not (
+        field_of(site) == "value" and isinstance(parent_of(program, site.location), (cst.Attribute, cst.Subscript))
+    )
+
+
+def is_condition_position(program: Program, site: Site) -> bool:
+    """A site whose value is used as a truth value (an `if`/`while`/`assert` test, an
+    operand of `and`/`or`, a conditional expression's test)."""
+    parent = parent_of(program, site.location)
+    field = field_of(site)
+    if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp)):
+        return field == "test"
+    return isinstance(parent, cst.BooleanOperation)
+
+
+@dataclass(frozen=True)
+class NameReplacement:
+    name: str = "name_replace"
+    description: str = "replace a variable that is read with another of the program's names bound there"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        choose = targets(program, rng, context, "variable", lambda s: is_variable(program, s))
+        for _ in range(ATTEMPTS):
+            site = choose()
+            if site is None:
+                return None
+            current = program.node(site.location)
+            assert isinstance(current, cst.Name)
+            options = sorted(
+                name
+                for name, binder in bound_names(program, site.location).items()
+                if name != current.value and isinstance(binder, (cst.Name, cst.Param))
+            )
+            if options:
+                return ReplaceName(site.location, pick(options, rng))
+        return None
+
+
+def _positional(call: cst.Call) -> bool:
+    return all(arg.keyword is None and not arg.star for arg in call.args)
+
+
+@dataclass(frozen=True)
+class ArgumentSwap:
+    name: str = "argument_swap"
+    description: str = "swap two positional arguments of a call (`divmod(b, a)` becomes `divmod(a, b)`)"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        def swappable(site: Site) -> bool:
+            node = program.node(site.location)
+            return isinstance(node, cst.Call) and len(node.args) >= 2 and _positional(node)
+
+        site = targets(program, rng, context, "swappable", swappable)()
+        if site is None:
+            return None
+        call = program.node(site.location)
+        assert isinstance(call, cst.Call)
+        first, second = sorted(int(i) for i in rng.choice(len(call.args), size=2, replace=False))
+        return SwapArguments(site.location, first, second)
+
+
+def category(node: cst.CSTNode) -> str:
+    """A coarse type of an expression: copies replace only expressions of their category."""
+    if isinstance(node, (cst.Comparison, cst.BooleanOperation)) or (
+        isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)
+    ):
+        return "condition"
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return "string"
+    if isinstance(node, (cst.List, cst.Tuple, cst.Dict, cst.Set)):
+        return "container"
+    if isinstance(node, cst.Name) and node.value in _CONSTANT_NAMES:
+        return "constant"
+    return "value"
+
+
+def _of_category(program: Program, kind: str) -> Callable[[Site], bool]:
+    return lambda site: field_of(site) != "func" and category(program.node(site.location)) == kind
+
+
+@dataclass(frozen=True)
+class ExpressionReplacement:
+    name: str = "expression_replace"
+    description: str = "replace an expression with a copy of another expression of the program of its kind"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        choose = targets(program, rng, context, "not_called", lambda s: field_of(s) != "func")
+        for _ in range(ATTEMPTS):
+            site = choose()
+            if site is None:
+                return None
+            kind = category(program.node(site.location))
+            found = ingredient(program, site, rng, f"category:{kind}", _of_category(program, kind))
+            if found is not None:
+                return ReplaceExpression(site.location, found)
+        return None
+
+
+@dataclass(frozen=True)
+class IntegerOffset:
+    name: str = "integer_offset"
+    description: str = "add 1 to or subtract 1 from an integer expression (`items[:n]` becomes `items[:n + 1]`)"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        site = targets(program, rng, context, "numeric", lambda s: is_numeric(program, s))()
+        return OffsetExpression(site.location, 1 if rng.random() < 0.5 else -1) if site else None
+
+
+def _arity(function: cst.FunctionDef) -> tuple[int, float]:
+    """The fewest and most positional arguments a call of `function` may pass."""
+    params = [*function.params.posonly_params, *function.params.params]
+    required = sum(1 for param in params if param.default is None)
+    most = float("inf") if isinstance(function.params.star_arg, cst.Param) else len(params)
+    return required, most
+
+
+@dataclass(frozen=True)
+class CallReplacement:
+    name: str = "call_replace"
+    description: str = "call another function bound there that takes as many arguments (or a builtin of its family)"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        def called_name(site: Site) -> bool:
+            if field_of(site) != "func" or not isinstance(program.node(site.location), cst.Name):
+                return False
+            call = parent_of(program, site.location)
+            return isinstance(call, cst.Call) and _positional(call)
+
+        choose = targets(program, rng, context, "called_name", called_name)
+        for _ in range(ATTEMPTS):
+            site = choose()
+            if site is None:
+                return None
+            options = self._options(program, site)
+            if options:
+                return ReplaceName(site.location, pick(options, rng))
+        return None
+
+    @staticmethod
+    def _options(program: Program, site: Site) -> list[str]:
+        current = program.node(site.location)
+        call = parent_of(program, site.location)
+        assert isinstance(current, cst.Name) and isinstance(call, cst.Call)
+        bound = bound_names(program, site.location)
+        options = []
+        for name, binder in bound.items():
+            if name != current.value and isinstance(binder, cst.FunctionDef):
+                fewest, most = _arity(binder)
+                if fewest <= len(call.args) <= most:
+                    options.append(name)
+        if current.value in BUILTINS and current.value not in bound:
+            for family in BUILTIN_FAMILIES:
+                if current.value in family:
+                    options.extend(name for name in family if name != current.value and name not in bound)
+        return sorted(options)
+
+
+@dataclass(frozen=True)
+class Negation:
+    name: str = "negate"
+    description: str = "insert `not` before a condition, or drop the `not` of one"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        site = targets(program, rng, context, "condition_position", lambda s: is_condition_position(program, s))()
+        if site is None:
+            return None
+        node = program.node(site.location)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return RemoveUnary(site.location)
+        return Negate(site.location)
+
+
+def is_returned(program: Program, site: Site) -> bool:
+    return field_of(site) == "value" and isinstance(parent_of(program, site.location), cst.Return)
+
+
+@dataclass(frozen=True)
+class ReturnReplacement:
+    name: str = "return_replace"
+    description: str = "return a copy of a value the program returns elsewhere instead (`return 0` for `return 1`)"
+
+    def propose(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Edit | None:
+        choose = targets(program, rng, context, "returned", lambda s: is_returned(program, s))
+        for _ in range(ATTEMPTS):
+            site = choose()
+            if site is None:
+                return None
+            found = ingredient(program, site, rng, "returned", lambda s: is_returned(program, s))
+            if found is not None:
+                return ReplaceExpression(site.location, found)
+        return None
+
+
+for _operator in (
+    NameReplacement(),
+    ArgumentSwap(),
+    ExpressionReplacement(),
+    IntegerOffset(),
+    CallReplacement(),
+    Negation(),
+    ReturnReplacement(),
+):
+    register(_operator)

@@ -1,0 +1,137 @@
+"""Which names are bound where, from libcst's scope analysis, and which expressions can move.
+
+Expression operators replace a name by another, or copy an expression of the program to
+another place; either must keep every name it reads bound there. LibCST's `ScopeProvider`
+says which scope a node is in and what each scope assigns; a name counts as bound at a
+node when it is a parameter of its function or its scope assigns it on an earlier line, or
+an enclosing function or module scope assigns it anywhere (it is bound by the time the
+function runs). Worked out once per file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+import libcst.metadata as meta
+
+from gi.program import Location, Program
+
+#: Names of builtins a copied expression may read (unless the program rebinds them).
+BUILTINS = frozenset(dir(builtins))
+#: Expressions that open scopes or change what the function is: never copied elsewhere.
+_UNMOVABLE = (
+    cst.Lambda,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+    cst.GeneratorExp,
+    cst.Yield,
+    cst.Await,
+    cst.NamedExpr,
+)
+
+
+@dataclass
+class FileScopes:
+    """The scope analysis of one file: each node's scope and position, and which names are reads."""
+
+    scopes: Mapping[cst.CSTNode, meta.Scope | None]
+    positions: Mapping[cst.CSTNode, meta.CodeRange]
+    reads: frozenset[cst.CSTNode]
+    free: dict[Location, frozenset[str] | None] = field(default_factory=dict)
+    bound: dict[Location, dict[str, cst.CSTNode]] = field(default_factory=dict)
+
+
+_ANALYSES: weakref.WeakKeyDictionary[Program, dict[str, FileScopes]] = weakref.WeakKeyDictionary()
+
+
+def file_scopes(program: Program, file: str) -> FileScopes:
+    """The scope analysis of `file` (computed once per program)."""
+    per_file = _ANALYSES.setdefault(program, {})
+    analysis = per_file.get(file)
+    if analysis is None:
+        wrapper = meta.MetadataWrapper(program.modules[file], unsafe_skip_copy=True)
+        scopes = wrapper.resolve(meta.ScopeProvider)
+        positions = wrapper.resolve(meta.PositionProvider)
+        reads = frozenset(
+            access.node for scope in {s for s in scopes.values() if s is not None} for access in scope.accesses
+        )
+        analysis = per_file[file] = FileScopes(scopes, positions, reads)
+    return analysis
+
+
+def _bound_before(binder: cst.CSTNode, bound_at: meta.CodeRange, here: meta.CodeRange) -> bool:
+    """Is a binding in force at `here`? A parameter always is; another binding when it stands
+    on an earlier line (so `c = a + X` does not count `c` as bound in its own value)."""
+    return isinstance(binder, cst.Param) or bound_at.start.line < here.start.line
+
+
+def bound_names(program: Program, location: Location) -> dict[str, cst.CSTNode]:
+    """The program's own names bound where the node at `location` is evaluated, each with the
+    node that binds it (a parameter, a target name, a `def`, `class` or import); builtins aside."""
+    analysis = file_scopes(program, location.file)
+    found = analysis.bound.get(location)
+    if found is not None:
+        return found
+    node = program.node(location)
+    own = analysis.scopes.get(node)
+    here = analysis.positions[node]
+    found = {}
+    scope = own
+    while scope is not None and not isinstance(scope, meta.BuiltinScope):
+        skipped = isinstance(scope, meta.ClassScope) and scope is not own
+        # Code outside functions runs top to bottom: only what is bound above it counts.
+        ordered = scope is own or not isinstance(own, meta.FunctionScope)
+        for assignment in () if skipped else scope.assignments:
+            if not isinstance(assignment, meta.Assignment) or assignment.name in found:
+                continue
+            position = analysis.positions.get(assignment.node)
+            if position is not None and (not ordered or _bound_before(assignment.node, position, here)):
+                found[assignment.name] = assignment.node
+        scope = scope.parent
+    analysis.bound[location] = found
+    return found
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def free_names(program: Program, location: Location) -> frozenset[str] | None:
+    """The names the expression at `location` reads, or None when it cannot be copied
+    elsewhere (it holds a lambda, a comprehension, `yield`, `await` or `:=`)."""
+    analysis = file_scopes(program, location.file)
+    if location in analysis.free:
+        return analysis.free[location]
+    names: set[str] = set()
+    result: frozenset[str] | None = None
+    for node in _walk(program.node(location)):
+        if isinstance(node, _UNMOVABLE):
+            break
+        if isinstance(node, cst.Name) and node in analysis.reads:
+            names.add(node.value)
+    else:
+        result = frozenset(names)
+    analysis.free[location] = result
+    return result
+
+
+def movable(program: Program, ingredient: Location, target: Location) -> bool:
+    """May a copy of the expression at `ingredient` stand at `target`: does every name it
+    reads have a binding there (the program's, or a builtin's)?"""
+    names = free_names(program, ingredient)
+    return names is not None and all_bound(program, names, target)
+
+
+def all_bound(program: Program, names: frozenset[str], target: Location) -> bool:
+    """Does every one of `names` have a binding where `target` is (the program's, or a builtin's)?"""
+    bound = bound_names(program, target)
+    return all(name in bound or name in BUILTINS for name in names)

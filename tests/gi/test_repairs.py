@@ -1,0 +1,363 @@
+"""Each expression operator and fix template repairs a bug the classic operators cannot.
+
+One small program per operator, with a one-line bug and its tests. The operator, drawing
+sites by fault localisation (the buggy line weighs most), proposes the fix; the fixed
+variant passes the real tests in a real pytest run and the original fails them. The
+classic operators, drawing as often with the same weights, never make the fixed program:
+the fix is out of their one-edit reach by construction (the fixed line is no statement of
+the program, and it differs in more than an operator or a number). `sibling_update`
+proposes what a classic `statement_copy` could also propose, so its case compares rates.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from textwrap import dedent
+
+import numpy as np
+import pytest
+
+from gi.edits import Edit
+from gi.evaluation import EvaluationSettings, Evaluator
+from gi.patch import Patch, apply
+from gi.program import Program
+from mutators import OPERATORS, MutationContext, names, templates
+
+DRAWS = 100
+#: The operators gi had before the expression operators and fix templates.
+CLASSIC = sorted(
+    name
+    for name in OPERATORS.names()
+    if type(OPERATORS.get(name)).__module__ not in (names.__name__, templates.__name__)
+)
+
+
+@dataclass(frozen=True)
+class Bug:
+    source: str
+    fixed: str
+    tests: str
+
+
+BUGS = {
+    "name_replace": Bug(
+        dedent("""\
+        def total_cost(items):
+            total = 0
+            for price, cost in items:
+                total += price
+            return total
+        """),
+        dedent("""\
+        def total_cost(items):
+            total = 0
+            for price, cost in items:
+                total += cost
+            return total
+        """),
+        dedent("""\
+        def test_costs_add_up():
+            assert total_cost([(5, 2), (7, 3)]) == 5
+        """),
+    ),
+    "argument_swap": Bug(
+        dedent("""\
+        def minutes(seconds):
+            return divmod(60, seconds)
+        """),
+        dedent("""\
+        def minutes(seconds):
+            return divmod(seconds, 60)
+        """),
+        dedent("""\
+        def test_minutes_and_seconds():
+            assert minutes(130) == (2, 10)
+        """),
+    ),
+    "expression_replace": Bug(
+        dedent("""\
+        def remaining(width, height, used):
+            if used > width * height:
+                return 0
+            return width - used
+        """),
+        dedent("""\
+        def remaining(width, height, used):
+            if used > width * height:
+                return 0
+            return width * height - used
+        """),
+        dedent("""\
+        def test_what_is_left():
+            assert remaining(3, 4, 5) == 7
+            assert remaining(3, 4, 20) == 0
+        """),
+    ),
+    "integer_offset": Bug(
+        dedent("""\
+        def take_through(items, n):
+            return items[:n]
+        """),
+        dedent("""\
+        def take_through(items, n):
+            return items[:n + 1]
+        """),
+        dedent("""\
+        def test_up_to_and_including():
+            assert take_through([1, 2, 3, 4], 1) == [1, 2]
+        """),
+    ),
+    "call_replace": Bug(
+        dedent("""\
+        def highest(scores):
+            return min(scores)
+        """),
+        dedent("""\
+        def highest(scores):
+            return max(scores)
+        """),
+        dedent("""\
+        def test_highest():
+            assert highest([3, 9, 4]) == 9
+        """),
+    ),
+    "negate": Bug(
+        dedent("""\
+        def evens(values):
+            kept = []
+            for value in values:
+                if value % 2:
+                    kept.append(value)
+            return kept
+        """),
+        dedent("""\
+        def evens(values):
+            kept = []
+            for value in values:
+                if not value % 2:
+                    kept.append(value)
+            return kept
+        """),
+        dedent("""\
+        def test_evens():
+            assert evens([1, 2, 3, 4]) == [2, 4]
+        """),
+    ),
+    "return_replace": Bug(
+        dedent("""\
+        def larger(a, b):
+            if a > b:
+                return a
+            return b
+
+
+        def smaller(a, b):
+            if a < b: return b
+            return b
+        """),
+        dedent("""\
+        def larger(a, b):
+            if a > b:
+                return a
+            return b
+
+
+        def smaller(a, b):
+            if a < b: return a
+            return b
+        """),
+        dedent("""\
+        def test_smaller():
+            assert smaller(1, 2) == 1
+            assert smaller(2, 1) == 1
+        """),
+    ),
+    "clamp": Bug(
+        dedent("""\
+        def withdraw(balance, amount):
+            return balance - amount
+        """),
+        dedent("""\
+        def withdraw(balance, amount):
+            return max(0, balance - amount)
+        """),
+        dedent("""\
+        def test_never_below_zero():
+            assert withdraw(10, 3) == 7
+            assert withdraw(3, 10) == 0
+        """),
+    ),
+    "guard": Bug(
+        dedent("""\
+        def first_word(text):
+            words = text.split()
+            return words[0]
+        """),
+        dedent("""\
+        def first_word(text):
+            words = text.split()
+            if not words:
+                return None
+            return words[0]
+        """),
+        dedent("""\
+        def test_first_word():
+            assert first_word('a b') == 'a'
+            assert first_word('') is None
+        """),
+    ),
+    "condition_drop": Bug(
+        dedent("""\
+        def weekend(day, holiday):
+            return day >= 5 and holiday
+        """),
+        dedent("""\
+        def weekend(day, holiday):
+            return day >= 5
+        """),
+        dedent("""\
+        def test_weekend():
+            assert weekend(6, False)
+            assert not weekend(2, True)
+        """),
+    ),
+    "condition_extend": Bug(
+        dedent("""\
+        def ship(paid, free, log):
+            if free:
+                log.append('free')
+            if paid:
+                log.append('shipped')
+            return log
+        """),
+        dedent("""\
+        def ship(paid, free, log):
+            if free:
+                log.append('free')
+            if paid or free:
+                log.append('shipped')
+            return log
+        """),
+        dedent("""\
+        def test_ship():
+            assert ship(True, False, []) == ['shipped']
+            assert ship(False, True, []) == ['free', 'shipped']
+            assert ship(True, True, []) == ['free', 'shipped']
+            assert ship(False, False, []) == []
+        """),
+    ),
+    "sibling_update": Bug(
+        dedent("""\
+        def tally(words):
+            counts = {}
+            total = 0
+            longest = ''
+            for word in words:
+                word = word.lower()
+                if len(word) > len(longest):
+                    longest = word
+                if word in counts:
+                    counts[word] += 1
+                    total += 1
+                else:
+                    counts[word] = 1
+            return counts, total, longest
+        """),
+        dedent("""\
+        def tally(words):
+            counts = {}
+            total = 0
+            longest = ''
+            for word in words:
+                word = word.lower()
+                if len(word) > len(longest):
+                    longest = word
+                if word in counts:
+                    counts[word] += 1
+                    total += 1
+                else:
+                    total += 1
+                    counts[word] = 1
+            return counts, total, longest
+        """),
+        dedent("""\
+        def test_tally():
+            assert tally(['a', 'B', 'b']) == ({'a': 1, 'b': 2}, 3, 'a')
+        """),
+    ),
+}
+
+
+def test_every_new_operator_has_a_repair_case() -> None:
+    assert set(BUGS) == set(OPERATORS.names()) - set(CLASSIC)
+
+
+@pytest.fixture(scope="module")
+def bugs(tmp_path_factory: pytest.TempPathFactory) -> Program:
+    """Every bug in one program: module `<operator>.py`, tested by `tests/test_<operator>.py`."""
+    folder = tmp_path_factory.mktemp("bugs")
+    (folder / "tests").mkdir()
+    for name, bug in BUGS.items():
+        (folder / f"{name}.py").write_text(bug.source)
+        (folder / "tests" / f"test_{name}.py").write_text(f"from {name} import *\n\n\n{bug.tests}")
+    return Program.load(folder, ["*.py"], protected=["tests"])
+
+
+def _context(program: Program, name: str) -> MutationContext:
+    """Fault localisation as the search would have it: the buggy lines weigh 1, the other
+    lines of the bug's module 0.1, other modules nothing."""
+    bug = BUGS[name]
+    lines = difflib.SequenceMatcher(None, bug.source.splitlines(), bug.fixed.splitlines()).get_opcodes()
+    buggy = {
+        line + 1 for tag, first, last, _, _ in lines if tag != "equal" for line in range(first, max(last, first + 1))
+    }
+    weights = {(f"{name}.py", line + 1): 0.1 for line in range(len(bug.source.splitlines()))}
+    weights |= {(f"{name}.py", line): 1.0 for line in buggy}
+    return MutationContext(line_weights=weights).bind(program)
+
+
+def _fixes(program: Program, operator: str, name: str) -> list[Edit]:
+    """The distinct edits among `DRAWS` proposals of `operator` that make bug `name`'s fix."""
+    fixed = Program(program.root, {**program.sources, f"{name}.py": BUGS[name].fixed}).tree_hash
+    rng = np.random.default_rng(0)
+    context = _context(program, name)
+    seen: set[Edit] = set()
+    for _ in range(DRAWS):
+        edit = OPERATORS.get(operator).propose(program, Patch(), rng, context)
+        if edit is not None:
+            seen.add(edit)
+    return sorted((edit for edit in seen if apply(program, Patch((edit,))).tree_hash == fixed), key=str)
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_only_the_new_operator_makes_the_repair(name: str, bugs: Program) -> None:
+    repairs = _fixes(bugs, name, name)
+    assert repairs, f"{name} never proposed the fix in {DRAWS} draws"
+    if name == "sibling_update":
+        rng = np.random.default_rng(0)
+        context = _context(bugs, name)
+        hits = {
+            operator: sum(OPERATORS.get(operator).propose(bugs, Patch(), rng, context) in repairs for _ in range(DRAWS))
+            for operator in (name, "statement_copy")
+        }
+        assert hits[name] >= 4 * max(hits["statement_copy"], 1), hits
+    else:
+        for classic in CLASSIC:
+            assert not _fixes(bugs, classic, name), f"{classic} also makes the fix"
+
+
+def test_the_repairs_pass_the_real_tests(bugs: Program) -> None:
+    """One real test run of the original and one of all the repairs at once (each in a
+    module of its own): every bug's test fails before and passes after."""
+    patch = Patch(tuple(_fixes(bugs, name, name)[0] for name in sorted(BUGS)))
+    evaluator = Evaluator(bugs, EvaluationSettings(("tests",), timeout=60, test_timeout=10, workers=2))
+    try:
+        before, after = evaluator.evaluate_many([apply(bugs, Patch()), apply(bugs, patch)])
+    finally:
+        evaluator.close()
+    for name in BUGS:
+        outcomes = {test: outcome for test, outcome in before.tests.items() if f"test_{name}.py" in test}
+        repaired = {test: outcome for test, outcome in after.tests.items() if f"test_{name}.py" in test}
+        assert outcomes and set(outcomes.values()) == {"failed"}, (name, before.detail)
+        assert repaired.keys() == outcomes.keys() and set(repaired.values()) == {"passed"}, (name, after.detail)
