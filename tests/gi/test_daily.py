@@ -125,11 +125,11 @@ def test_the_run_wrote_its_report(chain_run: tuple[Path, Path, dict[str, Any]]) 
             assert line in markdown
         verdict = "overfits" if member["overfits"] else "generalises"
         assert f"Held-out tests: {verdict}" in markdown
-    for image in ("front.png", "hypervolume.png", "operators.png"):
+    for image in ("front.png", "hypervolume.png", "operators.png", "generalisation-gap.png"):
         assert f"(report-images/{image})" in markdown
         assert (run / "report-images" / image).read_bytes().startswith(b"\x89PNG")
     page = (run / "report.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 3
+    assert page.count('<img src="data:image/png;base64,') == 4
     assert "http://" not in page and "https://" not in page
 
 
