@@ -24,7 +24,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gi.results import CommandRunner, ProcessOutcome
 
@@ -78,13 +77,6 @@ class TestRun:
     @property
     def passed(self) -> int:
         return sum(outcome == "passed" for outcome in self.outcomes.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TestRun:
-        return cls(**data)
 
     def failing(self) -> list[str]:
         """The tests that failed: every outcome but passed, skipped and xfailed."""
