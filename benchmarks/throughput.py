@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,8 +66,12 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
     preload([])
     gc.collect()
     gc.freeze()
-    os.chdir(root)
-    sys.path.insert(0, str(root))
+    # A copy outside this repository, as gi's workspaces are: in place, pytest would take this
+    # repository's pyproject.toml (its addopts start xdist workers) for the example's.
+    copy = Path(tempfile.mkdtemp(prefix="gi-floor-")) / "program"
+    shutil.copytree(root, copy)
+    os.chdir(copy)
+    sys.path.insert(0, str(copy))
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
