@@ -13,7 +13,7 @@ after the baseline (tests, limits, output, timing) as JSON, and returns the `Eva
 JSON. What crosses the network is plain data (the plugin carries only the bundle), JSON text
 and the names of gi's functions: workers need gi installed as on this machine.
 
-Timings on workers hold a lock shared by every worker of one machine (`timing_lock_name`), so
+Timings on workers hold a lock shared by every worker of one machine (`gi.evaluation.timing_lock_name`), so
 two variants are never timed at once on one machine's cores. A variant's runtime is its time
 over the original's on the same machine: workers on the engine's machine use the engine's
 timing of the original; those on another machine time the original there (with the engine's
@@ -47,7 +47,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from fitness.runtime import Timing, TimingSettings, Workload, WorkloadError
 from gi.errors import GIError
-from gi.evaluation import EvaluationSettings, Evaluator, variant_measures
+from gi.evaluation import EvaluationSettings, Evaluator, timing_lock_name, variant_measures
 from gi.patch import Patch, Variant, apply
 from gi.program import IGNORED_DIRS, Program
 from gi.results import Evaluation
@@ -299,12 +299,6 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
     )
 
 
-def timing_lock_name() -> str:
-    """The name of the lock every timing on this machine holds: its host name, or GI_TIMING_HOST
-    (set it alike on the workers of containers that share one machine's cores)."""
-    return f"gi-timing-{os.environ.get('GI_TIMING_HOST') or socket.gethostname()}"
-
-
 class _WorkerEvaluator(Evaluator):
     """gi's evaluator on a Dask worker: the same evaluation, timings under the machine's lock."""
 
@@ -312,8 +306,8 @@ class _WorkerEvaluator(Evaluator):
         self, program: Program, settings: EvaluationSettings, timing_lock: AbstractContextManager[Any]
     ) -> None:
         super().__init__(program, settings)
-        # Evaluator takes its timing lock as a thread lock; any context manager serves.
-        self._timing_lock = timing_lock  # type: ignore[assignment]
+        # Any context manager serves as the timing lock: here the machine's Dask lock.
+        self._timing_lock = timing_lock
 
 
 def _timing_lock(settings: EvaluationSettings, timed: bool) -> AbstractContextManager[Any]:

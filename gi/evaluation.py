@@ -12,14 +12,20 @@ so two workers do not compete for the same core while the clock runs.
 from __future__ import annotations
 
 import functools
+import os
+import socket
+import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import filelock
 
 from fitness import complexity, size, style
 from fitness.differential import record_cases
@@ -119,6 +125,19 @@ def static_measures(variant: Variant) -> dict[str, float]:
     return {**program_measures(variant), **variant_measures(variant)}
 
 
+def timing_lock_name() -> str:
+    """The name of the lock every timing on this machine holds: its host name, or GI_TIMING_HOST
+    (set it alike for containers that share one machine's cores)."""
+    return f"gi-timing-{os.environ.get('GI_TIMING_HOST') or socket.gethostname()}"
+
+
+def machine_timing_lock() -> filelock.FileLock:
+    """The lock a timing holds: a file lock, so that no two timings on this machine overlap,
+    whether they come from threads of one run or from other gi processes (runs side by side,
+    test processes). Two timings at once share the pinned core and each measures the other."""
+    return filelock.FileLock(Path(tempfile.gettempdir()) / f"{timing_lock_name()}.lock")
+
+
 def _status(run: TestRun) -> Status:
     if run.forged:
         return Status.TAMPERED
@@ -154,7 +173,7 @@ class Evaluator:
         self.baseline_output: str | None = None
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
-        self._timing_lock = threading.Lock()
+        self._timing_lock: AbstractContextManager[Any] = machine_timing_lock()
 
     @property
     def isolation(self) -> Isolation:
@@ -378,7 +397,7 @@ class Evaluator:
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
                               min_time=settings.min_time)  # fmt: skip
-        with self._sandbox(original) as first, self._sandbox(member) as second:
+        with self._sandbox(original) as first, self._sandbox(member) as second, self._timing_lock:
 
             def timer(sandbox: Sandbox) -> Callable[[], Timing]:
                 return lambda: measure(self._workload(), pair, runner=sandbox,

@@ -25,12 +25,11 @@ from gi.backends import (
     bundle_program,
     settings_from_json,
     settings_to_json,
-    timing_lock_name,
     worker_counts,
 )
 from gi.config import load_config
 from gi.edits import DeleteStatement
-from gi.evaluation import EvaluationSettings, Evaluator
+from gi.evaluation import EvaluationSettings, Evaluator, timing_lock_name
 from gi.experiment import run_experiment
 from gi.patch import Patch, Variant, apply
 from gi.program import Program, SiteKind
