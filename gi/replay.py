@@ -13,6 +13,7 @@ under a key, and looked up before it is taken:
     holdout_split          the test ids tests.holdout_fraction holds out
     differential_cases     the inputs and results tests.differential checks
     speedup:<tree hash>    the rigorous re-measurement of a front member
+    warm_check             whether the warm path gave the original the cold path's outcomes
 
 A resumed run finds what it measured before it stopped in its own store. A replay
 (`gi replay`) also looks in the recorded run's store, and takes that run's evaluations of
