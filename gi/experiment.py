@@ -706,7 +706,7 @@ class Experiment:
 
     def _finish(self, search: Search, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
         """Validate the front (minimal patches, held-out tests) and write the run folder."""
-        members = search.archive.feasible() or search.archive.members
+        members = front_members(search.archive.members)
         original = apply(self.program, Patch())
         holdout_baseline = self.held_out.baseline if self.held_out is not None else None
         names = [objective.name for objective in self.objectives]

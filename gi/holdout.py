@@ -80,7 +80,7 @@ def configure_held_out(
             except DifferentialError as error:
                 raise ProgramError(f"{config.source}: tests.differential: {error}") from None
 
-        cases = measurements.get("differential_cases", record_cases, encode=_rows, decode=_rows)
+        cases = measurements.get("differential_cases", record_cases, encode=as_is, decode=as_is)
         if cases:
             evaluator.settings = dataclasses.replace(
                 evaluator.settings,
@@ -93,11 +93,6 @@ def configure_held_out(
                 " arguments, and tests.differential_inputs lists none: there is no differential check"
             )
     return warnings
-
-
-def _rows(cases: list[list[str]]) -> list[list[str]]:
-    """The differential cases as recorded (already JSON)."""
-    return cases
 
 
 def front_members(members: Sequence[Individual]) -> list[Individual]:

@@ -133,7 +133,7 @@ class OriginalTiming:
         try:
             if self.config.workload.check_output:
                 output = self.measurements.get("output:original", lambda: self._stable_output(original),
-                                               encode=lambda value: value, decode=lambda value: value)  # fmt: skip
+                                               encode=as_is, decode=as_is)  # fmt: skip
                 if output is None:
                     self.warnings.append(
                         "workload.check_output: the original's workload gives different results from run to run"
