@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import shutil
 import sysconfig
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import filelock
 import pytest
 
 from gi.program import Program
@@ -17,6 +19,22 @@ REAL_WORLD = ("asyncio/tasks.py", "dataclasses.py", "contextlib.py", "traceback.
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "experiments" / "programs"
+
+#: Held by every test of the suite on this machine: shared by most, exclusively by those marked
+#: `timing`. The suite runs in two processes (pytest-xdist), and a test that asserts on measured
+#: speed-ups must not share the machine with another test's work: on CI's 2 cores the batching
+#: search once timed every variant slower than the original while the other process ran.
+QUIET_MACHINE = Path(tempfile.gettempdir()) / "gi-test-suite-timing.lock"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Run a `timing` test alone: it waits for the tests running beside it to end, and holds
+    new ones off (a waiting writer goes first) until it is done, fixtures included."""
+    lock = filelock.ReadWriteLock(QUIET_MACHINE, is_singleton=False)
+    hold = lock.write_lock() if item.get_closest_marker("timing") else lock.read_lock()
+    with hold:
+        yield
 
 
 @pytest.fixture

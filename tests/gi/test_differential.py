@@ -89,6 +89,7 @@ NO_DOCSTRING = DeleteStatement(Location("stats.py", "body[2].body.body[0]"))
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_differential_checks_flag_a_speed_up_that_changes_results(tmp_path: Path) -> None:
     root = tmp_path / "stats"
     (root / "tests").mkdir(parents=True)

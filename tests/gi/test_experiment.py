@@ -254,6 +254,7 @@ def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
     program = example_copy("dedupe")
     before = checksums(program)
@@ -275,6 +276,7 @@ def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_constant_tweaks_find_a_faster_batch_size(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
     program = example_copy("batching")
     summary = run_experiment(example("batching", tmp_path / "runs", program, population=8, generations=4)).summary
