@@ -249,7 +249,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
                 progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
             while len(shown_warnings) < len(state.warnings):
                 shown_warnings.append(state.warnings[len(shown_warnings)])
-                errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False)
+                errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False, soft_wrap=True)
 
         result = run_experiment(
             config,
@@ -267,9 +267,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         f"{summary['wall_seconds']:.1f} s; overfitting rate "
         f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
     )
-    console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)")
+    console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)", soft_wrap=True)
     if (result.folder / "report.html").is_file():
-        console.print(f"report: {result.folder / 'report.html'}")
+        console.print(f"report: {result.folder / 'report.html'}", soft_wrap=True)
     if replay_of is not None:
         return _say_replay(replay_of, summary, console)
     return 0
