@@ -11,6 +11,12 @@ against the time the same tests take in an already warm interpreter (a forked pr
 has pytest loaded runs `pytest.main` on the original: what no tool can avoid). Evaluations
 are checked to be the same on every path.
 
+Then tests.fail_fast on a program whose suite takes longer than pytest's start-up
+(benchmarks/programs/roman: 46 tests, about half a second): warm, 2 workers, every test of
+every variant against stopping at the first failure (the tests that failed most recently
+first, the order renewed every 20 variants as a run renews it every generation), with the
+scores checked to be the same.
+
 Run it on a quiet machine: python benchmarks/throughput.py [--variants 200] [--program grading]
 """
 
@@ -24,9 +30,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from fitness.tests import FailureOrder, per_test_limits
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
@@ -34,6 +42,9 @@ from gi.sandbox import Limits, isolation
 from mutators import OPERATORS, MutationContext
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "experiments" / "programs"
+BENCHMARK_PROGRAMS = Path(__file__).resolve().parent / "programs"
+#: Variants a generation: the test order is renewed between generations, as a run does.
+GENERATION = 20
 
 
 def variants(program: Program, count: int, seed: int) -> list[Variant]:
@@ -86,19 +97,33 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
     return statistics.median(times)
 
 
-def measure(program: Program, batch: list[Variant], *, engine: str, workers: int) -> tuple[float, list[object]]:
-    """Evaluations per second on one path, and what each evaluation gave."""
-    settings = EvaluationSettings(train=("tests",), timeout=60, test_timeout=10, workers=workers, engine=engine)
+def measure(
+    program: Program, batch: list[Variant], *, engine: str, workers: int, fail_fast: bool = False,
+    first_failure: bool = False,
+) -> tuple[float, list[tuple[Any, ...]]]:  # fmt: skip
+    """Evaluations per second on one path, and what each evaluation gave (with `first_failure`,
+    its status and score: which tests ran depends on the order)."""
+    settings = EvaluationSettings(train=("tests",), timeout=60, test_timeout=10, workers=workers, engine=engine,
+                                  fail_fast=fail_fast, first_failure=first_failure)  # fmt: skip
     evaluator = Evaluator(program, settings)
     baseline = evaluator.evaluate(apply(program, Patch()))
     evaluator.baseline_tests = baseline.tests
+    evaluator.test_limits = per_test_limits(baseline.durations, settings.test_timeout)
     if engine == "warm":  # start the workers before the clock, as a run does at its baseline
         evaluator.warm_training(apply(program, Patch()))
         evaluator.evaluate_many([apply(program, Patch())] * workers)
+    order = FailureOrder()
+    results = []
     started = time.perf_counter()
-    results = evaluator.evaluate_many(batch)
+    for start in range(0, len(batch), GENERATION):
+        evaluator.test_order = order.order(list(baseline.tests))
+        for result in evaluator.evaluate_many(batch[start : start + GENERATION]):
+            order.note(result.tests)
+            results.append(result)
     seconds = time.perf_counter() - started
     evaluator.close()
+    if first_failure:
+        return len(batch) / seconds, [(r.status, r.measures.get("failed_tests")) for r in results]
     return len(batch) / seconds, [(r.status, r.tests, r.measures.get("failed_tests")) for r in results]
 
 
@@ -127,6 +152,21 @@ def main() -> None:
     print(f"the same tests in a warm interpreter (fork + pytest.main): {floor * 1000:.0f} ms")
     print(f"gi per evaluation, warm, 1 worker: {per_evaluation * 1000:.0f} ms;"
           f" overhead {overhead * 1000:.0f} ms = {overhead / floor:.2f}x the warm test time")  # fmt: skip
+    fail_fast(args.variants, args.seed)
+
+
+def fail_fast(count: int, seed: int) -> None:
+    """tests.fail_fast on the roman program: every test against stopping at the first failure."""
+    program = Program.load(BENCHMARK_PROGRAMS / "roman", ["roman.py"], protected=["tests"])
+    batch = variants(program, count, seed)
+    whole, whole_results = measure(program, batch, engine="warm", workers=2, fail_fast=True)
+    print(f"roman: {len(batch)} variants (seed {seed}), warm, 2 workers, tests.fail_fast")
+    print(f"every test of every variant:  {whole:.2f} evaluations/s")
+    stopping, stopping_results = measure(program, batch, engine="warm", workers=2, fail_fast=True, first_failure=True)
+    print(f"stopping at the first failure: {stopping:.2f} evaluations/s ({stopping / whole:.1f}x)")
+    failing = sum(bool(result[2]) for result in whole_results)
+    same = [result[0::2] for result in whole_results] == stopping_results
+    print(f"failing variants: {failing} of {len(batch)}; same scores: {'yes' if same else 'NO'}")
 
 
 if __name__ == "__main__":

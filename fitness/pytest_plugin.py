@@ -77,6 +77,16 @@ def _limits() -> tuple[dict[str, float], float]:
     return {str(k): float(v) for k, v in data.get("tests", {}).items()}, float(data.get("default", 0.0))
 
 
+def _order() -> list[str]:
+    """The node ids to run first, in order, from the JSON list GI_TEST_ORDER names (the tests
+    that failed most recently first, when gi stops at the first failure)."""
+    path = os.environ.pop("GI_TEST_ORDER", "")
+    if not path:
+        return []
+    with open(path, encoding="utf-8") as stream:
+        return [str(nodeid) for nodeid in json.load(stream)]
+
+
 def _machinery() -> dict[str, object]:
     """The pytest functions that turn a test's run into its report, as loaded: code under test
     that replaces one to turn failures into passes is caught at the end of the session."""
@@ -106,12 +116,19 @@ def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """The plugin's hooks, as closures over the writer and their state: rebinding a name of this
     module after pytest registered them changes nothing."""
     test_limits, default_limit = _limits()
+    first = {nodeid: position for position, nodeid in enumerate(_order())}
     loaded = _machinery()
     timed_out: set[str] = set()
     outcomes: dict[str, str] = {}
     durations: dict[str, float] = {}
     failures: dict[str, str] = {}
     tampering: list[str] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """The tests GI_TEST_ORDER names first, in its order; the others after, as collected."""
+        if first:
+            items[:] = sorted(items, key=lambda item: first.get(item.nodeid, len(first)))
 
     def pytest_collection_finish(session: pytest.Session) -> None:
         write({"collected": [item.nodeid for item in session.items]})

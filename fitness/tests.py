@@ -21,7 +21,7 @@ import json
 import re
 import secrets
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +59,7 @@ class TestRun:
 
     __test__ = False  # not a test class, whatever pytest thinks of its name
 
+    #: By node id, in the order the tests ran; then those cut off, then those never reached.
     outcomes: dict[str, str]
     durations: dict[str, float] = field(default_factory=dict)
     timed_out: bool = False
@@ -82,28 +83,90 @@ class TestRun:
         """The tests that failed: every outcome but passed, skipped and xfailed."""
         return sorted(test for test, outcome in self.outcomes.items() if outcome not in NOT_FAILING)
 
-    def failure_report(self) -> str:
-        """The failing tests' own output, trimmed: what reports and repair prompts show."""
+    def failure_report(self, only: str | None = None) -> str:
+        """The failing tests' own output, trimmed: what reports and repair prompts show (only
+        that of the test `only`, when given)."""
+        if only is not None:
+            text = self.failures.get(only, "")
+            return f"{only} {self.outcomes[only]}" + (f"\n{text}" if text else "")
         parts = [f"{test}: {message}" for test, message in sorted(self.collect_errors.items())]
-        for test in self.failing():
+        failing = self.failing()
+        for test in failing:
+            if self.outcomes[test] == "not_run":
+                continue
             text = self.failures.get(test, "")
             parts.append(f"{test} {self.outcomes[test]}" + (f"\n{text}" if text else ""))
+        if not_run := sum(self.outcomes[test] == "not_run" for test in failing):
+            parts.append(f"{not_run} test(s) not run")
         if not parts and self.exit_status not in (0, TESTS_FAILED):
             parts.append(self.output_tail)
         return "\n\n".join(parts)[-FAILURE_DETAIL_CHARS:]
 
 
-def pytest_arguments(paths: Sequence[str]) -> list[str]:
-    """pytest's arguments for one test run: gi's plugin, no cache, the quiet output gi reads."""
-    return ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--color=no", *paths]
+def pytest_arguments(paths: Sequence[str], *, first_failure: bool = False) -> list[str]:
+    """pytest's arguments for one test run: gi's plugin, no cache, the quiet output gi reads;
+    with `first_failure`, pytest stops at the first test that fails (`-x`)."""
+    stop = ["-x"] if first_failure else []
+    return ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--color=no", *stop, *paths]
 
 
-def pytest_command(paths: Sequence[str], prefix: Sequence[str] = ("-m", "pytest")) -> list[str]:
+def plugin_files(
+    install: Callable[[str, str], Path], limits: Mapping[str, float], default_limit: float, order: Sequence[str]
+) -> dict[str, str]:
+    """The environment that hands gi's plugin its per-test limits and the order to run the tests
+    in, each as a file `install` writes into the run's read-only tools folder."""
+    env: dict[str, str] = {}
+    if limits or default_limit > 0:
+        table = json.dumps({"tests": dict(limits), "default": default_limit})
+        env["GI_TEST_LIMITS"] = str(install("gi_test_limits.json", table))
+    if order:
+        env["GI_TEST_ORDER"] = str(install("gi_test_order.json", json.dumps(list(order))))
+    return env
+
+
+def first_failing(outcomes: Mapping[str, str]) -> str | None:
+    """The first test that failed, in the order the tests ran (a run's outcomes are in that
+    order: those that finished, then those cut off, then those never reached), or None."""
+    return next((test for test, outcome in outcomes.items() if outcome not in (*NOT_FAILING, "not_run")), None)
+
+
+class FailureOrder:
+    """The training tests, those that failed most recently first: the order a run that stops at
+    the first failure (tests.fail_fast) gives pytest, so a failing variant is found out early.
+
+    It is fed every new evaluation in the order the run stores them, so a resumed run that
+    replays its stored evaluations into a new `FailureOrder` has the same order. Only the time
+    an evaluation takes depends on it: with fail_fast, a failing variant scores the same
+    whichever test failed first.
+    """
+
+    def __init__(self) -> None:
+        self._recent: dict[str, None] = {}  # most recent last
+
+    def note(self, outcomes: Mapping[str, str]) -> None:
+        """Move the test that failed first in one evaluation to the front: the one test a run
+        that stops at the first failure knows of, and so the same whether it stopped or not."""
+        test = first_failing(outcomes)
+        if test is not None:
+            self._recent.pop(test, None)
+            self._recent[test] = None
+
+    def order(self, tests: Sequence[str]) -> tuple[str, ...]:
+        """`tests`, those that failed most recently first, the rest in their own order."""
+        known = set(tests)
+        first = [test for test in reversed(self._recent) if test in known]
+        chosen = set(first)
+        return (*first, *(test for test in tests if test not in chosen))
+
+
+def pytest_command(
+    paths: Sequence[str], prefix: Sequence[str] = ("-m", "pytest"), *, first_failure: bool = False
+) -> list[str]:
     """The command line for one test run; `python -m pytest` puts the project root on sys.path.
 
     `prefix` replaces `-m pytest`, e.g. to run pytest under `coverage run`.
     """
-    return [sys.executable, *prefix, *pytest_arguments(paths)]
+    return [sys.executable, *prefix, *pytest_arguments(paths, first_failure=first_failure)]
 
 
 def per_test_limits(durations: Mapping[str, float], cap: float) -> dict[str, float]:
@@ -121,19 +184,22 @@ def run_tests(
     prefix: Sequence[str] = ("-m", "pytest"),
     limits: Mapping[str, float] | None = None,
     default_limit: float = 0.0,
+    order: Sequence[str] = (),
+    first_failure: bool = False,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
     `timeout` bounds the whole run; `limits` (by node id) and `default_limit` (for the other
-    tests; 0 for none) bound each test, which then fails alone as `timed_out`.
+    tests; 0 for none) bound each test, which then fails alone as `timed_out`. The tests `order`
+    names run first, in that order; with `first_failure` the run stops at the first test that
+    fails, and the tests it did not reach are `not_run`.
     """
     runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
     key = secrets.token_hex(32).encode()
-    run_env = {**(env or {}), "PYTHONPATH": str(runner.tools)}
-    if limits or default_limit > 0:
-        table = json.dumps({"tests": dict(limits or {}), "default": default_limit})
-        run_env["GI_TEST_LIMITS"] = str(runner.install_tool("gi_test_limits.json", table))
-    process = runner(pytest_command(paths, prefix), timeout=timeout, env=run_env, stdin=key, channel=True)
+    run_env = {**(env or {}), "PYTHONPATH": str(runner.tools),
+               **plugin_files(runner.install_tool, limits or {}, default_limit, order)}  # fmt: skip
+    command = pytest_command(paths, prefix, first_failure=first_failure)
+    process = runner(command, timeout=timeout, env=run_env, stdin=key, channel=True)
     return read_report(process, key)
 
 

@@ -271,6 +271,8 @@ def settings_to_json(settings: EvaluationSettings) -> dict[str, Any]:
         "secrets": list(settings.secrets),
         "engine": settings.engine,
         "preload": list(settings.preload),
+        "fail_fast": settings.fail_fast,
+        "first_failure": settings.first_failure,
     }
 
 
@@ -296,6 +298,8 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
         secrets=tuple(data["secrets"]),
         engine=str(data["engine"]),
         preload=tuple(data["preload"]),
+        fail_fast=bool(data["fail_fast"]),
+        first_failure=bool(data["first_failure"]),
     )
 
 
@@ -352,6 +356,7 @@ def evaluate_on_worker(job_text: str, sources: Mapping[str, str], tree_hash: str
     evaluator = _WorkerEvaluator(program, settings, _timing_lock(settings, timing is not None))
     evaluator.baseline_tests = job["baseline_tests"]
     evaluator.test_limits = job["test_limits"]
+    evaluator.test_order = tuple(job["test_order"])
     evaluator.protected = frozenset(job["protected"])
     evaluator.baseline_output = job["baseline_output"]
     if timing is not None:
@@ -467,6 +472,7 @@ class DaskBackend:
                 "settings": settings_to_json(settings),
                 "baseline_tests": None if evaluator.baseline_tests is None else dict(evaluator.baseline_tests),
                 "test_limits": dict(evaluator.test_limits),
+                "test_order": list(evaluator.test_order),
                 "protected": sorted(evaluator.protected),
                 "baseline_output": evaluator.baseline_output,
                 "baseline_timing": None

@@ -77,6 +77,13 @@ class TestsSection(_Section):
             gt=0, le=86400, description="seconds one test may take in the original's run, and at most in a variant's"
         ),
     ] = 10.0
+    fail_fast: Annotated[
+        bool,
+        Field(
+            description="a variant failing any training test is infeasible however many it fails (train_pass only),"
+            " so its tests stop at the first failure, those that failed most recently first"
+        ),
+    ] = False
 
     @field_validator("differential_inputs")
     @classmethod
@@ -313,6 +320,13 @@ class EvaluationSection(_Section):
         Literal["auto", "warm", "cold"],
         Field(description="'warm' (forking test workers), 'cold' (a fresh copy and process per run) or 'auto'"),
     ] = "auto"
+    shortcuts: Annotated[
+        bool,
+        Field(
+            description="take the shortcuts that leave results as they are (tests.fail_fast's stop at the first"
+            " failure); false runs every training test of every variant, the reference"
+        ),
+    ] = True
 
 
 class ArmSection(_Section):
@@ -435,7 +449,7 @@ class Config(_Section):
             data["search"].pop("reference_divisions")
         if data.get("arm") is None:
             data.pop("arm", None)
-        for key in ("holdout_fraction", "differential", "differential_inputs"):
+        for key in ("holdout_fraction", "differential", "differential_inputs", "fail_fast"):
             if not data["tests"].get(key):
                 data["tests"].pop(key, None)
         return data
@@ -530,6 +544,7 @@ def parse_config(data: dict[str, Any], path: Path) -> Config:
     _check_paths(config, path)
     _check_workload(config, path)
     _check_llm(config, path)
+    _check_fail_fast(config, path)
     for index, arm in enumerate(config.arms):
         _check_arm(config, arm, index, path)
     return config
@@ -558,6 +573,14 @@ def _check_llm(config: Config, path: Path) -> None:
         raise ConfigError(
             f"{path}: mutators.llm = {config.mutators.llm:g}: the language model needs an [llm] section"
             ' with base_url and model, e.g. base_url = "http://127.0.0.1:8000/v1"'
+        )
+
+
+def _check_fail_fast(config: Config, path: Path) -> None:
+    if config.tests.fail_fast and config.objectives.constraint is not Constraint.TRAIN_PASS:
+        raise ConfigError(
+            f"{path}: tests.fail_fast = true needs objectives.constraint = 'train_pass': under"
+            f" '{config.objectives.constraint.value}' how many tests fail ranks the variants, so every test must run"
         )
 
 

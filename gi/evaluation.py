@@ -44,7 +44,7 @@ from fitness.runtime import (
     output_of,
     profile,
 )
-from fitness.tests import TestRun, count_failed, run_tests
+from fitness.tests import TestRun, count_failed, first_failing, run_tests
 from gi.guard import new_risky_names
 from gi.patch import Variant
 from gi.program import Program
@@ -85,6 +85,12 @@ class EvaluationSettings:
     engine: str = "cold"
     #: Third-party modules the warm workers import once.
     preload: tuple[str, ...] = ()
+    #: tests.fail_fast: a variant failing any training test scores as failing one (how many is
+    #: not measured), so its run may stop at the first failure.
+    fail_fast: bool = False
+    #: Stop each variant's training tests at the first failure, the tests that failed most
+    #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
+    first_failure: bool = False
 
 
 def program_measures(variant: Variant) -> dict[str, float]:
@@ -165,6 +171,9 @@ class Evaluator:
         self.baseline_tests: Mapping[str, str] | None = None
         #: Each training test's time limit, from the original's durations (set with the baseline).
         self.test_limits: Mapping[str, float] = {}
+        #: The order a run stopping at the first failure gives the training tests (set by the
+        #: engine each generation, from `fitness.tests.FailureOrder`).
+        self.test_order: tuple[str, ...] = ()
         #: Functions gi never edits (the workload's own, in an editable file): the behaviour
         #: check records what the editable code returns to them.
         self.protected: frozenset[str] = frozenset()
@@ -200,10 +209,23 @@ class Evaluator:
                 text = text.replace(secret, "[redacted]")
         return text
 
-    def _run_tests(self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
-        """One cold test run, each test under its own limit (see `_retried`)."""
+    def _run_tests(
+        self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float], *, training: bool = False
+    ) -> TestRun:
+        """One cold test run, each test under its own limit (see `_retried`); a variant's training
+        run stops at its first failure when the settings say so."""
+        order, first_failure = self._stop_plan() if training else ((), False)
         return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
-                                          default_limit=self.settings.test_timeout))  # fmt: skip
+                                          default_limit=self.settings.test_timeout, order=order,
+                                          first_failure=first_failure))  # fmt: skip
+
+    def _stop_plan(self) -> tuple[tuple[str, ...], bool]:
+        """The training tests' order (tests.fail_fast) and whether to stop at the first failure
+        (and the shortcuts). The original's run (no baseline yet) runs as collected, to the end:
+        its outcomes and durations are the reference."""
+        if not self.settings.fail_fast or self.baseline_tests is None:
+            return (), False
+        return self.test_order, self.settings.first_failure
 
     def _training_exclude(self) -> tuple[Path, ...]:
         """What never enters a training workspace: the run folder, the reply cache, and the
@@ -218,8 +240,10 @@ class Evaluator:
                                       preload=self.settings.preload, exclude=self._training_exclude(),
                                       scratch=self.scratch)  # fmt: skip
         warm, settings, limits = self._warm, self.settings, self.test_limits
+        order, first_failure = self._stop_plan()
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
-                                               limits=limits, default_limit=settings.test_timeout))  # fmt: skip
+                                               limits=limits, default_limit=settings.test_timeout, order=order,
+                                               first_failure=first_failure))  # fmt: skip
 
     def close(self) -> None:
         """Stop the warm workers, if any."""
@@ -258,14 +282,17 @@ class Evaluator:
                     run = self.warm_training(variant)
                 else:
                     sandbox = stack.enter_context(self._sandbox(variant))
-                    run = self._run_tests(sandbox, self.settings.train, self.test_limits)
-                measures["failed_tests"] = float(count_failed(run, self.baseline_tests))
+                    run = self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+                failed = count_failed(run, self.baseline_tests)
+                measures["failed_tests"] = float(failed)
                 measures["passed_tests"] = float(run.passed)
                 measures["test_count"] = float(len(run.outcomes))
                 status = _status(run)
                 detail = run.forged or ("" if status is Status.OK and not run.failing() else run.failure_report())
                 if status is Status.TIMED_OUT:
                     detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
+                if self.settings.fail_fast and failed:
+                    status, detail = self._fails(run, status, detail, measures)
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
                 if status is Status.OK and self.settings.workload is not None and wanted:
                     if warm:  # timings and the behaviour check run cold, in a copy of their own
@@ -274,6 +301,21 @@ class Evaluator:
             return result(status, detail, measures, run)
         except Exception:  # a broken variant is a result, not a crash of the search
             return result(Status.CRASHED, traceback.format_exc()[-4000:])
+
+    @staticmethod
+    def _fails(run: TestRun, status: Status, detail: str, measures: dict[str, float]) -> tuple[Status, str]:
+        """tests.fail_fast's verdict on a run with a failure: the variant fails, as its first
+        failing test (in the order the tests ran) says; how many fail is not measured, nor what
+        happened after that test. So the score is the same whether the run stopped there or went
+        on (evaluation.shortcuts = false), and crashed or ran out of time later."""
+        measures["failed_tests"] = 1.0
+        measures.pop("passed_tests", None)
+        first = first_failing(run.outcomes)
+        # Nothing failed by itself (nothing ran), the report is not trusted, or the crash or time
+        # limit struck in that very test (it never finished): what happened stands.
+        if first is None or status is Status.TAMPERED or first not in run.durations:
+            return status, detail
+        return Status.OK, run.failure_report(only=first)
 
     def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> str:
         """Check the workload's output and time it; adds to `measures`, returns what went wrong."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.tests import NOT_FAILING, overfits, per_test_limits, regressions, test_counts
+from fitness.tests import NOT_FAILING, FailureOrder, overfits, per_test_limits, regressions, test_counts
 from gi.accounting import count_by_operator
 from gi.config import Config
 from gi.document import write_report_or_warn
@@ -124,6 +124,11 @@ class Experiment:
             raise
         self.measurements = Measurements(self.store, recorded)
         self.cache: dict[str, Evaluation] = self.store.evaluations()
+        #: The training tests that failed most recently first (for runs that stop at the first
+        #: failure), from the stored evaluations in the order they were made.
+        self.failure_order = FailureOrder()
+        for evaluation in self.cache.values():
+            self.failure_order.note(evaluation.tests)
         self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
@@ -179,6 +184,8 @@ class Experiment:
                 workers=section.workers,
                 exclude=tuple(path for path in inside if path.is_relative_to(self.program.root)),
                 secrets=_secrets(config),
+                fail_fast=config.tests.fail_fast,
+                first_failure=config.tests.fail_fast and section.shortcuts,
                 **workload_settings(config),
             ),
         )
@@ -402,6 +409,8 @@ class Experiment:
         recorded: dict[str, Evaluation] = {}
         self.progress.batch_size = self.config.search.population
         self.progress.done_in_generation = 0
+        if self.evaluator.settings.fail_fast:  # fixed for the batch, whatever finishes first
+            self.evaluator.test_order = self.failure_order.order(list(self.evaluator.baseline_tests or {}))
 
         def done(evaluation: Evaluation) -> None:
             self.progress.evaluations += 1
@@ -427,9 +436,10 @@ class Experiment:
         new = recorded | {c.variant.tree_hash: e for c, e in zip(measured, results, strict=True)}
         with self.store.transaction():
             for candidate in batch:
-                if (evaluation := new.get(candidate.variant.tree_hash)) is not None:
+                if (evaluation := new.pop(candidate.variant.tree_hash, None)) is not None:  # once a program
                     self.cache[evaluation.tree_hash] = evaluation
                     self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
+                    self.failure_order.note(evaluation.tests)
         self.progress.batch_size = len(batch)
         return batch, [self._measured(c.variant) for c in batch]
 

@@ -34,7 +34,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from fitness.tests import PLUGIN_MODULE, TestRun, plugin_source, pytest_arguments, read_report
+from fitness.tests import PLUGIN_MODULE, TestRun, plugin_files, plugin_source, pytest_arguments, read_report
 from gi.program import Program
 from gi.results import ProcessOutcome
 from gi.sandbox import Limits, LiveCommand, Sandbox, Workspace, workspace
@@ -239,18 +239,17 @@ class WarmPool:
         timeout: float,
         limits: Mapping[str, float],
         default_limit: float,
+        order: Sequence[str] = (),
+        first_failure: bool = False,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `fitness.tests.run_tests` gives on a cold copy."""
+        what `fitness.tests.run_tests` gives on a cold copy (`order` and `first_failure` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)
         with self._worker() as worker:
-            env: dict[str, str] = {}
-            if limits or default_limit > 0:
-                table = json.dumps({"tests": dict(limits), "default": default_limit})
-                env["GI_TEST_LIMITS"] = str(worker.sandbox.install_tool("gi_test_limits.json", table))
-            request = {"sources": changed, "argv": pytest_arguments(paths), "env": env, "key": key,
-                       "timeout": timeout}  # fmt: skip
+            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order)
+            request = {"sources": changed, "argv": pytest_arguments(paths, first_failure=first_failure), "env": env,
+                       "key": key, "timeout": timeout}  # fmt: skip
             before = worker.prepared_runs
             outcome = worker.run(request, timeout)
             with self._lock:

@@ -131,3 +131,14 @@ def test_gi_run_exits_2_with_one_line_and_no_traceback(tmp_path: Path, old: str,
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_fail_fast_needs_the_train_pass_constraint(tmp_path: Path) -> None:
+    """Under constraint = "none" the number of failed tests ranks the variants: all must run."""
+    text = GOOD.replace("timeout = 10", "timeout = 10\nfail_fast = true")
+    load_config(write(tmp_path, text))
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, text.replace('constraint = "train_pass"', 'constraint = "none"')))
+    assert re.fullmatch(r".*experiment\.toml: tests\.fail_fast = true needs objectives\.constraint = 'train_pass'.*",
+                        str(error.value))  # fmt: skip
+    assert "\n" not in str(error.value)

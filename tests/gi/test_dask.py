@@ -221,6 +221,8 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         secrets=("hunter2hunter2",),
         engine="warm",
         preload=("numpy",),
+        fail_fast=True,
+        first_failure=True,
     )
     changed = {f.name for f in dataclasses.fields(settings) if getattr(settings, f.name) != f.default}
     assert changed >= {f.name for f in dataclasses.fields(settings)} - {"limits", "screening", "rigorous"}

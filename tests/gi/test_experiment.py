@@ -306,3 +306,30 @@ def test_the_warm_and_the_cold_path_give_the_same_run(
         return [(e["tree_hash"], e["status"], e["tests"], e["measures"].get("failed_tests")) for e in entries]
 
     assert log(tmp_path / "cold" / "grading-simplify-seed1") == log(folder)
+
+
+@pytest.mark.slow
+def test_stopping_at_the_first_failure_leaves_the_run_as_it_is(tmp_path: Path) -> None:
+    """tests.fail_fast: the shortcut (failed-most-recently first, stop at the first failure)
+    saves test runs and changes nothing else: same individuals, front and figures."""
+    runs = {}
+    for name, shortcuts in (("stopping", "true"), ("whole", "false")):
+        config = write_small_config(tmp_path, EXPERIMENTS / "programs" / "grading", tmp_path / name)
+        text = config.read_text().replace("timeout = 10 ", "timeout = 10\nfail_fast = true ", 1)
+        config.write_text(text + f"\n[evaluation]\nshortcuts = {shortcuts}\n")
+        assert main(["run", str(config), "--quiet"]) == 0
+        folder = tmp_path / name / "grading-simplify-seed1"
+        log = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
+        runs[name] = json.loads((folder / "summary.json").read_text()), log
+    (stopping, stopped_log), (whole, whole_log) = runs["stopping"], runs["whole"]
+    assert front(stopping) == front(whole)
+    assert stopping["generations"] == whole["generations"] and stopping["hypervolume"] == whole["hypervolume"]
+    assert [(e["individual"], e["tree_hash"], e["measures"].get("failed_tests")) for e in stopped_log] == [
+        (e["individual"], e["tree_hash"], e["measures"].get("failed_tests")) for e in whole_log
+    ]
+    failing = [e for e in whole_log if e["measures"].get("failed_tests")]
+    assert failing and {e["measures"]["failed_tests"] for e in failing} == {1.0}, "failing is failing, once"
+    assert any(sum(o != "passed" for o in e["tests"].values()) > 1 for e in failing), "some fail several tests"
+    ran = {name: sum(o != "not_run" for e in log for o in e["tests"].values()) for name, (_, log) in runs.items()}
+    assert ran["stopping"] < ran["whole"], f"the shortcut ran no fewer tests: {ran}"
+    assert not any("not_run" in e["tests"].values() for e in whole_log)
