@@ -17,7 +17,8 @@ every variant against stopping at the first failure (the tests that failed most 
 first, the order renewed every 20 variants as a run renews it every generation), with the
 scores checked to be the same.
 
-Run it on a quiet machine: python benchmarks/throughput.py [--variants 200] [--program grading]
+Run it on a quiet machine:
+python benchmarks/throughput.py [--variants 200] [--program grading] [--fail-fast-variants 100]
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def main() -> None:
     parser.add_argument("--variants", type=int, default=200)
     parser.add_argument("--program", default="grading", help="an example under experiments/programs")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fail-fast-variants", type=int, default=100, help="variants of the roman program")
     args = parser.parse_args()
     root = EXAMPLES / args.program
     program = Program.load(root, [f"{args.program}.py"], protected=["tests", "holdout"])
@@ -152,7 +154,7 @@ def main() -> None:
     print(f"the same tests in a warm interpreter (fork + pytest.main): {floor * 1000:.0f} ms")
     print(f"gi per evaluation, warm, 1 worker: {per_evaluation * 1000:.0f} ms;"
           f" overhead {overhead * 1000:.0f} ms = {overhead / floor:.2f}x the warm test time")  # fmt: skip
-    fail_fast(args.variants, args.seed)
+    fail_fast(args.fail_fast_variants, args.seed)
 
 
 def fail_fast(count: int, seed: int) -> None:
