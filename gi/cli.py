@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", type=Path, help="the experiment's TOML file")
     run.add_argument("--fresh", action="store_true", help="delete the run folder first and start over")
     run.add_argument("--seed", type=int, help="use this seed instead of experiment.seed")
+    run.add_argument("--generations", type=int, metavar="N", help="use N instead of search.generations (for every arm)")
+    run.add_argument("--population", type=int, metavar="N", help="use N instead of search.population (for every arm)")
     run.add_argument("--quiet", action="store_true", help="print only the final table")
     run.add_argument(
         "--offline",
@@ -212,6 +214,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         key = "seeds" if config.is_experiment else "seed"
         value = [args.seed] if config.is_experiment else args.seed
         config = config.model_copy(update={"experiment": config.experiment.model_copy(update={key: value})})
+    config = _search_overrides(config, args)
     replay_of: Path | None = None
     if args.command == "replay":
         config = _one_run(config, args.arm)
@@ -273,6 +276,32 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if replay_of is not None:
         return _say_replay(replay_of, summary, console)
     return 0
+
+
+def _search_overrides(config: Config, args: argparse.Namespace) -> Config:
+    """The config with `gi run --generations N --population N` laid over search.generations and
+    search.population, for the config and every arm (the command line wins over an arm's own
+    value); a value the config could not hold is refused as the config would refuse it."""
+    from pydantic import ValidationError
+
+    from gi.config import SearchSection
+
+    overrides = {key: value for key in ("generations", "population") if (value := getattr(args, key, None)) is not None}
+    if not overrides:
+        return config
+    try:
+        search = SearchSection.model_validate({**config.search.model_dump(), **overrides})
+    except ValidationError as error:
+        problem = error.errors()[0]
+        key = str(problem["loc"][0])
+        raise UsageError(
+            f"--{key} {overrides[key]}: {problem['msg'][0].lower()}{problem['msg'][1:]} (search.{key})"
+        ) from None
+    arms = [
+        arm.model_copy(update={"search": {k: v for k, v in arm.search.items() if k not in overrides}})
+        for arm in config.arms
+    ]
+    return config.model_copy(update={"search": search, "arms": arms})
 
 
 def _check_replay_folder(into: Path | None, recorded: Path) -> None:

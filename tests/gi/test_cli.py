@@ -155,6 +155,43 @@ def test_a_negative_seed_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixt
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_population_or_generations_the_config_could_not_hold_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, tmp_path / "runs")
+    for argv, problem in (
+        (["--population", "1"], "--population 1: input should be greater than or equal to 2 (search.population)"),
+        (["--generations", "-1"], "--generations -1: input should be greater than or equal to 0"),
+    ):
+        assert main(["run", str(config), *argv]) == 2
+        (line,) = error_lines(capsys.readouterr().err)
+        assert problem in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_generations_and_population_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run is shortened (or lengthened) without touching the config file, arms included."""
+    config = write_config(tmp_path, tmp_path / "runs", population=2, generations=3)
+    text = config.read_text()
+    assert main(["run", str(config), "--quiet", "--generations", "1", "--population", "3"]) == 0
+    assert config.read_text() == text
+    summary = json.loads((tmp_path / "runs" / "chain-seed1" / "summary.json").read_text())
+    assert [entry["generation"] for entry in summary["generations"]] == [0, 1]
+    assert checkpoints(tmp_path / "runs" / "chain-seed1" / "store.sqlite") == 2
+    assert main(["run", str(config), "--quiet"]) == 2, "as written, the config is another experiment"
+    assert "holds a run of a different config; rerun with --fresh" in capsys.readouterr().err
+
+    with_arm = text.replace('name = "chain"', 'name = "arms"') + (
+        '\n[[arms]]\nname = "wide"\nsearch = { population = 4, generations = 5 }\n'
+    )
+    config.write_text(with_arm)
+    assert main(["run", str(config), "--quiet", "--generations", "0"]) == 0
+    summary = json.loads((tmp_path / "runs" / "arms" / "wide-seed1" / "summary.json").read_text())
+    assert [entry["generation"] for entry in summary["generations"]] == [0], "the command line wins over the arm"
+    assert summary["evaluations"] == 3, "the arm's own population stays: the original and 3 others"
+
+
 def test_the_sigterm_handler_lasts_only_as_long_as_the_run(tmp_path: Path) -> None:
     before = signal.getsignal(signal.SIGTERM)
     assert main(["run", str(tmp_path / "missing.toml")]) == 2
