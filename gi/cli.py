@@ -142,9 +142,10 @@ def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     init = commands.add_parser(
         "init",
         help="write a commented starter config for a project",
-        description="Find the project's Python files and tests and write gi.toml in it, a commented config "
-        "that `gi run gi.toml` runs as it is (tests never editable, run folders beside the project). Asks "
-        "nothing; never overwrites an existing gi.toml.",
+        description="Find the project's Python files and tests, run the training tests once on the original "
+        "(sandboxed, as gi run does) and write gi.toml in it, a commented config that `gi run gi.toml` runs as it "
+        "is (tests never editable, run folders beside the project; a repair's config when the original fails "
+        "tests). Asks nothing; never overwrites an existing gi.toml.",
     )
     init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
     apply = commands.add_parser(
@@ -550,12 +551,20 @@ def _show(args: argparse.Namespace, console: Console) -> int:
 def _init(args: argparse.Namespace, console: Console) -> int:
     from gi.starter import write_starter_config
 
-    path, project = write_starter_config(args.project)
+    path, project, original = write_starter_config(args.project, before_tests=_say_isolation)
     _say(console, f"wrote {path}")
     _say(console, f"  editable files: {', '.join(project.files)}")
     _say(console, f"  training tests: {', '.join(project.train)}")
     _say(console, f"  held-out tests: {', '.join(project.holdout) or 'none found'}")
-    if project.workload:
+    if original.repair:
+        _say(
+            console,
+            f"  the original fails {len(original.failing)} of {original.tests} training tests: a repair"
+            ' (constraint = "none", fault localisation on)',
+        )
+    else:
+        _say(console, f"  the original passes all {original.tests} training tests")
+    if project.workload and not original.repair:
         _say(console, f"  workload: {project.workload} (runtime is an objective)")
     _say(console, f"next: read it, then gi run {path}")
     return 0
