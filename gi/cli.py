@@ -513,7 +513,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         _print_json({**member, "diff_text": read_diff(args.run, member)})
         return 0
-    original = not member["descriptions"] and member["diff"] is None
+    original = member["id"] == ORIGINAL or (not member["descriptions"] and member["diff"] is None)
     title = "the original program" if original else f"generation {member['generation']}, by {member['operator']}"
     table = Table(title=f"{member['id']} ({title})")
     table.add_column("objective")

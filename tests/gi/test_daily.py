@@ -108,6 +108,35 @@ def test_apply_of_an_unknown_member(
     assert "no front member 'g99-i9'" in error_line(capsys.readouterr().err)
 
 
+# --- the original, once ---------------------------------------------------------------------------
+
+
+def test_the_original_has_one_id_and_one_operator_everywhere(
+    chain_run: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """summary.json, `gi show --json`, the tables and the report call it `original`; the id the
+    search gave it (g0-i0) is still taken on the command line."""
+    _, run, summary = chain_run
+    (original,) = (member for member in summary["front"] if not member["edits"])
+    assert (original["id"], original["operator"]) == ("original", "none")
+    assert summary["baseline"]["individuals"] == ["g0-i0"]
+    for name in ("summary.json", "report.md", "report.html"):
+        text = (run / name).read_text()
+        assert "g0-i0" not in text.replace('"individuals": [\n      "g0-i0"', ""), f"{name} names the original g0-i0"
+    assert main(["show", str(run)]) == 0
+    assert "g0-i0" not in capsys.readouterr().out
+    shown = {}
+    for typed in ("original", "g0-i0"):
+        assert main(["show", str(run), typed, "--json"]) == 0
+        shown[typed] = json.loads(capsys.readouterr().out)
+    assert shown["original"] == shown["g0-i0"]
+    assert (shown["original"]["id"], shown["original"]["operator"]) == ("original", "none")
+    assert main(["show", str(run), "g0-i0"]) == 0
+    assert "original (the original program)" in capsys.readouterr().out
+    assert main(["apply", str(run), "g0-i0", "--project", str(run / "nowhere")]) == 0
+    assert "original changes nothing" in capsys.readouterr().out
+
+
 # --- gi report ------------------------------------------------------------------------------------
 
 
