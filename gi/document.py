@@ -162,6 +162,11 @@ def _operator_section(doc: _Document, rows: Mapping[str, Mapping[str, float]], s
         table.append([name, *(_number(counts[bar]) for bar in plots.OPERATOR_BARS), _number(row.get("tokens", 0)),
                       _number(row.get("cost", 0)), _number(row.get("seconds", 0))])  # fmt: skip
     doc.table(header, table)
+    doc.paragraph(
+        "Valid: the proposed edits that changed the program into one the population did not hold (proposed,"
+        " less the edits that changed nothing and those that repeated a program), for every operator alike.",
+        note=True,
+    )
     model = {name: row for name, row in rows.items() if row.get("tokens") or name == "llm"}
     if model:
         sides = {"language model": model, "classic": {n: r for n, r in rows.items() if n not in model}}

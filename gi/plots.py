@@ -144,8 +144,9 @@ OPERATOR_BARS = ("proposed", "valid", "passing", "in front")
 
 
 def operator_bars(rows: Mapping[str, Mapping[str, float]]) -> bytes:
-    """Per operator, grouped bars: edits proposed, of them valid (they made a changed program
-    that parses), programs passing every training test, members on the final front."""
+    """Per operator, grouped bars (`operator_counts`): edits proposed, of them valid (they
+    made a program new to the population), programs passing every training test, members on
+    the final front."""
     names = list(rows)
     figure = _new_figure(max(6.4, 0.7 * len(names) + 2.0), 3.8)
     ax = figure.subplots()
@@ -163,9 +164,15 @@ def operator_bars(rows: Mapping[str, Mapping[str, float]]) -> bytes:
 
 
 def operator_counts(row: Mapping[str, float]) -> dict[str, float]:
-    """An operator's accounting as the report shows it: proposed, valid, passing, in front."""
+    """An operator's accounting as the report shows it: proposed, valid, passing, in front.
+
+    Valid means the same for every operator: a proposed edit that changed the program and made
+    one the population did not hold, i.e. proposed less the offspring that changed nothing and
+    those that repeated a program (`gi.variation.Batch` counts each offspring once). The
+    model's replies that did not parse, were the wrong kind or changed nothing never became
+    proposals, so they are not subtracted again."""
     proposed = float(row.get("proposals", 0))
-    wasted = sum(float(row.get(key, 0)) for key in ("unparseable", "wrong_kind", "no_ops"))
+    wasted = float(row.get("duplicates", 0)) + float(row.get("unchanged", 0))
     return {
         "proposed": proposed,
         "valid": max(proposed - wasted, 0.0),

@@ -270,6 +270,7 @@ _OPERATOR_COLUMNS = {
     "no_site": "tries without a site",
     "unparseable": "unparseable replies",
     "wrong_kind": "replies of the wrong kind",
+    "unchanged": "proposed edits that changed nothing",
     "no_ops": "edits that changed nothing",
     "tokens": "tokens",
     "cost": "USD",

@@ -162,6 +162,22 @@ def test_the_run_wrote_its_report(chain_run: tuple[Path, Path, dict[str, Any]]) 
     assert "http://" not in page and "https://" not in page
 
 
+def test_valid_edits_are_the_proposed_less_repeats_and_edits_that_changed_nothing(
+    chain_run: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    """The report's operator table (and the plot drawn from the same counts): for a classic
+    operator, valid is not simply proposed."""
+    _, run, summary = chain_run
+    row = summary["operators"]["statement_delete"]
+    valid = row["proposals"] - row["duplicates"] - row["unchanged"]
+    assert 0 < valid < row["proposals"], row
+    assert row["evaluated"] <= valid, "every program it evaluated came from a valid edit"
+    markdown = (run / "report.md").read_text()
+    assert "| operator | proposed | valid | passing | in front |" in markdown
+    line = f"| statement_delete | {row['proposals']:g} | {valid:g} | {row['passing']:g} | {row['front']:g} |"
+    assert line in markdown, markdown
+
+
 def test_a_recorded_generalisation_gap_is_plotted(
     chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
