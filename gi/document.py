@@ -130,7 +130,11 @@ def _front_section(
 ) -> None:
     names = _objective_names(summary)
     doc.heading("Pareto front")
-    doc.image("front.png", plots.front_matrix(names, groups, summary["baseline"]["objectives"]), "the Pareto front")
+    original = summary["baseline"]["objectives"]
+    doc.image("front.png", plots.front_matrix(names, groups, original), "the Pareto front")
+    constant = plots.constant_objectives(names, groups, original)
+    if constant:
+        doc.paragraph(plots.front_caption(constant, original), note=True)
     timed = any(member.get("speedup") for members in groups.values() for member in members)
     header = ["member", *names, *(["speed-up (95% CI)"] if timed else []), "held-out", "edits"]
     rows = [["original", *(_number(summary["baseline"]["objectives"].get(n)) for n in names),

@@ -46,24 +46,65 @@ def _title(name: str) -> str:
     return name.replace("_", " ")
 
 
+#: Objectives drawn on a logarithmic axis: ratios, where members 100x faster and 2x faster
+#: would otherwise sit together near 0.
+LOG_SCALE = frozenset({"runtime"})
+
+
+def constant_objectives(
+    objectives: Sequence[str], groups: Mapping[str, Sequence[Mapping[str, Any]]], original: Mapping[str, float | None]
+) -> list[str]:
+    """The objectives the front's plot leaves out: those that take one value over every point
+    it draws (every member and the original), which a scatter matrix would give a row and a
+    column for nothing; when every objective is constant, the first is still drawn."""
+    constant = []
+    for name in objectives:
+        values = {m["objectives"].get(name) for members in groups.values() for m in members} | {original.get(name)}
+        if len({float(value) for value in values if value is not None}) <= 1:
+            constant.append(name)
+    return constant[1:] if len(constant) == len(objectives) else constant
+
+
+def _positive(values: Sequence[float | None]) -> bool:
+    numbers = [float(value) for value in values if value is not None]
+    return bool(numbers) and all(np.isfinite(number) and number > 0 for number in numbers)
+
+
 def front_matrix(
     objectives: Sequence[str],
     groups: Mapping[str, Sequence[Mapping[str, Any]]],
     original: Mapping[str, float | None],
 ) -> bytes:
-    """A scatter matrix of the front's objective values, one panel per pair of objectives (one
-    axis when there is one objective): each group of members (a run's front, or an arm's) in
-    its colour, members that overfit as crosses, the original as a black star."""
-    names = list(objectives)
+    """The PNG of `front_figure`."""
+    return _png(front_figure(objectives, groups, original))
+
+
+def front_figure(
+    objectives: Sequence[str],
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    original: Mapping[str, float | None],
+) -> Figure:
+    """A scatter matrix of the front's objective values, one panel per pair of objectives that
+    vary (one axis when one does; constant objectives are left out and named in a caption):
+    each group of members (a run's front, or an arm's) in its colour, members that overfit as
+    crosses, the original as a black star; `runtime` on a logarithmic axis."""
+    constant = constant_objectives(objectives, groups, original)
+    names = [name for name in objectives if name not in constant]
     pairs: list[tuple[str, str | None]] = [(x, y) for index, y in enumerate(names) for x in names[:index]]
     pairs = pairs or [(names[0], None)]
     size = len(names) - 1 if len(names) > 1 else 1
-    figure = _new_figure(3.2 * size + 0.6, 3.0 * size + 0.4)
+    figure = _new_figure(3.2 * size + 0.6, 3.0 * size + 0.4 + (0.3 if constant else 0.0))
     axes = figure.subplots(size, size, squeeze=False)
     for row in range(size):
         for column in range(size):
             if column > row:
                 axes[row][column].set_visible(False)
+    everything = [m for members in groups.values() for m in members]
+
+    def logarithmic(name: str | None) -> bool:
+        values = [m["objectives"].get(name) for m in everything] + [original.get(name)] if name else []
+        return name in LOG_SCALE and _positive(values)
+
     for x_name, y_name in pairs:
         ax = axes[0][0] if y_name is None else axes[names.index(y_name) - 1][names.index(x_name)]
         for index, (label, members) in enumerate(groups.items()):
@@ -92,9 +133,13 @@ def front_matrix(
             label="original",
             zorder=3,
         )
-        ax.set_xlabel(_title(x_name))
+        ax.set_xlabel(_title(x_name) + (" (log scale)" if logarithmic(x_name) else ""))
+        if logarithmic(x_name):
+            ax.set_xscale("log")
         if y_name:
-            ax.set_ylabel(_title(y_name))
+            ax.set_ylabel(_title(y_name) + (" (log scale)" if logarithmic(y_name) else ""))
+            if logarithmic(y_name):
+                ax.set_yscale("log")
         else:
             ax.set_yticks([])
         ax.grid(alpha=0.3)
@@ -107,7 +152,21 @@ def front_matrix(
                 labels.append(label)
     figure.legend(handles, labels, loc="upper right", fontsize="small", frameon=False)
     figure.suptitle("Pareto front (the star is the original)")
-    return _png(figure)
+    if constant:
+        figure.text(0.01, 0.0, front_caption(constant, original), fontsize="small", ha="left", va="top", wrap=True)
+    return figure
+
+
+def front_caption(constant: Sequence[str], original: Mapping[str, float | None]) -> str:
+    """What the front's plot leaves out: 'Not drawn: failed tests, 0 for every member and the original.'"""
+    parts = [f"{_title(name)} ({_value(original.get(name))})" for name in constant]
+    return f"Not drawn, the same for every member and the original: {', '.join(parts)}."
+
+
+def _value(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
 
 
 def hypervolume(series: Mapping[str, Sequence[Sequence[float]]]) -> bytes:

@@ -178,6 +178,15 @@ def test_valid_edits_are_the_proposed_less_repeats_and_edits_that_changed_nothin
     assert line in markdown, markdown
 
 
+def test_the_front_plot_leaves_out_what_never_varies_and_says_so(chain_run: tuple[Path, Path, dict[str, Any]]) -> None:
+    """Under train_pass every member fails no training test, as the original does."""
+    _, run, summary = chain_run
+    assert {member["objectives"]["failed_tests"] for member in summary["front"]} == {0}
+    caption = "Not drawn, the same for every member and the original: failed tests (0)."
+    assert f"*{caption}*" in (run / "report.md").read_text()
+    assert caption in (run / "report.html").read_text()
+
+
 def test_a_recorded_generalisation_gap_is_plotted(
     chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
