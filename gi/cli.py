@@ -22,9 +22,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.syntax import Syntax
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from gi.errors import GIError, StoreError, UsageError
 
@@ -227,17 +228,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     _say_isolation(config)
     search = config.search
     total = search.population * (search.generations + 1)
-    with Progress(
-        TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"),
-        console=console,
-        disable=args.quiet,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("search", total=total, generation=0, generations=search.generations, status="")
+    with run_progress(console, disable=args.quiet) as progress:
+        task = progress.add_task(
+            "search", total=total, generation=0, generations=search.generations, evaluations=0, status=""
+        )
         shown_warnings: list[str] = []
         errors = Console(stderr=True)
 
@@ -248,9 +242,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             done = (state.generation + 1) * search.population if generation_done else None
             completed = done if done is not None else state.generation * search.population + state.done_in_generation
             status = f"{pace.status(state, completed, time.monotonic())}  HV {state.hypervolume:.4g}  {best}"
-            progress.update(task, generation=state.generation, status=status, completed=completed)
+            progress.update(
+                task, generation=state.generation, evaluations=state.evaluations, status=status, completed=completed
+            )
             if generation_done and not args.quiet:
-                progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
+                progress.console.print(
+                    f"gen {state.generation:>3}  front {state.front_size:>3}  evals {state.evaluations}  {status}",
+                    markup=False,
+                    highlight=False,
+                )
             while len(shown_warnings) < len(state.warnings):
                 shown_warnings.append(state.warnings[len(shown_warnings)])
                 errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False, soft_wrap=True)
@@ -349,10 +349,35 @@ def _say_replay(recorded: Path, summary: dict[str, Any], console: Console) -> in
     return 1
 
 
+class _Status(ProgressColumn):
+    """The progress line's status, on one line: cut with an ellipsis where the terminal ends."""
+
+    def render(self, task: Task) -> Text:
+        return Text(str(task.fields.get("status", "")), no_wrap=True, overflow="ellipsis")
+
+
+def run_progress(console: Console, *, disable: bool) -> Progress:
+    """The live progress line of `gi run`: the generation, the evaluations so far and the
+    budget spent (bar, programs) always shown whole; then the status (time left, shares of
+    cache hits and time-outs, hypervolume, best values), which alone is cut, at its end, when
+    the terminal is too narrow (the bar shrinks first). At 80 columns the time left and the
+    shares fit; hypervolume and best values are on each generation's line too."""
+    return Progress(
+        TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}", table_column=Column(no_wrap=True)),
+        TextColumn("evals {task.fields[evaluations]}", table_column=Column(no_wrap=True)),
+        BarColumn(bar_width=10),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        _Status(table_column=Column(ratio=1)),
+        console=console,
+        disable=disable,
+        transient=False,
+    )
+
+
 class Pace:
     """How fast this session of a run spends its budget (population x (generations + 1)
-    programs), for the progress line: evaluations, shares of cache hits and time-outs, and the
-    time left at this session's pace."""
+    programs), for the progress line's status: the time left at this session's pace, and the
+    shares of cache hits and time-outs."""
 
     def __init__(self, total: int) -> None:
         self.total = total
@@ -368,7 +393,7 @@ class Pace:
         timeouts = f"{state.timed_out / evaluated:.0%}" if evaluated else "-"
         spent, elapsed = completed - completed_before, now - started
         eta = _duration((self.total - completed) * elapsed / spent) if spent > 0 and elapsed > 0 else "-"
-        return f"evals {state.evaluations}  cache hits {hits}  timeouts {timeouts}  ETA {eta}"
+        return f"ETA {eta}  cache hits {hits}  timeouts {timeouts}"
 
 
 def _duration(seconds: float) -> str:
@@ -537,8 +562,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         row("held-out tests passed", tests(baseline.get("holdout")), tests(member["holdout"]))
         row("overfits", "no", "yes" if member["overfits"] else "no")
     console.print(table)
-    for line in member["descriptions"]:
-        console.print(f"  - {line}", markup=False, highlight=False)
+    console.print(_bullets(member["descriptions"]))
     _show_studies(member, summary, console)
     diff = read_diff(args.run, member)
     if diff is None:
@@ -589,6 +613,18 @@ def _report(args: argparse.Namespace, console: Console) -> int:
     written = write_report_files(args.run)
     _say(console, f"wrote {written.html} and {written.markdown} ({len(written.images)} plots)")
     return 0
+
+
+def _bullets(lines: Sequence[str]) -> Table:
+    """Lines as a list, each after "  - ": a line too long for the terminal goes on under its
+    own first character (a hanging indent), never under the dash; a word longer than the
+    width is broken, never cut."""
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row("  - ", Text(line))
+    return grid
 
 
 def _say(console: Console, line: str) -> None:
@@ -658,8 +694,7 @@ def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Cons
     if minimal is not None:
         where = f" ({minimal['diff']})" if minimal["diff"] else ""
         console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
-        for line in minimal["descriptions"]:
-            console.print(f"  - {line}", markup=False, highlight=False)
+        console.print(_bullets(minimal["descriptions"]))
     if member.get("ablation"):
         console.print(ablation_table(member, [objective["name"] for objective in summary["objectives"]]))
 

@@ -65,9 +65,8 @@ def constant_objectives(
     return constant[1:] if len(constant) == len(objectives) else constant
 
 
-def _positive(values: Sequence[float | None]) -> bool:
-    numbers = [float(value) for value in values if value is not None]
-    return bool(numbers) and all(np.isfinite(number) and number > 0 for number in numbers)
+def _positive(values: Sequence[float]) -> bool:
+    return bool(values) and all(np.isfinite(value) and value > 0 for value in values)
 
 
 def front_matrix(
@@ -101,9 +100,16 @@ def front_figure(
                 axes[row][column].set_visible(False)
     everything = [m for members in groups.values() for m in members]
 
-    def logarithmic(name: str | None) -> bool:
-        values = [m["objectives"].get(name) for m in everything] + [original.get(name)] if name else []
-        return name in LOG_SCALE and _positive(values)
+    def values(name: str) -> list[float]:
+        found = [m["objectives"].get(name) for m in everything] + [original.get(name)]
+        return [float(value) for value in found if value is not None]
+
+    def logarithmic(name: str) -> bool:
+        return name in LOG_SCALE and _positive(values(name))
+
+    def whole(name: str) -> bool:
+        """Counts (tests, edits, complexity) get ticks at whole numbers only."""
+        return all(value.is_integer() for value in values(name))
 
     for x_name, y_name in pairs:
         ax = axes[0][0] if y_name is None else axes[names.index(y_name) - 1][names.index(x_name)]
@@ -136,12 +142,17 @@ def front_figure(
         ax.set_xlabel(_title(x_name) + (" (log scale)" if logarithmic(x_name) else ""))
         if logarithmic(x_name):
             ax.set_xscale("log")
+        elif whole(x_name):
+            ax.xaxis.set_major_locator(_whole_numbers())
         if y_name:
             ax.set_ylabel(_title(y_name) + (" (log scale)" if logarithmic(y_name) else ""))
             if logarithmic(y_name):
                 ax.set_yscale("log")
+            elif whole(y_name):
+                ax.yaxis.set_major_locator(_whole_numbers())
         else:
             ax.set_yticks([])
+        ax.margins(0.1)  # no point on the frame
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     for ax in (a for line in axes for a in line if a.get_visible()):
@@ -150,7 +161,10 @@ def front_figure(
             if label not in labels:
                 handles.append(handle)
                 labels.append(label)
-    figure.legend(handles, labels, loc="upper right", fontsize="small", frameon=False)
+    if size == 1:  # beside the one panel; in a matrix, in the empty corner above the diagonal
+        figure.legend(handles, labels, loc="center left", bbox_to_anchor=(0.98, 0.5), fontsize="small", frameon=False)
+    else:
+        figure.legend(handles, labels, loc="upper right", fontsize="small", frameon=False)
     figure.suptitle("Pareto front (the star is the original)")
     if constant:
         figure.text(0.01, 0.0, front_caption(constant, original), fontsize="small", ha="left", va="top", wrap=True)
