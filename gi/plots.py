@@ -65,6 +65,16 @@ def constant_objectives(
     return constant[1:] if len(constant) == len(objectives) else constant
 
 
+def _plain_log_ticks(axis: Any, values: Sequence[float]) -> None:
+    """Tick labels of a log axis as plain numbers (0.01, 0.5, 1), the ticks between powers of
+    ten labelled only when the values span less than a power of ten (else too many)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    axis.set_major_formatter(plain)
+    axis.set_minor_formatter(plain if max(values) < 10 * min(values) else NullFormatter())
+
+
 def _positive(values: Sequence[float]) -> bool:
     return bool(values) and all(np.isfinite(value) and value > 0 for value in values)
 
@@ -142,12 +152,14 @@ def front_figure(
         ax.set_xlabel(_title(x_name) + (" (log scale)" if logarithmic(x_name) else ""))
         if logarithmic(x_name):
             ax.set_xscale("log")
+            _plain_log_ticks(ax.xaxis, values(x_name))
         elif whole(x_name):
             ax.xaxis.set_major_locator(_whole_numbers())
         if y_name:
             ax.set_ylabel(_title(y_name) + (" (log scale)" if logarithmic(y_name) else ""))
             if logarithmic(y_name):
                 ax.set_yscale("log")
+                _plain_log_ticks(ax.yaxis, values(y_name))
             elif whole(y_name):
                 ax.yaxis.set_major_locator(_whole_numbers())
         else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
 from gi.plots import constant_objectives, front_figure, front_matrix
 
 
@@ -47,9 +49,13 @@ def test_runtime_is_on_a_logarithmic_axis() -> None:
     names = ["failed_tests", "runtime", "size"]
     front = {"front": [member(failed_tests=0, runtime=0.008, size=1), member(failed_tests=0, runtime=0.5, size=2)]}
     original = {"failed_tests": 0, "runtime": 1.0, "size": 0}
-    (ax,) = panels(front_figure(names, front, original))
+    figure = front_figure(names, front, original)
+    (ax,) = panels(figure)
     assert (ax.get_xlabel(), ax.get_xscale()) == ("runtime (log scale)", "log")
     assert (ax.get_ylabel(), ax.get_yscale()) == ("size", "linear")
+    FigureCanvasAgg(figure).draw()
+    labels = [label.get_text() for label in ax.get_xticklabels() if label.get_text()]
+    assert "0.01" in labels and "1" in labels and all(set(label) <= set("0123456789.") for label in labels), labels
     # Each arm of an experiment in its colour, runtime on the y axis against failed tests.
     arms = {"a": [member(failed_tests=1, runtime=0.01, size=1)], "b": [member(failed_tests=0, runtime=2.0, size=1)]}
     figure = front_figure(names, arms, original)
