@@ -94,7 +94,7 @@ def front_figure(
     original: Mapping[str, float | None],
 ) -> Figure:
     """A scatter matrix of the front's objective values, one panel per pair of objectives that
-    vary (one axis when one does; constant objectives are left out and named in a caption):
+    vary (one axis when one does; constant objectives are left out, `front_caption` names them):
     each group of members (a run's front, or an arm's) in its colour, members that overfit as
     crosses, the original as a black star; `runtime` on a logarithmic axis."""
     constant = constant_objectives(objectives, groups, original)
@@ -102,7 +102,7 @@ def front_figure(
     pairs: list[tuple[str, str | None]] = [(x, y) for index, y in enumerate(names) for x in names[:index]]
     pairs = pairs or [(names[0], None)]
     size = len(names) - 1 if len(names) > 1 else 1
-    figure = _new_figure(3.2 * size + 0.6, 3.0 * size + 0.4 + (0.3 if constant else 0.0))
+    figure = _new_figure(3.2 * size + 0.6, 3.0 * size + 0.4)
     axes = figure.subplots(size, size, squeeze=False)
     for row in range(size):
         for column in range(size):
@@ -153,6 +153,8 @@ def front_figure(
         if logarithmic(x_name):
             ax.set_xscale("log")
             _plain_log_ticks(ax.xaxis, values(x_name))
+        elif len(set(values(x_name))) == 1:  # one value (the original alone): one tick
+            ax.set_xticks(values(x_name)[:1])
         elif whole(x_name):
             ax.xaxis.set_major_locator(_whole_numbers())
         if y_name:
@@ -178,8 +180,6 @@ def front_figure(
     else:
         figure.legend(handles, labels, loc="upper right", fontsize="small", frameon=False)
     figure.suptitle("Pareto front (the star is the original)")
-    if constant:
-        figure.text(0.01, 0.0, front_caption(constant, original), fontsize="small", ha="left", va="top", wrap=True)
     return figure
 
 
@@ -241,9 +241,10 @@ def operator_bars(rows: Mapping[str, Mapping[str, float]]) -> bytes:
         heights = [operator_counts(rows[name])[bar] for name in names]
         ax.bar(positions + (index - 1.5) * width, heights, width, label=bar, color=COLOURS[index])
     ax.set_xticks(positions, [name.replace("_", "\n") for name in names], fontsize="small")
+    ax.yaxis.set_major_locator(_whole_numbers())
     ax.set_ylabel("count")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", frameon=False)
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside, not on, the bars
     figure.suptitle("What each operator proposed and what became of it")
     return _png(figure)
 
