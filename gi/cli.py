@@ -353,6 +353,7 @@ class _Status(ProgressColumn):
     """The progress line's status, on one line: cut with an ellipsis where the terminal ends."""
 
     def render(self, task: Task) -> Text:
+        """The task's status as one line that ends in an ellipsis where the cell ends."""
         return Text(str(task.fields.get("status", "")), no_wrap=True, overflow="ellipsis")
 
 

@@ -76,6 +76,7 @@ def _plain_log_ticks(axis: Any, values: Sequence[float]) -> None:
 
 
 def _positive(values: Sequence[float]) -> bool:
+    """Whether a log axis can show these values: some, all finite and above 0."""
     return bool(values) and all(np.isfinite(value) and value > 0 for value in values)
 
 
@@ -190,6 +191,7 @@ def front_caption(constant: Sequence[str], original: Mapping[str, float | None])
 
 
 def _value(value: float | None) -> str:
+    """An objective's value for a caption: whole numbers without decimals."""
     if value is None:
         return "-"
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"

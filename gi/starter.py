@@ -242,6 +242,7 @@ def _comments(text: str) -> str:
 
 
 def _seconds(value: float) -> str:
+    """A measured time for a comment: '0.93 s', or 'under 0.01 s'."""
     return "under 0.01 s" if value < 0.01 else f"{value:.2g} s"
 
 
@@ -285,8 +286,7 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
             )
             + f"\ntest_timeout = {original.test_timeout}"
         )
-    if repair:
-        assert original is not None
+    if repair and original is not None:
         why = (
             f"gi init ran the training tests: the original fails {_failing_words(original)}. So this is a"
             " repair: fewest failing tests first, then the smallest patch, and no constraint, since no variant"

@@ -113,6 +113,7 @@ class Variation:
         return found
 
     def remember(self, patch: Patch, tree_hash: str) -> None:
+        """Note the tree hash of a patch just applied (all are forgotten past HASHES)."""
         if len(self._hashes) >= HASHES:
             self._hashes.clear()
         self._hashes[patch.key()] = tree_hash
