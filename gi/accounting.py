@@ -1,9 +1,11 @@
 """Per-operator accounting: what each operator proposed and what became of it.
 
 Classic and language-model operators are counted alike: edits proposed, tries that found
-no site, offspring that repeated a program, programs evaluated, those passing every training
-test, those on the final front, and seconds spent proposing; the model adds its replies that
-did not parse, were the wrong kind of code or changed nothing, and its tokens and cost.
+no site, offspring that repeated a program, offspring whose new edit changed nothing (took no
+effect, or made the program it was added to), programs evaluated, those passing every
+training test, those on the final front, and seconds spent proposing; the model adds its
+replies that did not parse, were the wrong kind of code or changed nothing (none of which
+became a proposal: they count among the tries without a site), and its tokens and cost.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 from gi.evolution import operator_of_label
 from mutators.llm import LLMOperator
 
-COLUMNS = ("proposals", "no_site", "duplicates", "unparseable", "wrong_kind", "no_ops", "evaluated", "passing",
-           "front", "tokens", "cost", "seconds")  # fmt: skip
+COLUMNS = ("proposals", "no_site", "duplicates", "unchanged", "unparseable", "wrong_kind", "no_ops", "evaluated",
+           "passing", "front", "tokens", "cost", "seconds")  # fmt: skip
 
 
 def count_by_operator(
@@ -32,7 +34,7 @@ def count_by_operator(
 
     for name, counts in proposals.items():
         for key, value in counts.items():
-            row(name)[key] += value
+            row(name)[key] = row(name).get(key, 0) + value
     on_front = set(front)
     for identifier, label, evaluated_here, evaluation in lineage:
         if label == "original":

@@ -22,9 +22,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.syntax import Syntax
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from gi.errors import GIError, StoreError, UsageError
 
@@ -62,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("config", type=Path, help="the experiment's TOML file")
     run.add_argument("--fresh", action="store_true", help="delete the run folder first and start over")
     run.add_argument("--seed", type=int, help="use this seed instead of experiment.seed")
+    run.add_argument("--generations", type=int, metavar="N", help="use N instead of search.generations (for every arm)")
+    run.add_argument("--population", type=int, metavar="N", help="use N instead of search.population (for every arm)")
     run.add_argument("--quiet", action="store_true", help="print only the final table")
     run.add_argument(
         "--offline",
@@ -140,9 +143,10 @@ def _add_daily_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     init = commands.add_parser(
         "init",
         help="write a commented starter config for a project",
-        description="Find the project's Python files and tests and write gi.toml in it, a commented config "
-        "that `gi run gi.toml` runs as it is (tests never editable, run folders beside the project). Asks "
-        "nothing; never overwrites an existing gi.toml.",
+        description="Find the project's Python files and tests, run the training tests once on the original "
+        "(sandboxed, as gi run does) and write gi.toml in it, a commented config that `gi run gi.toml` runs as it "
+        "is (tests never editable, run folders beside the project; a repair's config when the original fails "
+        "tests). Asks nothing; never overwrites an existing gi.toml.",
     )
     init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
     apply = commands.add_parser(
@@ -212,6 +216,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         key = "seeds" if config.is_experiment else "seed"
         value = [args.seed] if config.is_experiment else args.seed
         config = config.model_copy(update={"experiment": config.experiment.model_copy(update={key: value})})
+    config = _search_overrides(config, args)
     replay_of: Path | None = None
     if args.command == "replay":
         config = _one_run(config, args.arm)
@@ -223,17 +228,10 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     _say_isolation(config)
     search = config.search
     total = search.population * (search.generations + 1)
-    with Progress(
-        TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"),
-        console=console,
-        disable=args.quiet,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("search", total=total, generation=0, generations=search.generations, status="")
+    with run_progress(console, disable=args.quiet) as progress:
+        task = progress.add_task(
+            "search", total=total, generation=0, generations=search.generations, evaluations=0, status=""
+        )
         shown_warnings: list[str] = []
         errors = Console(stderr=True)
 
@@ -244,9 +242,15 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             done = (state.generation + 1) * search.population if generation_done else None
             completed = done if done is not None else state.generation * search.population + state.done_in_generation
             status = f"{pace.status(state, completed, time.monotonic())}  HV {state.hypervolume:.4g}  {best}"
-            progress.update(task, generation=state.generation, status=status, completed=completed)
+            progress.update(
+                task, generation=state.generation, evaluations=state.evaluations, status=status, completed=completed
+            )
             if generation_done and not args.quiet:
-                progress.console.print(f"gen {state.generation:>3}  front {state.front_size:>3}  {status}")
+                progress.console.print(
+                    f"gen {state.generation:>3}  front {state.front_size:>3}  evals {state.evaluations}  {status}",
+                    markup=False,
+                    highlight=False,
+                )
             while len(shown_warnings) < len(state.warnings):
                 shown_warnings.append(state.warnings[len(shown_warnings)])
                 errors.print(f"gi: warning: {shown_warnings[-1]}", markup=False, highlight=False, soft_wrap=True)
@@ -273,6 +277,32 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if replay_of is not None:
         return _say_replay(replay_of, summary, console)
     return 0
+
+
+def _search_overrides(config: Config, args: argparse.Namespace) -> Config:
+    """The config with `gi run --generations N --population N` laid over search.generations and
+    search.population, for the config and every arm (the command line wins over an arm's own
+    value); a value the config could not hold is refused as the config would refuse it."""
+    from pydantic import ValidationError
+
+    from gi.config import SearchSection
+
+    overrides = {key: value for key in ("generations", "population") if (value := getattr(args, key, None)) is not None}
+    if not overrides:
+        return config
+    try:
+        search = SearchSection.model_validate({**config.search.model_dump(), **overrides})
+    except ValidationError as error:
+        problem = error.errors()[0]
+        key = str(problem["loc"][0])
+        raise UsageError(
+            f"--{key} {overrides[key]}: {problem['msg'][0].lower()}{problem['msg'][1:]} (search.{key})"
+        ) from None
+    arms = [
+        arm.model_copy(update={"search": {k: v for k, v in arm.search.items() if k not in overrides}})
+        for arm in config.arms
+    ]
+    return config.model_copy(update={"search": search, "arms": arms})
 
 
 def _check_replay_folder(into: Path | None, recorded: Path) -> None:
@@ -319,10 +349,36 @@ def _say_replay(recorded: Path, summary: dict[str, Any], console: Console) -> in
     return 1
 
 
+class _Status(ProgressColumn):
+    """The progress line's status, on one line: cut with an ellipsis where the terminal ends."""
+
+    def render(self, task: Task) -> Text:
+        """The task's status as one line that ends in an ellipsis where the cell ends."""
+        return Text(str(task.fields.get("status", "")), no_wrap=True, overflow="ellipsis")
+
+
+def run_progress(console: Console, *, disable: bool) -> Progress:
+    """The live progress line of `gi run`: the generation, the evaluations so far and the
+    budget spent (bar, programs) always shown whole; then the status (time left, shares of
+    cache hits and time-outs, hypervolume, best values), which alone is cut, at its end, when
+    the terminal is too narrow (the bar shrinks first). At 80 columns the time left and the
+    shares fit; hypervolume and best values are on each generation's line too."""
+    return Progress(
+        TextColumn("[bold]gen {task.fields[generation]}/{task.fields[generations]}", table_column=Column(no_wrap=True)),
+        TextColumn("evals {task.fields[evaluations]}", table_column=Column(no_wrap=True)),
+        BarColumn(bar_width=10),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        _Status(table_column=Column(ratio=1)),
+        console=console,
+        disable=disable,
+        transient=False,
+    )
+
+
 class Pace:
     """How fast this session of a run spends its budget (population x (generations + 1)
-    programs), for the progress line: evaluations, shares of cache hits and time-outs, and the
-    time left at this session's pace."""
+    programs), for the progress line's status: the time left at this session's pace, and the
+    shares of cache hits and time-outs."""
 
     def __init__(self, total: int) -> None:
         self.total = total
@@ -338,7 +394,7 @@ class Pace:
         timeouts = f"{state.timed_out / evaluated:.0%}" if evaluated else "-"
         spent, elapsed = completed - completed_before, now - started
         eta = _duration((self.total - completed) * elapsed / spent) if spent > 0 and elapsed > 0 else "-"
-        return f"evals {state.evaluations}  cache hits {hits}  timeouts {timeouts}  ETA {eta}"
+        return f"ETA {eta}  cache hits {hits}  timeouts {timeouts}"
 
 
 def _duration(seconds: float) -> str:
@@ -483,7 +539,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         _print_json({**member, "diff_text": read_diff(args.run, member)})
         return 0
-    original = not member["descriptions"] and member["diff"] is None
+    original = member["id"] == ORIGINAL or (not member["descriptions"] and member["diff"] is None)
     title = "the original program" if original else f"generation {member['generation']}, by {member['operator']}"
     table = Table(title=f"{member['id']} ({title})")
     table.add_column("objective")
@@ -507,8 +563,7 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         row("held-out tests passed", tests(baseline.get("holdout")), tests(member["holdout"]))
         row("overfits", "no", "yes" if member["overfits"] else "no")
     console.print(table)
-    for line in member["descriptions"]:
-        console.print(f"  - {line}", markup=False, highlight=False)
+    console.print(_bullets(member["descriptions"]))
     _show_studies(member, summary, console)
     diff = read_diff(args.run, member)
     if diff is None:
@@ -521,12 +576,20 @@ def _show(args: argparse.Namespace, console: Console) -> int:
 def _init(args: argparse.Namespace, console: Console) -> int:
     from gi.starter import write_starter_config
 
-    path, project = write_starter_config(args.project)
+    path, project, original = write_starter_config(args.project, before_tests=_say_isolation)
     _say(console, f"wrote {path}")
     _say(console, f"  editable files: {', '.join(project.files)}")
     _say(console, f"  training tests: {', '.join(project.train)}")
     _say(console, f"  held-out tests: {', '.join(project.holdout) or 'none found'}")
-    if project.workload:
+    if original.repair:
+        _say(
+            console,
+            f"  the original fails {len(original.failing)} of {original.tests} training tests: a repair"
+            ' (constraint = "none", fault localisation on)',
+        )
+    else:
+        _say(console, f"  the original passes all {original.tests} training tests")
+    if project.workload and not original.repair:
         _say(console, f"  workload: {project.workload} (runtime is an objective)")
     _say(console, f"next: read it, then gi run {path}")
     return 0
@@ -551,6 +614,18 @@ def _report(args: argparse.Namespace, console: Console) -> int:
     written = write_report_files(args.run)
     _say(console, f"wrote {written.html} and {written.markdown} ({len(written.images)} plots)")
     return 0
+
+
+def _bullets(lines: Sequence[str]) -> Table:
+    """Lines as a list, each after "  - ": a line too long for the terminal goes on under its
+    own first character (a hanging indent), never under the dash; a word longer than the
+    width is broken, never cut."""
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row("  - ", Text(line))
+    return grid
 
 
 def _say(console: Console, line: str) -> None:
@@ -620,8 +695,7 @@ def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Cons
     if minimal is not None:
         where = f" ({minimal['diff']})" if minimal["diff"] else ""
         console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
-        for line in minimal["descriptions"]:
-            console.print(f"  - {line}", markup=False, highlight=False)
+        console.print(_bullets(minimal["descriptions"]))
     if member.get("ablation"):
         console.print(ablation_table(member, [objective["name"] for objective in summary["objectives"]]))
 

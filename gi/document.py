@@ -130,7 +130,11 @@ def _front_section(
 ) -> None:
     names = _objective_names(summary)
     doc.heading("Pareto front")
-    doc.image("front.png", plots.front_matrix(names, groups, summary["baseline"]["objectives"]), "the Pareto front")
+    original = summary["baseline"]["objectives"]
+    doc.image("front.png", plots.front_matrix(names, groups, original), "the Pareto front")
+    constant = plots.constant_objectives(names, groups, original)
+    if constant:
+        doc.paragraph(plots.front_caption(constant, original), note=True)
     timed = any(member.get("speedup") for members in groups.values() for member in members)
     header = ["member", *names, *(["speed-up (95% CI)"] if timed else []), "held-out", "edits"]
     rows = [["original", *(_number(summary["baseline"]["objectives"].get(n)) for n in names),
@@ -162,6 +166,11 @@ def _operator_section(doc: _Document, rows: Mapping[str, Mapping[str, float]], s
         table.append([name, *(_number(counts[bar]) for bar in plots.OPERATOR_BARS), _number(row.get("tokens", 0)),
                       _number(row.get("cost", 0)), _number(row.get("seconds", 0))])  # fmt: skip
     doc.table(header, table)
+    doc.paragraph(
+        "Valid: the proposed edits that changed the program into one the population did not hold (proposed,"
+        " less the edits that changed nothing and those that repeated a program), for every operator alike.",
+        note=True,
+    )
     model = {name: row for name, row in rows.items() if row.get("tokens") or name == "llm"}
     if model:
         sides = {"language model": model, "classic": {n: r for n, r in rows.items() if n not in model}}

@@ -252,6 +252,14 @@ class Evaluator:
                 self._warm.close()
                 self._warm = None
 
+    def training_run(self, variant: Variant) -> TestRun:
+        """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,
+        each test under its limit (before a baseline is set, as for the original: `test_timeout`
+        each, run to the end); the whole report, collection errors and exit status included,
+        for `gi init`'s check of a project's tests."""
+        with self._sandbox(variant) as sandbox:
+            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+
     def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
             return self._run_tests(sandbox, paths, limits)

@@ -38,7 +38,7 @@ from gi.holdout import HeldOut, configure_held_out, front_members, generalisatio
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from gi.replay import Measurements, as_is, open_recorded, replay_comparison
-from gi.report import STORE_NAME, write_report
+from gi.report import ORIGINAL, STORE_NAME, write_report
 from gi.results import Evaluation, Status
 from gi.sandbox import Limits, hide_environment, isolation
 from gi.timing import OriginalTiming, workload_functions, workload_settings
@@ -728,6 +728,12 @@ class Experiment:
         held = self.held_out.outcomes(variants) if self.held_out is not None else [{} for _ in variants]
         minimised = self.store.get_meta("minimised") or {}
         ablated = self.store.get_meta("ablation") or {}
+        # Every individual that made the original program: the summary calls it `original`.
+        originals = {
+            identifier
+            for identifier, _, _, made in self.store.lineage()
+            if made is not None and made["tree_hash"] == original.tree_hash
+        }
         front = []
         for member, variant, outcomes in zip(members, variants, held, strict=True):
             evaluation = self.cache[member.tree_hash]
@@ -737,11 +743,13 @@ class Experiment:
                 "evaluation": evaluation,
                 "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
             }
-            smaller = minimised.get(member.id)
+            # The studies keep their results by the summary's id (`original` for the original).
+            known_as = ORIGINAL if member.id in originals or not variant.changed_files else member.id
+            smaller = minimised.get(known_as, minimised.get(member.id))
             if smaller is not None and smaller["of_edits"] == variant.patch.to_json():  # see gi/minimize.py
                 entry["minimal"] = {key: value for key, value in smaller.items() if key != "of_edits"}
                 entry["minimal_diff"] = apply(self.program, Patch.from_json(smaller["edits"])).diff()
-            ablation = ablated.get(member.id)
+            ablation = ablated.get(known_as, ablated.get(member.id))
             if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/ablation.py
                 entry["ablation"] = ablation["edits"]
             if self.timing.active and member.fitness.feasible and variant.changed_files:
@@ -767,6 +775,7 @@ class Experiment:
             front=front,
             history=self.store.history(),
             evaluation_log=self.store.evaluation_log(),
+            original_ids=originals,
             evaluations=len(self.cache) - 1,  # every program measured, but the original
             cache_hits=self.progress.cache_hits,
             wall_seconds=wall_seconds,

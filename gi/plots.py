@@ -46,15 +46,60 @@ def _title(name: str) -> str:
     return name.replace("_", " ")
 
 
+#: Objectives drawn on a logarithmic axis: ratios, where members 100x faster and 2x faster
+#: would otherwise sit together near 0.
+LOG_SCALE = frozenset({"runtime"})
+
+
+def constant_objectives(
+    objectives: Sequence[str], groups: Mapping[str, Sequence[Mapping[str, Any]]], original: Mapping[str, float | None]
+) -> list[str]:
+    """The objectives the front's plot leaves out: those that take one value over every point
+    it draws (every member and the original), which a scatter matrix would give a row and a
+    column for nothing; when every objective is constant, the first is still drawn."""
+    constant = []
+    for name in objectives:
+        values = {m["objectives"].get(name) for members in groups.values() for m in members} | {original.get(name)}
+        if len({float(value) for value in values if value is not None}) <= 1:
+            constant.append(name)
+    return constant[1:] if len(constant) == len(objectives) else constant
+
+
+def _plain_log_ticks(axis: Any, values: Sequence[float]) -> None:
+    """Tick labels of a log axis as plain numbers (0.01, 0.5, 1), the ticks between powers of
+    ten labelled only when the values span less than a power of ten (else too many)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    axis.set_major_formatter(plain)
+    axis.set_minor_formatter(plain if max(values) < 10 * min(values) else NullFormatter())
+
+
+def _positive(values: Sequence[float]) -> bool:
+    """Whether a log axis can show these values: some, all finite and above 0."""
+    return bool(values) and all(np.isfinite(value) and value > 0 for value in values)
+
+
 def front_matrix(
     objectives: Sequence[str],
     groups: Mapping[str, Sequence[Mapping[str, Any]]],
     original: Mapping[str, float | None],
 ) -> bytes:
-    """A scatter matrix of the front's objective values, one panel per pair of objectives (one
-    axis when there is one objective): each group of members (a run's front, or an arm's) in
-    its colour, members that overfit as crosses, the original as a black star."""
-    names = list(objectives)
+    """The PNG of `front_figure`."""
+    return _png(front_figure(objectives, groups, original))
+
+
+def front_figure(
+    objectives: Sequence[str],
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    original: Mapping[str, float | None],
+) -> Figure:
+    """A scatter matrix of the front's objective values, one panel per pair of objectives that
+    vary (one axis when one does; constant objectives are left out, `front_caption` names them):
+    each group of members (a run's front, or an arm's) in its colour, members that overfit as
+    crosses, the original as a black star; `runtime` on a logarithmic axis."""
+    constant = constant_objectives(objectives, groups, original)
+    names = [name for name in objectives if name not in constant]
     pairs: list[tuple[str, str | None]] = [(x, y) for index, y in enumerate(names) for x in names[:index]]
     pairs = pairs or [(names[0], None)]
     size = len(names) - 1 if len(names) > 1 else 1
@@ -64,6 +109,19 @@ def front_matrix(
         for column in range(size):
             if column > row:
                 axes[row][column].set_visible(False)
+    everything = [m for members in groups.values() for m in members]
+
+    def values(name: str) -> list[float]:
+        found = [m["objectives"].get(name) for m in everything] + [original.get(name)]
+        return [float(value) for value in found if value is not None]
+
+    def logarithmic(name: str) -> bool:
+        return name in LOG_SCALE and _positive(values(name))
+
+    def whole(name: str) -> bool:
+        """Counts (tests, edits, complexity) get ticks at whole numbers only."""
+        return all(value.is_integer() for value in values(name))
+
     for x_name, y_name in pairs:
         ax = axes[0][0] if y_name is None else axes[names.index(y_name) - 1][names.index(x_name)]
         for index, (label, members) in enumerate(groups.items()):
@@ -92,11 +150,24 @@ def front_matrix(
             label="original",
             zorder=3,
         )
-        ax.set_xlabel(_title(x_name))
+        ax.set_xlabel(_title(x_name) + (" (log scale)" if logarithmic(x_name) else ""))
+        if logarithmic(x_name):
+            ax.set_xscale("log")
+            _plain_log_ticks(ax.xaxis, values(x_name))
+        elif len(set(values(x_name))) == 1:  # one value (the original alone): one tick
+            ax.set_xticks(values(x_name)[:1])
+        elif whole(x_name):
+            ax.xaxis.set_major_locator(_whole_numbers())
         if y_name:
-            ax.set_ylabel(_title(y_name))
+            ax.set_ylabel(_title(y_name) + (" (log scale)" if logarithmic(y_name) else ""))
+            if logarithmic(y_name):
+                ax.set_yscale("log")
+                _plain_log_ticks(ax.yaxis, values(y_name))
+            elif whole(y_name):
+                ax.yaxis.set_major_locator(_whole_numbers())
         else:
             ax.set_yticks([])
+        ax.margins(0.1)  # no point on the frame
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     for ax in (a for line in axes for a in line if a.get_visible()):
@@ -105,9 +176,25 @@ def front_matrix(
             if label not in labels:
                 handles.append(handle)
                 labels.append(label)
-    figure.legend(handles, labels, loc="upper right", fontsize="small", frameon=False)
+    if size == 1:  # beside the one panel; in a matrix, in the empty corner above the diagonal
+        figure.legend(handles, labels, loc="center left", bbox_to_anchor=(0.98, 0.5), fontsize="small", frameon=False)
+    else:
+        figure.legend(handles, labels, loc="upper right", fontsize="small", frameon=False)
     figure.suptitle("Pareto front (the star is the original)")
-    return _png(figure)
+    return figure
+
+
+def front_caption(constant: Sequence[str], original: Mapping[str, float | None]) -> str:
+    """What the front's plot leaves out: 'Not drawn: failed tests, 0 for every member and the original.'"""
+    parts = [f"{_title(name)} ({_value(original.get(name))})" for name in constant]
+    return f"Not drawn, the same for every member and the original: {', '.join(parts)}."
+
+
+def _value(value: float | None) -> str:
+    """An objective's value for a caption: whole numbers without decimals."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
 
 
 def hypervolume(series: Mapping[str, Sequence[Sequence[float]]]) -> bytes:
@@ -144,8 +231,9 @@ OPERATOR_BARS = ("proposed", "valid", "passing", "in front")
 
 
 def operator_bars(rows: Mapping[str, Mapping[str, float]]) -> bytes:
-    """Per operator, grouped bars: edits proposed, of them valid (they made a changed program
-    that parses), programs passing every training test, members on the final front."""
+    """Per operator, grouped bars (`operator_counts`): edits proposed, of them valid (they
+    made a program new to the population), programs passing every training test, members on
+    the final front."""
     names = list(rows)
     figure = _new_figure(max(6.4, 0.7 * len(names) + 2.0), 3.8)
     ax = figure.subplots()
@@ -155,17 +243,24 @@ def operator_bars(rows: Mapping[str, Mapping[str, float]]) -> bytes:
         heights = [operator_counts(rows[name])[bar] for name in names]
         ax.bar(positions + (index - 1.5) * width, heights, width, label=bar, color=COLOURS[index])
     ax.set_xticks(positions, [name.replace("_", "\n") for name in names], fontsize="small")
+    ax.yaxis.set_major_locator(_whole_numbers())
     ax.set_ylabel("count")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", frameon=False)
+    ax.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside, not on, the bars
     figure.suptitle("What each operator proposed and what became of it")
     return _png(figure)
 
 
 def operator_counts(row: Mapping[str, float]) -> dict[str, float]:
-    """An operator's accounting as the report shows it: proposed, valid, passing, in front."""
+    """An operator's accounting as the report shows it: proposed, valid, passing, in front.
+
+    Valid means the same for every operator: a proposed edit that changed the program and made
+    one the population did not hold, i.e. proposed less the offspring that changed nothing and
+    those that repeated a program (`gi.variation.Batch` counts each offspring once). The
+    model's replies that did not parse, were the wrong kind or changed nothing never became
+    proposals, so they are not subtracted again."""
     proposed = float(row.get("proposals", 0))
-    wasted = sum(float(row.get(key, 0)) for key in ("unparseable", "wrong_kind", "no_ops"))
+    wasted = float(row.get("duplicates", 0)) + float(row.get("unchanged", 0))
     return {
         "proposed": proposed,
         "valid": max(proposed - wasted, 0.0),

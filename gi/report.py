@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,11 @@ SUMMARY_NAME = "summary.json"
 LOG_NAME = "evaluations.jsonl"
 PATCH_DIR = "patches"
 STORE_NAME = "store.sqlite"  # the run store's file, as gi/experiment.py names it
+#: The original program's one id and operator label in summary.json, the tables and the report,
+#: on the front or not. The search knows it by an individual's id (`g0-i0`, the empty patch of
+#: generation 0), which `baseline.individuals` keeps, so the commands take that id too.
+ORIGINAL = "original"
+ORIGINAL_OPERATOR = "none"
 
 
 def source_hash(text: str) -> str:
@@ -64,25 +69,33 @@ def write_report(
     wall_seconds: float,
     sandbox: str,
     extra: Mapping[str, Any],
+    original_ids: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Write summary.json, patches/*.diff and evaluations.jsonl; return the summary."""
+    """Write summary.json, patches/*.diff and evaluations.jsonl; return the summary.
+
+    `original_ids` are the ids of the search's individuals that made the original program:
+    the summary calls each of them `original` (a front member, a parent), with one operator
+    label, and keeps them in `baseline.individuals`."""
     patch_dir = folder / PATCH_DIR
     patch_dir.mkdir(exist_ok=True)
     for old in patch_dir.glob("*.diff"):
         old.unlink()
+    aliases = set(original_ids) | {entry["member"].id for entry in front if not entry["variant"].changed_files}
     members = []
     for entry in front:
         member, variant = entry["member"], entry["variant"]
+        is_original = member.id in aliases
+        identifier = ORIGINAL if is_original else member.id
         diff = variant.diff()
         diff_name = None
         if diff:
-            diff_name = f"{PATCH_DIR}/{member.id}.diff"
+            diff_name = f"{PATCH_DIR}/{identifier}.diff"
             _write_atomic(folder / diff_name, diff)
         record: dict[str, Any] = {
-            "id": member.id,
+            "id": identifier,
             "generation": member.generation,
-            "operator": member.operator,
-            "parents": list(member.parents),
+            "operator": ORIGINAL_OPERATOR if is_original else member.operator,
+            "parents": [ORIGINAL if parent in aliases else parent for parent in member.parents],
             "edits": variant.patch.to_json(),
             "descriptions": describe_patch(variant.patch, variant.program),
             "objectives": entry["objectives"],
@@ -97,7 +110,7 @@ def write_report(
         if "minimal" in entry:  # from `gi minimize`, kept in the run store
             record["minimal"] = entry["minimal"]
             if entry["minimal_diff"]:
-                _write_atomic(folder / PATCH_DIR / f"{member.id}.min.diff", entry["minimal_diff"])
+                _write_atomic(folder / PATCH_DIR / f"{identifier}.min.diff", entry["minimal_diff"])
         if "holdout" in entry:
             record["holdout"] = entry["holdout"]
             record["overfits"] = entry["overfits"]
@@ -125,6 +138,7 @@ def write_report(
             "measures": baseline.measures,
             "training": test_counts(baseline.tests),
             "holdout": test_counts(baseline_holdout) if baseline_holdout is not None else None,
+            "individuals": sorted(aliases),
         },
         "front": members,
         "evaluations": evaluations,
@@ -170,7 +184,11 @@ def _tests(counts: Mapping[str, Any] | None) -> str:
 
 def changed_members(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The front members that change the program: the empty patch is the original, shown once."""
-    return [member for member in summary["front"] if member["diff"] is not None or member["descriptions"]]
+    return [
+        member
+        for member in summary["front"]
+        if member["id"] != ORIGINAL and (member["diff"] is not None or member["descriptions"])
+    ]
 
 
 def front_table(summary: Mapping[str, Any]) -> Table:
@@ -252,6 +270,7 @@ _OPERATOR_COLUMNS = {
     "no_site": "tries without a site",
     "unparseable": "unparseable replies",
     "wrong_kind": "replies of the wrong kind",
+    "unchanged": "proposed edits that changed nothing",
     "no_ops": "edits that changed nothing",
     "tokens": "tokens",
     "cost": "USD",
@@ -282,20 +301,26 @@ def operator_table(summary: Mapping[str, Any]) -> Group:
     return Group(table, notes)
 
 
-ORIGINAL = "original"
+def member_id(summary: Mapping[str, Any], typed: str) -> str:
+    """The summary's id for an id a user typed: `original` for any id the search gave the
+    original program (`g0-i0`, from `baseline.individuals`), else the id as typed."""
+    return ORIGINAL if typed in (summary["baseline"].get("individuals") or ()) else typed
 
 
-def find_member(summary: Mapping[str, Any], member_id: str) -> dict[str, Any] | None:
-    """A front member by id; `original` is the original program, whether or not it is on the front."""
+def find_member(summary: Mapping[str, Any], typed: str) -> dict[str, Any] | None:
+    """A front member by id (or by the search's id of the original); `original` is the original
+    program, whether or not it is on the front."""
+    wanted = member_id(summary, typed)
     for member in summary["front"]:
-        if member["id"] == member_id:
+        if member["id"] == wanted:
             return dict(member)
-    if member_id == ORIGINAL:
+    if wanted == ORIGINAL:
         baseline = summary["baseline"]
         return {
             "id": ORIGINAL,
             "generation": 0,
-            "operator": "none",
+            "operator": ORIGINAL_OPERATOR,
+            "parents": [],
             "edits": [],
             "descriptions": [],
             "objectives": dict(baseline["objectives"]),
@@ -382,6 +407,7 @@ class _Baseline(_Shape):
     objectives: dict[str, float | None]
     training: _Tests | None = None
     holdout: _Tests | None = None
+    individuals: list[str] | None = None
 
 
 class _LLM(_Shape):

@@ -19,6 +19,7 @@ from gi.config import Config, load_config
 from gi.errors import ConfigError, StoreError
 from gi.experiment import Experiment
 from gi.patch import Patch, Variant, apply
+from gi.report import member_id as summary_id
 from gi.report import read_summary
 from gi.results import Evaluation
 
@@ -74,7 +75,8 @@ class FinishedRun:
         front: list[dict[str, Any]] = self.summary["front"]
         if member_id is None:
             return front
-        chosen = [member for member in front if member["id"] == member_id]
+        wanted = summary_id(self.summary, member_id)  # the search's id of the original is `original`'s
+        chosen = [member for member in front if member["id"] == wanted]
         if not chosen:
             ids = ", ".join(member["id"] for member in front)
             raise StoreError(f"{self.folder}: no front member {member_id!r}; the front holds {ids or 'no member'}")

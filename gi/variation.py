@@ -29,6 +29,8 @@ BREEDING_TRIES = 20
 #: Uses of the language model a generation may make beyond its share of mutations (for
 #: replies that give nothing new); past that, its mutations come from classic operators.
 LLM_MARGIN = 2
+#: Tree hashes of patches `Variation` remembers before it forgets them all and starts again.
+HASHES = 4096
 
 
 def operator_of_label(label: str) -> str:
@@ -83,16 +85,51 @@ class Variation:
         #: Uses of the language model left in this generation (`start_generation` sets it).
         self.llm_left = 0
         #: Per operator: edits proposed, tries that found no site, offspring that repeated a
-        #: program already in the population, and seconds spent proposing.
+        #: program already in the population, offspring whose new edit changed nothing, and
+        #: seconds spent proposing.
         self.accounting: dict[str, dict[str, float]] = {}
+        #: Tree hashes of patches applied lately (by patch key): the program an offspring's
+        #: patch makes without its new edit is most often its parent's.
+        self._hashes: dict[str, str] = {}
 
     def start_generation(self, size: int) -> None:
         """Allow the language model its share of a generation of `size` mutations, plus a margin."""
         self.llm_left = math.ceil(size * self.llm_share) + LLM_MARGIN if self.llm is not None else 0
 
     def count(self, operator: str, key: str, amount: float = 1.0) -> None:
-        counts = self.accounting.setdefault(operator, {"proposals": 0, "no_site": 0, "duplicates": 0, "seconds": 0.0})
-        counts[key] += amount
+        """Add to an operator's count (a run resumed from an older store may lack the key)."""
+        counts = self.accounting.setdefault(
+            operator, {"proposals": 0, "no_site": 0, "duplicates": 0, "unchanged": 0, "seconds": 0.0}
+        )
+        counts[key] = counts.get(key, 0) + amount
+
+    def tree_hash(self, patch: Patch) -> str:
+        """The tree hash of the program `patch` makes (remembered for the last HASHES patches)."""
+        key = patch.key()
+        found = self._hashes.get(key)
+        if found is None:
+            found = apply(self.program, patch).tree_hash
+            self.remember(patch, found)
+        return found
+
+    def remember(self, patch: Patch, tree_hash: str) -> None:
+        """Note the tree hash of a patch just applied (all are forgotten past HASHES)."""
+        if len(self._hashes) >= HASHES:
+            self._hashes.clear()
+        self._hashes[patch.key()] = tree_hash
+
+    def changed_nothing(self, offspring: Offspring, variant: Variant) -> bool:
+        """Whether the offspring's new edit left the program as it was without that edit: it
+        took no effect (its site was gone, a later edit overwrote it) or made the same program."""
+        edits = offspring.patch.edits
+        at = [index for index, edit in enumerate(edits) if edit is offspring.edit]
+        at = at or [index for index, edit in enumerate(edits) if edit == offspring.edit]
+        if not at:
+            return False
+        index = at[-1]
+        if not variant.effective[index]:
+            return True
+        return self.tree_hash(Patch(edits[:index] + edits[index + 1 :])) == variant.tree_hash
 
     def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
         """One edit: from the language model for a `llm_share` of mutations (while the
@@ -175,7 +212,8 @@ class Variation:
 
 class Batch:
     """One generation's candidates: each proposal applied, too-long patches and programs
-    already present left out (counted as duplicates of the operator that made them)."""
+    already present left out (counted as duplicates of the operator that made them, or, when
+    the offspring's new edit changed nothing, as unchanged: one count per offspring)."""
 
     def __init__(
         self,
@@ -197,9 +235,14 @@ class Batch:
         if len(offspring.patch) > self.max_edits:
             return False
         variant = apply(self.variation.program, offspring.patch)
+        self.variation.remember(offspring.patch, variant.tree_hash)
+        name = operator_of_label(offspring.operator)
+        unchanged = offspring.edit is not None and self.variation.changed_nothing(offspring, variant)
+        if unchanged:
+            self.variation.count(name, "unchanged")
         if variant.tree_hash in self.seen:
-            name = operator_of_label(offspring.operator)
-            self.variation.count(name, "duplicates")
+            if not unchanged:
+                self.variation.count(name, "duplicates")
             llm = self.variation.llm
             if llm is not None and offspring.edit is not None and name == llm.name:
                 llm.note_duplicate(offspring.edit)

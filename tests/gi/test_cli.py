@@ -155,6 +155,43 @@ def test_a_negative_seed_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixt
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_population_or_generations_the_config_could_not_hold_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, tmp_path / "runs")
+    for argv, problem in (
+        (["--population", "1"], "--population 1: input should be greater than or equal to 2 (search.population)"),
+        (["--generations", "-1"], "--generations -1: input should be greater than or equal to 0"),
+    ):
+        assert main(["run", str(config), *argv]) == 2
+        (line,) = error_lines(capsys.readouterr().err)
+        assert problem in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_generations_and_population_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run is shortened (or lengthened) without touching the config file, arms included."""
+    config = write_config(tmp_path, tmp_path / "runs", population=2, generations=3)
+    text = config.read_text()
+    assert main(["run", str(config), "--quiet", "--generations", "1", "--population", "3"]) == 0
+    assert config.read_text() == text
+    summary = json.loads((tmp_path / "runs" / "chain-seed1" / "summary.json").read_text())
+    assert [entry["generation"] for entry in summary["generations"]] == [0, 1]
+    assert checkpoints(tmp_path / "runs" / "chain-seed1" / "store.sqlite") == 2
+    assert main(["run", str(config), "--quiet"]) == 2, "as written, the config is another experiment"
+    assert "holds a run of a different config; rerun with --fresh" in capsys.readouterr().err
+
+    with_arm = text.replace('name = "chain"', 'name = "arms"') + (
+        '\n[[arms]]\nname = "wide"\nsearch = { population = 4, generations = 5 }\n'
+    )
+    config.write_text(with_arm)
+    assert main(["run", str(config), "--quiet", "--generations", "0"]) == 0
+    summary = json.loads((tmp_path / "runs" / "arms" / "wide-seed1" / "summary.json").read_text())
+    assert [entry["generation"] for entry in summary["generations"]] == [0], "the command line wins over the arm"
+    assert summary["evaluations"] == 3, "the arm's own population stays: the original and 3 others"
+
+
 def test_the_sigterm_handler_lasts_only_as_long_as_the_run(tmp_path: Path) -> None:
     before = signal.getsignal(signal.SIGTERM)
     assert main(["run", str(tmp_path / "missing.toml")]) == 2
@@ -376,6 +413,29 @@ def test_show_original_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert original["objectives"] == {"complexity": 4} and original["diff_text"] is None
 
 
+def test_a_long_edit_line_wraps_under_its_own_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns a description wraps with a hanging indent: continuation lines start under
+    its first character, not at the margin under the dash."""
+    monkeypatch.setenv("COLUMNS", "80")
+    long = (
+        'chain.py:12 replace "if grade_boundaries[index] <= score and not override:" with a copy'
+        ' of "return letter_for(score, boundaries=grade_boundaries, default=DEFAULT_GRADE)"'
+    )
+    summary = summary_of_one_member()
+    summary["front"][0]["descriptions"] = [long, "chain.py:3 delete 'return 1'"]
+    run = write_run(tmp_path / "run", summary)
+    assert main(["show", str(run), "g1-i0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = next(index for index, line in enumerate(lines) if line.startswith("  - chain.py:12 "))
+    continued = lines[first + 1 : next(i for i in range(first + 1, len(lines)) if lines[i].startswith("  - "))]
+    assert continued, "the description fits in 80 columns: make it longer"
+    assert all(len(line) <= 80 for line in lines[first : first + 1 + len(continued)])
+    assert all(line.startswith("    ") and line[4] != " " for line in continued), continued
+    assert " ".join(line.strip() for line in [lines[first][4:], *continued]) == long
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
@@ -391,16 +451,38 @@ def test_the_progress_line_gives_shares_and_the_time_left_at_this_sessions_pace(
 
     pace = Pace(total=100)
     # A resumed run: 40 of 100 programs were done before this session, 30 evaluated, 10 from the cache.
-    assert pace.status(Progress(evaluations=30, cache_hits=10), 40, now=1000.0) == (
-        "evals 30  cache hits 25%  timeouts -  ETA -"
-    )
+    assert pace.status(Progress(evaluations=30, cache_hits=10), 40, now=1000.0) == ("ETA -  cache hits 25%  timeouts -")
     # 20 more in 10 s, 4 of the 16 evaluations stopped by a time limit: 40 left take 20 s.
     assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 60, now=1010.0) == (
-        "evals 46  cache hits 23%  timeouts 25%  ETA 20s"
+        "ETA 20s  cache hits 23%  timeouts 25%"
     )
     assert pace.status(Progress(evaluations=46, cache_hits=14, timed_out=4), 61, now=1610.0) == (
-        "evals 46  cache hits 23%  timeouts 25%  ETA 18m53s"  # 39 left at 21 per 610 s
+        "ETA 18m53s  cache hits 23%  timeouts 25%"  # 39 left at 21 per 610 s
     )
+
+
+@pytest.mark.parametrize("width", [80, 60, 40])
+def test_the_progress_line_keeps_the_generation_and_evaluations_whole_when_narrow(width: int) -> None:
+    """Only the status is cut, at its end; gen N/M and evals N stay whole."""
+    from rich.console import Console
+
+    from gi.cli import run_progress
+
+    console = Console(width=width, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    status = "ETA 1m05s  cache hits 25%  timeouts 3%  HV 0.4312  failed_tests=0  complexity=11  size=1"
+    with run_progress(console, disable=False) as progress:
+        task = progress.add_task("search", total=220, generation=7, generations=10, evaluations=158, status=status)
+        progress.update(task, completed=180)
+        console.print(progress.make_tasks_table(progress.tasks))
+    lines = [line for line in console.export_text().splitlines() if line.strip()]
+    console.file.close()
+    line = lines[-1]
+    assert len(line) <= width
+    assert line.startswith("gen 7/10 evals 158 "), line
+    assert "180/220" in line, line
+    assert "ETA" in line, "the status starts with the time left"
+    if width == 80:
+        assert "ETA 1m05s  cache hits 25%  timeouts 3%" in line and line.endswith("…"), line
 
 
 def test_the_commands_around_a_run_on_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -108,6 +108,35 @@ def test_apply_of_an_unknown_member(
     assert "no front member 'g99-i9'" in error_line(capsys.readouterr().err)
 
 
+# --- the original, once ---------------------------------------------------------------------------
+
+
+def test_the_original_has_one_id_and_one_operator_everywhere(
+    chain_run: tuple[Path, Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """summary.json, `gi show --json`, the tables and the report call it `original`; the id the
+    search gave it (g0-i0) is still taken on the command line."""
+    _, run, summary = chain_run
+    (original,) = (member for member in summary["front"] if not member["edits"])
+    assert (original["id"], original["operator"]) == ("original", "none")
+    assert summary["baseline"]["individuals"] == ["g0-i0"]
+    for name in ("summary.json", "report.md", "report.html"):
+        text = (run / name).read_text()
+        assert "g0-i0" not in text.replace('"individuals": [\n      "g0-i0"', ""), f"{name} names the original g0-i0"
+    assert main(["show", str(run)]) == 0
+    assert "g0-i0" not in capsys.readouterr().out
+    shown = {}
+    for typed in ("original", "g0-i0"):
+        assert main(["show", str(run), typed, "--json"]) == 0
+        shown[typed] = json.loads(capsys.readouterr().out)
+    assert shown["original"] == shown["g0-i0"]
+    assert (shown["original"]["id"], shown["original"]["operator"]) == ("original", "none")
+    assert main(["show", str(run), "g0-i0"]) == 0
+    assert "original (the original program)" in capsys.readouterr().out
+    assert main(["apply", str(run), "g0-i0", "--project", str(run / "nowhere")]) == 0
+    assert "original changes nothing" in capsys.readouterr().out
+
+
 # --- gi report ------------------------------------------------------------------------------------
 
 
@@ -131,6 +160,31 @@ def test_the_run_wrote_its_report(chain_run: tuple[Path, Path, dict[str, Any]]) 
     page = (run / "report.html").read_text()
     assert page.count('<img src="data:image/png;base64,') == 4
     assert "http://" not in page and "https://" not in page
+
+
+def test_valid_edits_are_the_proposed_less_repeats_and_edits_that_changed_nothing(
+    chain_run: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    """The report's operator table (and the plot drawn from the same counts): for a classic
+    operator, valid is not simply proposed."""
+    _, run, summary = chain_run
+    row = summary["operators"]["statement_delete"]
+    valid = row["proposals"] - row["duplicates"] - row["unchanged"]
+    assert 0 < valid < row["proposals"], row
+    assert row["evaluated"] <= valid, "every program it evaluated came from a valid edit"
+    markdown = (run / "report.md").read_text()
+    assert "| operator | proposed | valid | passing | in front |" in markdown
+    line = f"| statement_delete | {row['proposals']:g} | {valid:g} | {row['passing']:g} | {row['front']:g} |"
+    assert line in markdown, markdown
+
+
+def test_the_front_plot_leaves_out_what_never_varies_and_says_so(chain_run: tuple[Path, Path, dict[str, Any]]) -> None:
+    """Under train_pass every member fails no training test, as the original does."""
+    _, run, summary = chain_run
+    assert {member["objectives"]["failed_tests"] for member in summary["front"]} == {0}
+    caption = "Not drawn, the same for every member and the original: failed tests (0)."
+    assert f"*{caption}*" in (run / "report.md").read_text()
+    assert caption in (run / "report.html").read_text()
 
 
 def test_a_recorded_generalisation_gap_is_plotted(

@@ -1,5 +1,6 @@
 """`gi init`: on each example project, a starter config that validates as written, never makes
-a test editable, puts run folders outside the project, and (for one) runs."""
+a test editable, puts run folders outside the project, fits a repair when the original fails
+its tests, and runs as written to the end (shortened from the command line only)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ from pathlib import Path
 import pytest
 
 from gi.cli import main
-from gi.config import load_config
+from gi.config import Constraint, load_config
 from gi.program import Program
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "programs"
 NAMES = sorted(path.name for path in EXAMPLES.iterdir() if path.is_dir())
+#: The examples whose original fails training tests (their experiments/*.toml are repairs).
+REPAIRS = {"bsearch", "windows"}
+#: The budget the whole-run test gives each example: small, and smallest for those timed
+#: with a workload (each passing variant is timed, each changed front member re-timed rigorously).
+BUDGETS = {"dedupe": (2, 0), "batching": (2, 0)}
 
 
 def copy_example(tmp_path: Path, name: str) -> Path:
@@ -41,9 +47,17 @@ def test_init_writes_a_config_that_validates_unchanged(
     program = Program.load(config.program_root, config.program.files, protected=tests)
     assert program.files == (f"{name}.py",), "tests and the workload are never editable"
     assert not config.run_folder.resolve().is_relative_to(project.resolve()), "the run folder is outside the copy"
-    has_workload = (project / "workload.py").exists()
-    assert ("runtime" in config.objectives.names()) == has_workload
-    assert (config.workload is not None) == has_workload
+    repair = name in REPAIRS
+    assert (config.objectives.constraint is Constraint.NONE) == repair, "a repair has no constraint"
+    assert (config.mutators.fault_localisation is True) == repair
+    assert (config.objectives.names() == ["failed_tests", "size"]) == repair
+    assert config.tests.test_timeout >= 2, "a per-test limit, from the original's slowest test"
+    text = (project / "gi.toml").read_text()
+    assert ("So this is a repair" in text) == repair, "the config says why it is a repair"
+    assert max(len(line) for line in text.splitlines()) <= 100
+    timed = (project / "workload.py").exists() and not repair
+    assert ("runtime" in config.objectives.names()) == timed
+    assert (config.workload is not None) == timed
 
 
 def test_init_never_overwrites_a_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,14 +105,54 @@ def test_top_level_test_files_and_nested_packages(tmp_path: Path) -> None:
     assert config.tests.train == ["test_core.py"] and config.tests.holdout == []
 
 
-def test_the_grading_starter_config_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The config as written, but for a tiny budget (population and generations)."""
-    project = copy_example(tmp_path, "grading")
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_every_starter_config_runs_as_written(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gi run gi.toml` on the file gi init wrote, untouched: shortened from the command line only."""
+    project = copy_example(tmp_path, name)
     assert main(["init", str(project)]) == 0
     config = project / "gi.toml"
-    text = config.read_text()
-    config.write_text(text.replace("population = 20", "population = 2").replace("generations = 10", "generations = 0"))
-    assert main(["run", str(config), "--quiet"]) == 0
-    summary = json.loads((tmp_path / "grading-gi-runs" / "grading-seed1" / "summary.json").read_text())
-    assert summary["baseline"]["training"]["passed"] > 0
-    assert summary["baseline"]["holdout"]["passed"] > 0
+    written = config.read_bytes()
+    population, generations = BUDGETS.get(name, (4, 1))
+    argv = ["run", str(config), "--quiet", "--population", str(population), "--generations", str(generations)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert config.read_bytes() == written
+    run = tmp_path / f"{name}-gi-runs" / f"{name}-seed1"
+    summary = json.loads((run / "summary.json").read_text())
+    assert [entry["generation"] for entry in summary["generations"]] == list(range(generations + 1))
+    baseline = summary["baseline"]
+    assert (baseline["training"]["failed"] > 0) == (name in REPAIRS)
+    assert baseline["holdout"]["passed"] + baseline["holdout"]["failed"] > 0
+    assert summary["front"], "a run to the end has a front"
+    assert (run / "report.html").is_file()
+
+
+def write_broken(folder: Path, test: str) -> Path:
+    (folder / "tests").mkdir(parents=True)
+    (folder / "code.py").write_text("def one():\n    return 1\n")
+    (folder / "tests" / "test_code.py").write_text(test)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("test", "problem"),
+    [
+        (
+            "import not_installed_anywhere\n\n\ndef test_one():\n    assert True\n",
+            "tests/test_code.py cannot be collected: ModuleNotFoundError: No module named 'not_installed_anywhere'",
+        ),
+        ("import sys\n\nsys.exit(4)\n", "pytest could not run the training tests"),
+        ("def helper():\n    return 1\n", "pytest collects no test in tests"),
+    ],
+    ids=["does-not-import", "pytest-stops", "no-test"],
+)
+def test_tests_that_cannot_run_are_one_line_and_no_config(
+    tmp_path: Path, test: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = write_broken(tmp_path / "broken", test)
+    assert main(["init", str(project)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gi: error: ")]
+    assert len(err) == 1, err
+    assert f"{project}: the original's training tests cannot run: " in err[0]
+    assert problem in err[0], err[0]
+    assert not (project / "gi.toml").exists()
