@@ -19,7 +19,7 @@ from typing import Any
 
 from gi import plots
 from gi.compare import compare, read_run, run_folders
-from gi.report import SUMMARY_NAME, changed_members, describe_speedup, read_diff, read_summary
+from gi.report import SUMMARY_NAME, changed_members, describe_speedup, gap_rate, read_diff, read_summary
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
@@ -107,6 +107,11 @@ def _number(value: Any) -> str:
     return f"{number:.0f}" if number.is_integer() else f"{number:.4g}"
 
 
+def _percent(rate: float | None) -> str:
+    """A share as a percentage, "-" when nothing was counted."""
+    return "-" if rate is None else f"{rate:.0%}"
+
+
 def _tests(counts: Mapping[str, Any] | None) -> str:
     return f"{counts['passed']}/{counts['passed'] + counts['failed']}" if counts else "-"
 
@@ -192,7 +197,7 @@ def _gap_section(doc: _Document, series: Mapping[str, Sequence[Mapping[str, Any]
         return
     doc.image("generalisation-gap.png", plots.generalisation_gap(recorded), "the generalisation gap per generation")
     rows = [
-        [label, str(entry["generation"]), str(entry["checked"]), str(entry["overfit"]), f"{float(entry['rate']):.0%}"]
+        [label, str(entry["generation"]), str(entry["checked"]), str(entry["overfit"]), _percent(gap_rate(entry))]
         for label, entries in recorded.items()
         for entry in entries
     ]

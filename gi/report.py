@@ -24,6 +24,7 @@ from fitness.objectives import Objective
 from fitness.tests import test_counts
 from gi.describe import describe_patch
 from gi.errors import StoreError
+from gi.patch import Patch, apply
 from gi.results import Evaluation
 
 if TYPE_CHECKING:
@@ -105,8 +106,15 @@ def write_report(
             record["holdout"] = None
             record["overfits"] = None
         members.append(record)
-    judged = [m for m in members if m["overfits"] is not None]
     program = front[0]["variant"].program if front else None  # every member's is the run's program
+    # The original never overfits and is on every front that minimises patch size: it is no
+    # patch, so it is left out of the rate (as of every overfitting rate gi gives).
+    original = apply(program, Patch()).tree_hash if program is not None else None
+    judged = [
+        record
+        for record, entry in zip(members, front, strict=True)
+        if record["overfits"] is not None and entry["variant"].tree_hash != original
+    ]
     summary: dict[str, Any] = {
         "experiment": {
             "name": config.experiment.name,
@@ -151,6 +159,14 @@ def update_summary(folder: Path, summary: Mapping[str, Any], diffs: Mapping[str,
     for name, text in diffs.items():
         _write_atomic(folder / PATCH_DIR / name, text)
     _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
+
+
+def gap_rate(row: Mapping[str, Any]) -> float | None:
+    """A generation's share of checked members that overfit (summary.json generalisation_gap),
+    None when none was checked; older run folders wrote 0 for that, and read as None too."""
+    if not row.get("checked") or row.get("rate") is None:
+        return None
+    return float(row["rate"])
 
 
 def _number(value: float | None) -> str:
@@ -392,7 +408,7 @@ class _GapRow(_Shape):
     generation: int
     checked: int
     overfit: int
-    rate: float
+    rate: float | None
 
 
 class _Share(_Shape):

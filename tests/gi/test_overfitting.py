@@ -5,6 +5,7 @@ tests never steer selection, and minimisation of front members to 1-minimal patc
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from fitness.tests import overfits
+from gi import plots
 from gi.ablation import ablate
 from gi.cli import main
 from gi.edits import DeleteStatement
@@ -98,7 +100,54 @@ def test_the_gap_counts_every_overfitting_front_member(runs: dict[bool, Path]) -
     assert overfitting <= flagged, "a front member that overfits was not flagged when it joined the front"
     for row in gap:
         assert 0 <= row["overfit"] <= row["checked"]
-        assert row["rate"] == (round(row["overfit"] / row["checked"], 4) if row["checked"] else 0.0)
+        assert row["rate"] == (round(row["overfit"] / row["checked"], 4) if row["checked"] else None)
+    # The original is no patch: it is on the front from generation 0 on, and never checked.
+    with sqlite3.connect(runs[True] / "store.sqlite") as db:
+        records = [json.loads(text) for (text,) in db.execute("SELECT record FROM generalisation")]
+    checked = [member for record in records for member in record["members"]]
+    assert "g0-i0" not in checked and gap[0]["checked"] == 0, "generation 0's front holds only the original"
+    assert any(row["checked"] == 0 for row in gap), "a generation that checked nothing is needed to test its rate"
+
+
+@pytest.mark.slow
+def test_the_overfitting_rate_leaves_the_original_out(runs: dict[bool, Path]) -> None:
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    patches = [member for member in summary["front"] if member["edits"]]
+    assert len(patches) < len(summary["front"]), "the original is on this front (size is an objective)"
+    assert patches and all(member["overfits"] for member in patches)
+    assert summary["overfitting_rate"] == 1.0, "every patch on the front overfits: 100%, whatever the original does"
+
+
+@pytest.mark.slow
+def test_a_generation_that_checked_nothing_reads_as_no_rate(
+    runs: dict[bool, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    unchecked = [row["generation"] for row in summary["generalisation_gap"] if row["checked"] == 0]
+    checked = [row for row in summary["generalisation_gap"] if row["checked"]]
+    assert unchecked and checked
+    assert plots.gap_points(summary["generalisation_gap"]) == (
+        [row["generation"] for row in checked],
+        [row["rate"] for row in checked],
+    ), "the plot draws only the generations that checked a member"
+    # A run folder of an older gi wrote 0 for "nothing checked": it reads as "-" too.
+    old = tmp_path / "old"
+    shutil.copytree(runs[True], old)
+    gap = [{**row, "rate": row["rate"] if row["checked"] else 0.0} for row in summary["generalisation_gap"]]
+    (old / "summary.json").write_text(json.dumps({**summary, "generalisation_gap": gap}))
+    for folder in (runs[True], old):
+        capsys.readouterr()
+        assert main(["report", str(folder)]) == 0
+        markdown = (folder / "report.md").read_text()
+        for generation in unchecked:
+            assert f"| grading-simplify | {generation} | 0 | 0 | - |" in markdown
+        for row in checked:
+            cells = (row["generation"], row["checked"], row["overfit"], f"{row['rate']:.0%}")
+            assert "| grading-simplify | {} | {} | {} | {} |".format(*cells) in markdown
+        assert main(["show", str(folder)]) == 0
+        shown = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
+        rows = {cells[1]: cells for cells in shown if len(cells) == 9 and cells[1].isdigit()}
+        assert all(rows[str(generation)][7] == "-" for generation in unchecked)
 
 
 @pytest.mark.slow
