@@ -298,6 +298,53 @@ def operator_table(summary: Mapping[str, Any]) -> Group:
     return Group(table, notes)
 
 
+#: The columns of a validation table: how many programs were checked, how many overfit (and
+#: their share), how many of those the operator's edit introduced (of how many programs with no
+#: overfitting parent, and that share), how many inherited their overfit from a parent.
+VALIDATION_COLUMNS = ("checked", "overfit", "introduced", "inherited")
+
+
+def _percent(rate: float | None) -> str:
+    """A share as a percentage, \"-\" when nothing was counted."""
+    return "-" if rate is None else f"{rate:.0%}"
+
+
+def validation_rows(figures: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """The rows of a validation, as `gi show` and the report print them: front, every feasible
+    program, the language model's edits against the classic ones, then each operator; the cells
+    are VALIDATION_COLUMNS'. A validation stored by an older gi has no introduced or inherited counts ("-")."""
+    rows = [("front", figures["front"]), ("every feasible program", figures["feasible"])]
+    rows += [(f"{name} edits", share) for name, share in figures["groups"].items() if share["checked"]]
+    rows += [(f"  by {name}", share) for name, share in figures["operators"].items()]
+    shown = []
+    for name, share in rows:
+        introduced = "-"
+        if share.get("introduced") is not None:
+            introduced = f"{share['introduced']} of {share['clean_parents']} ({_percent(share['introduced_rate'])})"
+        inherited = "-" if share.get("inherited") is None else str(share["inherited"])
+        overfit = f"{share['overfit']} ({_percent(share['rate'])})"
+        shown.append((name, [str(share["checked"]), overfit, introduced, inherited]))
+    return shown
+
+
+def validation_baseline(figures: Mapping[str, Any]) -> str:
+    """What the suite gives the original program: the baseline the figures are judged against."""
+    counts = figures.get("baseline") or {}
+    if not counts:
+        return "the original under this suite: not recorded"
+    return (
+        f"the original under this suite: {counts['passed']} passed, {counts['failed']} failed,"
+        f" {counts.get('skipped', 0)} skipped (it is in no rate)"
+    )
+
+
+#: What the introduced and inherited columns count, under a validation table.
+VALIDATION_LEGEND = (
+    "introduced: the overfits no parent had, of the programs with no overfitting parent; inherited: a parent"
+    " overfits too"
+)
+
+
 ORIGINAL = "original"
 
 
@@ -415,10 +462,15 @@ class _Share(_Shape):
     checked: int
     overfit: int
     rate: float | None
+    introduced: int | None = None
+    inherited: int | None = None
+    clean_parents: int | None = None
+    introduced_rate: float | None = None
 
 
 class _Validation(_Shape):
     tests: list[str]
+    baseline: _Tests | None = None
     front: _Share
     feasible: _Share
     groups: dict[str, _Share]

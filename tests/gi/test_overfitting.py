@@ -17,6 +17,7 @@ from gi import plots
 from gi.ablation import ablate
 from gi.cli import main
 from gi.edits import DeleteStatement
+from gi.evolution import operator_of_label
 from gi.minimize import kept_of, minimize_patch
 from gi.patch import Patch
 from gi.program import Location
@@ -73,6 +74,82 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
         assert main(["run", str(grading_config(tmp_path, name, holdout=holdout)), "--quiet"]) == 0
         folders[holdout] = tmp_path / name / "grading-simplify-seed1"
     return folders
+
+
+@pytest.fixture(scope="module")
+def seed2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Seed 2 (8 x 4), whose search builds on the deletion of the range check: some programs
+    inherit their overfit from a parent, others bring it in."""
+    tmp_path = tmp_path_factory.mktemp("seed2")
+    assert main(["run", str(grading_config(tmp_path, "seed2", holdout=True)), "--seed", "2", "--quiet"]) == 0
+    return tmp_path / "seed2" / "grading-simplify-seed2"
+
+
+def store_overfits(folder: Path) -> tuple[dict[str, tuple[str, list[str], str]], dict[str, str], dict[str, bool]]:
+    """From a run store alone: every individual (tree hash, parents, operator label), the
+    individual that first made each program, and whether each feasible program that ran the
+    held-out tests overfits (by the one definition)."""
+    with sqlite3.connect(folder / "store.sqlite") as db:
+        individuals = {
+            row[0]: (row[1], json.loads(row[2]), row[3])
+            for row in db.execute("SELECT id, tree_hash, parents, operator FROM individuals")
+        }
+        evaluations = {
+            tree_hash: (individual, json.loads(text))
+            for tree_hash, individual, text in db.execute("SELECT tree_hash, individual, evaluation FROM evaluations")
+        }
+        held = {
+            key.partition(":")[2]: json.loads(value)["outcomes"]
+            for key, value in db.execute("SELECT key, value FROM measurements WHERE key LIKE 'holdout:%'")
+        }
+    [(original_hash, (_, original))] = [(h, e) for h, e in evaluations.items() if e[0] == "baseline"]
+    flags = {}
+    for tree_hash, (_, evaluation) in evaluations.items():
+        feasible = evaluation["status"] == "ok" and evaluation["measures"]["failed_tests"] == 0
+        if feasible and tree_hash != original_hash and tree_hash in held:
+            flags[tree_hash] = overfits(evaluation["tests"], original["tests"], held[tree_hash], held[original_hash])
+    first = {tree_hash: individual for tree_hash, (individual, _) in evaluations.items()}
+    return individuals, first, flags
+
+
+@pytest.mark.slow
+def test_gi_validate_tells_introduced_overfits_from_inherited_ones(
+    seed2: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(seed2)]) == 0
+    figures = json.loads((seed2 / "summary.json").read_text())["validation"]
+    individuals, first, flags = store_overfits(seed2)
+    expected: dict[str, dict[str, int]] = {}
+    for tree_hash, flag in flags.items():
+        if first[tree_hash] not in individuals:  # evaluated, never kept as an individual
+            continue
+        _, parents, label = individuals[first[tree_hash]]
+        inherited = any(flags.get(individuals[parent][0], False) for parent in parents)
+        row = expected.setdefault(operator_of_label(label), {"checked": 0, "introduced": 0, "inherited": 0})
+        row["checked"] += 1
+        row["clean_parents"] = row.get("clean_parents", 0) + (not inherited)
+        row["introduced" if inherited is False else "inherited"] += flag
+    got = {
+        name: {key: share[key] for key in ("checked", "introduced", "inherited", "clean_parents")}
+        for name, share in figures["operators"].items()
+    }
+    assert got == expected
+    feasible = figures["feasible"]
+    assert feasible["introduced"] > 0 and feasible["inherited"] > 0, "this run has both kinds"
+    assert feasible["introduced"] + feasible["inherited"] == feasible["overfit"]
+    assert figures["groups"]["classic"]["introduced"] == feasible["introduced"]
+    assert feasible["introduced_rate"] == round(feasible["introduced"] / feasible["clean_parents"], 4)
+    capsys.readouterr()
+    assert main(["show", str(seed2)]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if "every feasible program" in line]
+    introduced = f"{feasible['introduced']} of {feasible['clean_parents']} ({feasible['introduced_rate']:.0%})"
+    assert introduced in row and row.rstrip(" │").endswith(str(feasible["inherited"]))
+    assert main(["report", str(seed2)]) == 0
+    markdown = (seed2 / "report.md").read_text()
+    assert "## Revalidation" in markdown
+    cells = (feasible["checked"], f"{feasible['overfit']} ({feasible['rate']:.0%})", introduced, feasible["inherited"])
+    assert "| every feasible program | {} | {} | {} | {} |".format(*cells) in markdown
+    assert "(report-images/" in markdown and "Revalidation" in (seed2 / "report.html").read_text()
 
 
 @pytest.mark.slow
@@ -248,9 +325,61 @@ def test_gi_validate_under_the_training_suite_finds_no_overfitting(runs: dict[bo
     suite.mkdir()
     (suite / "test_again.py").write_text((GRADING / "tests" / "test_grading.py").read_text())
     assert main(["validate", str(runs[True]), "--tests", str(suite)]) == 0
-    figures = json.loads((runs[True] / "summary.json").read_text())["validation"]
+    summary = json.loads((runs[True] / "summary.json").read_text())
+    figures = summary["validation"]
+    # The suite really ran on the original: it passes every test it passes in training.
+    assert figures["baseline"] == {**summary["baseline"]["training"], "skipped": 0}
+    assert figures["baseline"]["passed"] > 0
     assert figures["feasible"]["checked"] > 0 and figures["feasible"]["overfit"] == 0
     assert figures["front"]["overfit"] == 0
+
+
+@pytest.mark.slow
+def test_gi_validate_under_the_held_out_suite_flags_the_range_check_deletions(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    assert main(["validate", str(folder), "--tests", str(GRADING / "holdout")]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    figures = summary["validation"]
+    assert figures["baseline"] == {"passed": 3, "failed": 0, "skipped": 0}
+    rejects = {"test_rejects_negative_scores", "test_rejects_scores_over_100"}
+    for member in summary["front"]:
+        result = figures["members"][member["id"]]
+        diff = (folder / member["diff"]).read_text() if member["diff"] else ""
+        removes_check = '-        raise ValueError(f"score out of range: {score}")' in diff
+        assert result["overfits"] is removes_check, member["descriptions"]
+        assert {test.split("::")[-1] for test in result["regressions"]} == (rejects if removes_check else set())
+    assert figures["front"]["overfit"] == figures["front"]["checked"] == 1, "the original is in no rate"
+    capsys.readouterr()
+    assert main(["show", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "the original under this suite: 3 passed, 0 failed, 0 skipped" in out
+
+
+@pytest.mark.slow
+def test_gi_validate_refuses_a_suite_the_original_fails(
+    runs: dict[bool, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    assert main(["validate", str(folder)]) == 0
+    before = json.loads((folder / "summary.json").read_text())["validation"]
+    suite = tmp_path / "broken"
+    suite.mkdir()
+    (suite / "test_broken.py").write_text(
+        "import grading\n\n\ndef test_a():\n    assert False\n\n\ndef test_b():\n    assert grading.nothing\n"
+    )
+    capsys.readouterr()
+    assert main(["validate", str(folder), "--tests", str(suite)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gi: error:")]
+    assert errors == [
+        f"gi: error: {suite}: the original program passes none of its 2 tests (2 failed, 0 skipped), so no"
+        " program can overfit them; the stored figures are left as they were"
+    ]
+    assert json.loads((folder / "summary.json").read_text())["validation"] == before
+    with sqlite3.connect(folder / "store.sqlite") as db:
+        [(stored,)] = db.execute("SELECT value FROM meta WHERE key = 'validation'")
+    assert json.loads(stored) == before
 
 
 @pytest.mark.slow
