@@ -19,6 +19,7 @@ from gi.config import Config, load_config
 from gi.errors import ConfigError, StoreError
 from gi.experiment import Experiment
 from gi.patch import Patch, Variant, apply
+from gi.replay import STUDY
 from gi.report import read_summary
 from gi.results import Evaluation
 
@@ -47,6 +48,9 @@ class FinishedRun:
         self.summary = read_summary(folder)
         self.config = config_of(folder, self.summary)
         self.experiment = Experiment(self.config)
+        # What a study measures (held-out runs of programs the run never checked) is the
+        # study's, not the run's: summary.json's `measurements` stay what the run measured.
+        self.experiment.measurements.source = STUDY
         try:
             self.baseline = self.experiment.reopen()
         except BaseException:

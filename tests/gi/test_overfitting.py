@@ -402,3 +402,21 @@ def test_gi_validate_on_the_runs_own_held_out_tests_agrees_with_the_run(
     assert "every feasible program" in capsys.readouterr().out
     assert main(["validate", str(runs[True]), "--tests", "/nowhere/tests"]) == 2
     assert capsys.readouterr().err.strip() == "gi: error: --tests /nowhere/tests: no such file or folder"
+
+
+@pytest.mark.slow
+def test_studies_measure_apart_from_the_run(runs: dict[bool, Path]) -> None:
+    """What `gi validate` and `gi ablate` run on the held-out tests is theirs: summary.json's
+    `measurements` keep saying what the run measured."""
+    folder = runs[True]
+    config = folder.parents[1] / "with.toml"
+    assert main(["run", str(config), "--quiet"]) == 0  # a finished run rewrites its report
+    measured = json.loads((folder / "summary.json").read_text())["measurements"]["measured"]
+    assert measured["holdout"] > 0
+    assert main(["validate", str(folder)]) == 0
+    assert main(["ablate", str(folder)]) == 0
+    assert main(["run", str(config), "--quiet"]) == 0
+    again = json.loads((folder / "summary.json").read_text())["measurements"]
+    assert again["measured"] == measured
+    feasible = json.loads((folder / "summary.json").read_text())["validation"]["feasible"]["checked"]
+    assert again["studies"]["holdout"] > 0 and again["studies"]["holdout"] + measured["holdout"] >= feasible
