@@ -420,3 +420,48 @@ def test_studies_measure_apart_from_the_run(runs: dict[bool, Path]) -> None:
     assert again["measured"] == measured
     feasible = json.loads((folder / "summary.json").read_text())["validation"]["feasible"]["checked"]
     assert again["studies"]["holdout"] > 0 and again["studies"]["holdout"] + measured["holdout"] >= feasible
+
+
+@pytest.mark.slow
+def test_a_run_folder_copied_elsewhere_is_studied_with_its_config(
+    runs: dict[bool, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sharing case: a run folder and its config copied to another machine, where the path
+    summary.json names for the config does not exist."""
+    folder = runs[True]
+    shared = tmp_path / "shared"
+    copy = shared / "grading-simplify-seed1"
+    shutil.copytree(folder, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary["experiment"]["config"] = "/home/someone/experiments/grading.toml"
+    (copy / "summary.json").write_text(json.dumps(summary))
+    config = shared / "grading.toml"
+    shutil.copyfile(folder.parents[1] / "with.toml", config)
+    original = (folder / "summary.json").read_text()
+    capsys.readouterr()
+
+    assert main(["validate", str(copy)]) == 2
+    [error] = capsys.readouterr().err.splitlines()
+    assert error.startswith(f"gi: error: {copy}: the run's config cannot be read: ") and "--config CONFIG" in error
+
+    assert main(["validate", str(copy), "--config", str(config)]) == 0
+    assert json.loads((copy / "summary.json").read_text())["validation"]["front"]["checked"] == 1
+    assert main(["ablate", str(copy), "--config", str(config)]) == 0
+    assert main(["minimize", str(copy), "--config", str(config)]) == 0
+    studied = json.loads((copy / "summary.json").read_text())
+    assert all("minimal" in member for member in studied["front"])
+    assert (folder / "summary.json").read_text() == original, "the run the folder was copied from is untouched"
+
+    other = shared / "other.toml"
+    other.write_text(config.read_text().replace("population = 8", "population = 9"))
+    capsys.readouterr()
+    assert main(["validate", str(copy), "--config", str(other)]) == 2
+    [error] = capsys.readouterr().err.splitlines()
+    assert error == (
+        f"gi: error: {copy}: no run of {other} made this run folder (the config changed, or it is another"
+        " experiment's); pass the config the run was made with: --config CONFIG"
+    )
+    for command in ("minimize", "ablate"):
+        assert main([command, str(copy), "original", "--config", str(config)]) == 2
+        [error] = capsys.readouterr().err.splitlines()
+        assert error.startswith(f"gi: error: {copy}: the original has no edits, so there is nothing to ")
