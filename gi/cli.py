@@ -606,6 +606,9 @@ def _minimize(args: argparse.Namespace, console: Console) -> int:
         table.add_row(member, str(before[member]), str(len(record["edits"])), str(sum(record["evaluations"].values())),
                       kept)  # fmt: skip
     console.print(table)
+    for member, record in done.items():
+        if not record.get("kept_itself", True):
+            _say(console, f"{member}: {record['why']}")
     return 0
 
 
@@ -648,6 +651,8 @@ def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Cons
     if minimal is not None:
         where = f" ({minimal['diff']})" if minimal["diff"] else ""
         console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
+        if not minimal.get("kept_itself", True):
+            _say(console, f"  ({minimal.get('why', 'not minimised')})")
         for line in minimal["descriptions"]:
             console.print(f"  - {line}", markup=False, highlight=False)
     if member.get("ablation"):

@@ -242,7 +242,8 @@ def test_minimised_patch_of_dead_branch_deletions_is_one_minimal(runs: dict[bool
     with FinishedRun(runs[True]) as run:
         kept = kept_of(run, found)
         assert dict(zip(run.names, kept.values, strict=True))["complexity"] == 9
-        smaller, passes = minimize_patch(run, found, kept)
+        smaller, passes, kept_itself = minimize_patch(run, found, kept)
+        assert kept_itself
         assert smaller.edits == (RANGE_CHECK, DEAD_BRANCH)
         # It deletes the range check that only the held-out tests exercise: it overfits.
         assert run.experiment.held_out is not None
