@@ -415,6 +415,7 @@ class _Ablated(_Shape):
     contribution: dict[str, float]
     feasible_without: bool
     holdout_causes: list[str] | None = None
+    holdout_alone: list[str] | None = None
 
 
 class _Member(_Shape):

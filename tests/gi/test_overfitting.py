@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from fitness.tests import overfits
 from gi import plots
-from gi.ablation import ablate
+from gi.ablation import DESCRIPTION_WIDTH, ablate, ablation_table
 from gi.cli import main
-from gi.edits import DeleteStatement
+from gi.edits import DeleteStatement, ReplaceOperator, ReplaceStatement
 from gi.evolution import operator_of_label
 from gi.minimize import kept_of, minimize_patch
 from gi.patch import Patch
@@ -301,6 +302,38 @@ def test_ablation_names_the_edit_that_deletes_held_out_behaviour(runs: dict[bool
     complexity = {edit: record["contribution"]["complexity"] for edit, record in by_edit.items()}
     assert complexity == {RANGE_CHECK: -2, DEAD_BRANCH: -1, DOCSTRING: 0, DEAD_PRINT: 0}
     assert all(record["feasible_without"] for record in records)
+
+
+@pytest.mark.slow
+def test_the_ablation_table_shows_what_each_edit_breaks_alone(runs: dict[bool, Path]) -> None:
+    """Two edits that each break the range check's tests on their own: neither causes a failure
+    (the other breaks the same tests without it), so only what each breaks alone tells."""
+    never = ReplaceOperator(Location("grading.py", "body[1].body.body[1].test"), "And")  # `or` -> `and`
+    no_raise = ReplaceStatement(  # the raise becomes a copy of `return "F"`
+        Location("grading.py", "body[1].body.body[1].body.body[0]"), Location("grading.py", "body[1].body.body[7]")
+    )
+    with FinishedRun(runs[True]) as run:
+        records = ablate(run, Patch((never, no_raise)))
+        names = list(run.names)
+    rejects = [
+        "holdout/test_grading_holdout.py::test_rejects_negative_scores",
+        "holdout/test_grading_holdout.py::test_rejects_scores_over_100",
+    ]
+    assert [record["holdout_causes"] for record in records] == [[], []]
+    assert [record["holdout_alone"] for record in records] == [rejects, rejects]
+    console = Console(width=250, record=True)
+    console.print(ablation_table({"id": "two", "ablation": records}, names))
+    rows = [line for line in console.export_text().splitlines() if line.startswith("│")]
+    assert len(rows) == 2
+    for row, record in zip(rows, records, strict=True):
+        assert row.count("test_rejects_negative_scores, test_rejects_scores_over_100") == 1
+        shown = row.split("│")[2].strip()
+        if len(record["description"]) > DESCRIPTION_WIDTH:
+            assert shown.endswith("…") and len(shown) <= DESCRIPTION_WIDTH
+            assert record["description"].startswith(shown[:-1].rstrip())
+        else:
+            assert shown == record["description"]
+    assert any(len(record["description"]) > DESCRIPTION_WIDTH for record in records), "no description is cut"
 
 
 @pytest.mark.slow
