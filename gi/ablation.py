@@ -81,8 +81,31 @@ def ablate_front(run: FinishedRun, member_id: str | None = None) -> dict[str, li
     return {member["id"]: done[member["id"]]["edits"] for member in run.members(member_id)}
 
 
+#: How much of an edit's description the ablation table shows; a longer one ends in an ellipsis.
+DESCRIPTION_WIDTH = 60
+
+
+def shortened(text: str, width: int = DESCRIPTION_WIDTH) -> str:
+    """`text` in at most `width` characters: cut at a word where it can be, and ending in "…"
+    when cut, so that a cut description never reads as the whole one."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    space = cut.rfind(" ")
+    if space >= width // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def _test_names(tests: list[str]) -> str:
+    """Test ids by their last part (`test_rejects_negative_scores`), "-" for none."""
+    return ", ".join(test.split("::")[-1] for test in tests) or "-"
+
+
 def ablation_table(member: dict[str, Any], names: list[str]) -> Table:
-    """A member's ablation as `gi show RUN ID` prints it: one row per edit."""
+    """A member's ablation as `gi show RUN ID` prints it: one row per edit, with the held-out
+    tests it causes to fail (they pass without it) and those it breaks on its own: two edits
+    that each break a test alone cause neither failure, and only the second column shows them."""
     table = Table(title=f"Ablation of {member['id']}: each edit's contribution (the value with it minus without it)")
     table.add_column("#", justify="right")
     table.add_column("edit")
@@ -92,12 +115,13 @@ def ablation_table(member: dict[str, Any], names: list[str]) -> Table:
     held = any("holdout_causes" in record for record in member["ablation"])
     if held:
         table.add_column("held-out failures it causes")
+        table.add_column("held-out failures alone")
     for record in member["ablation"]:
         table.add_row(
             str(record["edit"]),
-            Text(record["description"][:60]),
+            Text(shortened(record["description"])),
             *(f"{record['contribution'].get(name, 0):+g}" for name in names),
             "yes" if record["feasible_without"] else "no",
-            *([Text(", ".join(t.split("::")[-1] for t in record.get("holdout_causes", [])) or "-")] if held else []),
+            *([Text(_test_names(record.get(key, []))) for key in ("holdout_causes", "holdout_alone")] if held else []),
         )
     return table

@@ -181,7 +181,12 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         "member's `minimal` patch, and patches/<id>.min.diff its diff.",
     )
     minimize.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
-    minimize.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
+    minimize.add_argument(
+        "--config",
+        type=Path,
+        help="the run's config, when summary.json's path to it does not hold (a run folder copied from elsewhere)",
+    )
+    minimize.add_argument("patch", nargs="?", help="one front member's id (default: every member; not original)")
     ablate = commands.add_parser(
         "ablate",
         help="measure what each edit of each front member contributes, and which cause held-out failures",
@@ -191,7 +196,12 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         "`ablation`; `gi show RUN ID` prints it.",
     )
     ablate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
-    ablate.add_argument("patch", nargs="?", help="one front member's id (default: every member)")
+    ablate.add_argument(
+        "--config",
+        type=Path,
+        help="the run's config, when summary.json's path to it does not hold (a run folder copied from elsewhere)",
+    )
+    ablate.add_argument("patch", nargs="?", help="one front member's id (default: every member; not original)")
     validate = commands.add_parser(
         "validate",
         help="run a finished run's front and every feasible program it saw under other tests",
@@ -201,6 +211,11 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         "program and per operator (language model against classic edits). summary.json: `validation`.",
     )
     validate.add_argument("run", type=Path, help="a finished run folder (it holds summary.json)")
+    validate.add_argument(
+        "--config",
+        type=Path,
+        help="the run's config, when summary.json's path to it does not hold (a run folder copied from elsewhere)",
+    )
     validate.add_argument("--tests", type=Path, nargs="+", metavar="PATH", help="test files or folders")
 
 
@@ -638,11 +653,23 @@ def _print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
+def _refuse_original(args: argparse.Namespace, verb: str) -> None:
+    """`gi minimize RUN original` and `gi ablate RUN original` have nothing to work on."""
+    from gi.report import ORIGINAL
+
+    if args.patch == ORIGINAL:
+        raise UsageError(
+            f"{args.run}: the original has no edits, so there is nothing to {verb}; name a front member"
+            f" (gi show {args.run} lists them)"
+        )
+
+
 def _minimize(args: argparse.Namespace, console: Console) -> int:
     from gi.minimize import minimize_front
     from gi.rerun import FinishedRun
 
-    with FinishedRun(args.run) as run:
+    _refuse_original(args, "minimise")
+    with FinishedRun(args.run, args.config) as run:
         before = {member["id"]: len(member["edits"]) for member in run.members(args.patch)}
         _say_isolation(run.config)
         done = minimize_front(run, args.patch)
@@ -654,6 +681,9 @@ def _minimize(args: argparse.Namespace, console: Console) -> int:
         table.add_row(member, str(before[member]), str(len(record["edits"])), str(sum(record["evaluations"].values())),
                       kept)  # fmt: skip
     console.print(table)
+    for member, record in done.items():
+        if not record.get("kept_itself", True):
+            _say(console, f"{member}: {record['why']}")
     return 0
 
 
@@ -661,7 +691,8 @@ def _ablate(args: argparse.Namespace, console: Console) -> int:
     from gi.ablation import ablate_front, ablation_table
     from gi.rerun import FinishedRun
 
-    with FinishedRun(args.run) as run:
+    _refuse_original(args, "ablate")
+    with FinishedRun(args.run, args.config) as run:
         members = run.members(args.patch)
         _say_isolation(run.config)
         done = ablate_front(run, args.patch)
@@ -680,7 +711,7 @@ def _validate(args: argparse.Namespace, console: Console) -> int:
 
     if args.tests:
         suite_files(args.tests)  # a missing or empty suite is refused before the run is opened
-    with FinishedRun(args.run) as run:
+    with FinishedRun(args.run, args.config) as run:
         _say_isolation(run.config)
         figures = validate(run, args.tests)
     console.print(validation_table(figures))
@@ -695,6 +726,8 @@ def _show_studies(member: dict[str, Any], summary: dict[str, Any], console: Cons
     if minimal is not None:
         where = f" ({minimal['diff']})" if minimal["diff"] else ""
         console.print(f"minimal patch: {len(minimal['edits'])} of {len(member['edits'])} edits{where}")
+        if not minimal.get("kept_itself", True):
+            _say(console, f"  ({minimal.get('why', 'not minimised')})")
         console.print(_bullets(minimal["descriptions"]))
     if member.get("ablation"):
         console.print(ablation_table(member, [objective["name"] for objective in summary["objectives"]]))

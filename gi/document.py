@@ -19,7 +19,17 @@ from typing import Any
 
 from gi import plots
 from gi.compare import compare, read_run, run_folders
-from gi.report import SUMMARY_NAME, changed_members, describe_speedup, read_diff, read_summary
+from gi.report import (
+    SUMMARY_NAME,
+    VALIDATION_COLUMNS,
+    changed_members,
+    describe_speedup,
+    gap_rate,
+    read_diff,
+    read_summary,
+    validation_baseline,
+    validation_rows,
+)
 
 HTML_NAME = "report.html"
 MARKDOWN_NAME = "report.md"
@@ -105,6 +115,11 @@ def _number(value: Any) -> str:
         return "-"
     number = float(value)
     return f"{number:.0f}" if number.is_integer() else f"{number:.4g}"
+
+
+def _percent(rate: float | None) -> str:
+    """A share as a percentage, "-" when nothing was counted."""
+    return "-" if rate is None else f"{rate:.0%}"
 
 
 def _tests(counts: Mapping[str, Any] | None) -> str:
@@ -201,11 +216,27 @@ def _gap_section(doc: _Document, series: Mapping[str, Sequence[Mapping[str, Any]
         return
     doc.image("generalisation-gap.png", plots.generalisation_gap(recorded), "the generalisation gap per generation")
     rows = [
-        [label, str(entry["generation"]), str(entry["checked"]), str(entry["overfit"]), f"{float(entry['rate']):.0%}"]
+        [label, str(entry["generation"]), str(entry["checked"]), str(entry["overfit"]), _percent(gap_rate(entry))]
         for label, entries in recorded.items()
         for entry in entries
     ]
     doc.table(["run", "generation", "checked", "overfit", "rate"], rows)
+
+
+def _validation_section(doc: _Document, figures: Mapping[str, Any]) -> None:
+    """`gi validate`'s figures: the overfitting rate of the front, of every feasible program the
+    search made, of the language model's edits against the classic ones, and per operator, with
+    the overfits each introduced (no parent overfits) apart from those it inherited."""
+    doc.heading("Revalidation")
+    doc.paragraph(f"Overfitting under {', '.join(figures['tests'])} (gi validate): {validation_baseline(figures)}.")
+    doc.table(["programs", *VALIDATION_COLUMNS], [[name.strip(), *cells] for name, cells in validation_rows(figures)])
+    doc.paragraph(
+        "overfit: the programs that keep every training test the original passes and fail a test of this suite"
+        " it passes (the share of those checked); introduced: of those, the ones no parent of which overfits,"
+        " out of the programs with no overfitting parent (the edit made the overfit; the language model and"
+        " the classic operators are compared on this share); inherited: a parent overfits already.",
+        note=True,
+    )
 
 
 def _members_section(doc: _Document, folder: Path, summary: Mapping[str, Any], label: str = "") -> None:
@@ -258,6 +289,8 @@ def _run_document(folder: Path) -> _Document:
     _hypervolume_section(doc, {experiment["name"]: [summary.get("hypervolume") or []]}, several=False)
     _operator_section(doc, summary.get("operators") or {}, (summary.get("llm") or {}).get("stopped"))
     _gap_section(doc, {experiment["name"]: summary.get("generalisation_gap") or []})
+    if summary.get("validation"):
+        _validation_section(doc, summary["validation"])
     doc.heading("Front members")
     if not changed_members(summary):
         doc.paragraph("The front holds only the original program.", note=True)

@@ -41,6 +41,13 @@ class StoreError(GIError):
     exit_code = 2
 
 
+class SuiteError(GIError):
+    """A test suite cannot judge a run: e.g. `gi validate --tests` with a suite the original
+    passes none of, under which no program could be found to overfit."""
+
+    exit_code = 2
+
+
 class LLMError(GIError):
     """The language model cannot serve a run: e.g. --offline and a reply is not in the cache."""
 

@@ -100,11 +100,17 @@ class Experiment:
         on_progress: ProgressCallback | None = None,
         replay_of: Path | None = None,
         replay_into: Path | None = None,
+        folder: Path | None = None,
     ) -> None:
+        """`folder`: the run folder when it is not the config's (a study of a run folder that was
+        copied elsewhere); a replay goes to `replay_into`, by default inside `replay_of`."""
         self.config = config
         self.offline = offline or replay_of is not None
         self.replay_of = replay_of
-        self.folder = config.run_folder if replay_of is None else replay_into or replay_of / REPLAY_FOLDER
+        if folder is not None:
+            self.folder = folder
+        else:
+            self.folder = config.run_folder if replay_of is None else replay_into or replay_of / REPLAY_FOLDER
         self.on_progress = on_progress or (lambda progress, generation_done: None)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
         self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())

@@ -1,11 +1,14 @@
 """Held-out tests during the run: the generalisation gap over time.
 
 After every generation, the front's new members (the archive's feasible members whose
-programs were not on it after the previous generation) also run the held-out tests, and the generation
-records how many were checked and how many overfit (`fitness.tests.overfits`, the one
-definition). The outcomes go to the run store, never to the search: selection reads only
-the training evaluations, so a run with held-out tests selects exactly what the same run
-without them selects. The final front reuses these outcomes (a cache by tree hash).
+programs were not on it after the previous generation) also run the held-out tests, and the
+generation records how many were checked and how many overfit (`fitness.tests.overfits`, the
+one definition). The original program is never counted: it cannot overfit, and it is on the
+front of every run that minimises patch size, so counting it would only dilute the rate. A
+generation that checked no program records a rate of null (nothing was measured), not 0.
+The outcomes go to the run store, never to the search: selection reads only the training
+evaluations, so a run with held-out tests selects exactly what the same run without them
+selects. The final front reuses these outcomes (a cache by tree hash).
 
 Held-out tests are tests.holdout's paths, the test ids tests.holdout_fraction splits off the
 training tests (`split_tests`), and the checks tests.differential generates
@@ -30,6 +33,7 @@ from gi.errors import ConfigError, ProgramError
 from gi.evaluation import Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.replay import Measurements, as_is
+from gi.report import gap_rate
 from gi.results import Evaluation
 from populations import Individual
 
@@ -168,7 +172,9 @@ class HeldOut:
         evaluations: Mapping[str, Evaluation],
         training_baseline: Mapping[str, str],
     ) -> dict[str, Any]:
-        """Check the front's new members of one generation; its record for the run store."""
+        """Check the front's new members of one generation (the original aside); its record for the
+        run store, with `rate` None when no member was checked."""
+        new = [member for member in new if member.tree_hash != self.original.tree_hash]
         variants = [apply(self.evaluator.program, member.patch) for member in new]
         baseline = self.baseline
         flagged = [
@@ -180,7 +186,7 @@ class HeldOut:
             "generation": generation,
             "checked": len(new),
             "overfit": len(flagged),
-            "rate": round(len(flagged) / len(new), 4) if new else 0.0,
+            "rate": round(len(flagged) / len(new), 4) if new else None,
             "members": [member.id for member in new],
             "overfitting": flagged,
         }
@@ -188,8 +194,12 @@ class HeldOut:
 
 def generalisation_gap(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """summary.json's `generalisation_gap`: per generation, the front's new members checked on
-    the held-out tests, how many overfit and their share (0 when none was checked)."""
-    return [{key: record[key] for key in ("generation", "checked", "overfit", "rate")} for record in records]
+    the held-out tests, how many overfit and their share (null when none was checked; a record
+    from an older gi that wrote 0 then reads as null too)."""
+    return [
+        {**{key: record[key] for key in ("generation", "checked", "overfit")}, "rate": gap_rate(record)}
+        for record in records
+    ]
 
 
 def gap_table(gap: Sequence[Mapping[str, Any]]) -> Table:
@@ -202,6 +212,6 @@ def gap_table(gap: Sequence[Mapping[str, Any]]) -> Table:
             str(row["generation"]),
             str(row["checked"]),
             str(row["overfit"]),
-            f"{row['rate']:.0%}" if row["checked"] else "-",
+            "-" if (rate := gap_rate(row)) is None else f"{rate:.0%}",
         )
     return table

@@ -9,15 +9,23 @@ Two named passes, each counting its evaluations, in the manner of a shrinker:
                one of its edits changes an objective value (or the constraint's verdict)
 
 "Keeps" means: the same constraint violation, and every objective value equal but the
-patch's own size (`size`, `diff_lines`: lowering them is the point) and runtime, which must
-lie within the member's measured interval (the rigorous 95% interval of its speed-up, or
-RUNTIME_TOLERANCE around its screening ratio when it has none). Each round's patches are
+patch's own size (`size`, `diff_lines`: lowering them is the point) and runtime. Runtime is
+compared like with like: a smaller patch's screening ratio (what its evaluation measured)
+against the member's own screening ratio, never against the rigorous re-measurement (another
+measurement, with another spread). It keeps the member's speed when it is at most
+RUNTIME_TOLERANCE slower, or as much slower as two screening measurements can differ by noise
+alone when that is more (`runtime_tolerance`, from how far the original's own screening timings
+spread over the run), and in any case closer to the member's ratio than to the original's
+(`runtime_limit`); a faster one keeps it too (the edit it drops was costing time).
+Before minimising, the member's own evaluation must keep its values; when it does not, the
+result says so (`kept_itself` false) and the patch is left whole. Each round's patches are
 evaluated as one batch, in parallel, through the run's evaluator and cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -30,8 +38,9 @@ T = TypeVar("T")
 
 #: Objectives minimisation may change: the patch's own size is what it lowers.
 PATCH_SIZE = frozenset({"size", "diff_lines"})
-#: Runtime ratios within this share of the member's screening ratio count as kept, when the
-#: member has no rigorous interval.
+#: How much slower than the member's screening ratio a smaller patch's may be and still keep its
+#: speed, at least: screening timings (a few processes, other evaluations running beside them)
+#: vary by several percent from one measurement to the next, more on a busy machine.
 RUNTIME_TOLERANCE = 0.1
 #: The label minimisation's evaluations carry in the run store.
 LABEL = "minimize"
@@ -42,12 +51,13 @@ Judge = Callable[[Sequence[tuple[T, ...]]], list[bool]]
 
 @dataclass(frozen=True)
 class Kept:
-    """What a smaller patch must keep of a member's scores."""
+    """What a smaller patch must keep of a member's scores; `runtime_limit` is the slowest
+    screening ratio that keeps the member's speed (None: runtime must be equal, as any value)."""
 
     names: tuple[str, ...]
     values: tuple[float, ...]
     violation: float
-    runtime: tuple[float, float] | None = None
+    runtime_limit: float | None = None
 
     def __call__(self, values: Sequence[float], violation: float) -> bool:
         if violation != self.violation:
@@ -55,20 +65,36 @@ class Kept:
         for name, wanted, value in zip(self.names, self.values, values, strict=True):
             if name in PATCH_SIZE:
                 continue
-            if name == "runtime" and self.runtime is not None:
-                if not self.runtime[0] <= value <= self.runtime[1]:
+            if name == "runtime" and self.runtime_limit is not None:
+                if not value <= self.runtime_limit:  # a NaN ratio keeps nothing
                     return False
             elif value != wanted:
                 return False
         return True
 
 
-def runtime_interval(runtime: float, speedup: Mapping[str, Any] | None) -> tuple[float, float]:
-    """The runtime ratios that count as the member's: its rigorous speed-up interval, inverted,
-    or RUNTIME_TOLERANCE around its screening ratio."""
-    if speedup and "error" not in speedup and speedup.get("low") and speedup.get("high"):
-        return 1.0 / float(speedup["high"]), 1.0 / float(speedup["low"])
-    return runtime * (1 - RUNTIME_TOLERANCE), runtime * (1 + RUNTIME_TOLERANCE)
+def runtime_tolerance(timings: Iterable[Sequence[float]]) -> float:
+    """How much slower than the member's screening ratio a smaller patch's may be, given the
+    original's screening timings of the run (each generation's process means): the spread s of
+    those means (slowest over fastest, less one) is how far one screening measurement of a
+    program can be off, so the ratio of two can differ by (1 + s)^2 - 1 from noise alone; at
+    least RUNTIME_TOLERANCE."""
+    means = [float(mean) for timing in timings for mean in timing]
+    if len(means) < 2 or min(means) <= 0:
+        return RUNTIME_TOLERANCE
+    spread = max(means) / min(means) - 1
+    return max(RUNTIME_TOLERANCE, (1 + spread) ** 2 - 1)
+
+
+def runtime_limit(runtime: float, tolerance: float) -> float:
+    """The slowest screening ratio that keeps a member's speed: `tolerance` above its own, and,
+    for a member faster than the original (whose ratio is 1), closer to its ratio than to the
+    original's (below their geometric mean): however noisy the screening, a patch that is as
+    slow as the original does not keep a speed-up."""
+    limit = runtime * (1 + tolerance)
+    if 0 < runtime < 1:
+        limit = min(limit, math.sqrt(runtime))
+    return limit
 
 
 @dataclass
@@ -125,26 +151,42 @@ def one_edit_removals(items: tuple[T, ...], keeps: Judge[T], passes: Passes) -> 
     return items
 
 
-def minimize_patch(run: FinishedRun, patch: Patch, kept: Kept) -> tuple[Patch, Passes]:
-    """The patch reduced by ddmin, then single-edit removals, keeping `kept`."""
+def minimize_patch(run: FinishedRun, patch: Patch, kept: Kept) -> tuple[Patch, Passes, bool]:
+    """The patch reduced by ddmin, then single-edit removals, keeping `kept`; and whether the
+    whole patch keeps `kept` at all (when it does not, nothing is removed: no smaller patch can
+    be judged against values the member itself does not reach)."""
     passes = Passes()
 
     def keeps(subsets: Sequence[tuple[Any, ...]]) -> list[bool]:
         results = run.evaluate([Patch(tuple(subset)) for subset in subsets], LABEL)
         return [kept(*run.scores(evaluation)) for _, evaluation in results]
 
+    if not keeps([patch.edits])[0]:
+        return patch, passes, False
     edits = ddmin(patch.edits, keeps, passes)
     edits = one_edit_removals(edits, keeps, passes)
-    return Patch(edits), passes
+    return Patch(edits), passes, True
 
 
-def kept_of(run: FinishedRun, patch: Patch, speedup: Mapping[str, Any] | None = None) -> Kept:
-    """What the member's patch achieves, as its scores in this run."""
+def kept_of(run: FinishedRun, patch: Patch) -> Kept:
+    """What the member's patch achieves, as its scores in this run: its objective values (its
+    screening runtime ratio among them) and constraint violation."""
     [(_, evaluation)] = run.evaluate([patch], LABEL)
     values, broken = run.scores(evaluation)
     scores = dict(zip(run.names, values, strict=True))
-    interval = runtime_interval(scores["runtime"], speedup) if "runtime" in scores else None
-    return Kept(run.names, values, broken, interval)
+    limit = None
+    if "runtime" in scores:
+        timings = run.experiment.store.measurements("timing:").values()
+        tolerance = runtime_tolerance(timing["process_means"] for timing in timings if "process_means" in timing)
+        limit = runtime_limit(scores["runtime"], tolerance)
+    return Kept(run.names, values, broken, limit)
+
+
+#: What `minimal` says of a member whose own evaluation does not keep its values.
+NOT_KEPT = (
+    "not minimised: the member's own evaluation does not keep its objective values (a constraint"
+    " violation or a value that is not a number), so no smaller patch can be judged against them"
+)
 
 
 def minimize_front(run: FinishedRun, member_id: str | None = None) -> dict[str, dict[str, Any]]:
@@ -154,8 +196,8 @@ def minimize_front(run: FinishedRun, member_id: str | None = None) -> dict[str, 
     diffs: dict[str, str] = {}
     for member in run.members(member_id):
         patch = run.patch(member)
-        kept = kept_of(run, patch, member.get("speedup"))
-        smaller, passes = minimize_patch(run, patch, kept)
+        kept = kept_of(run, patch)
+        smaller, passes, kept_itself = minimize_patch(run, patch, kept)
         [(variant, evaluation)] = run.evaluate([smaller], LABEL)
         values, _ = run.scores(evaluation)
         diff = variant.diff()
@@ -166,6 +208,9 @@ def minimize_front(run: FinishedRun, member_id: str | None = None) -> dict[str, 
             "diff": f"{PATCH_DIR}/{member['id']}.min.diff" if diff else None,
             "removed": len(patch) - len(smaller),
             "evaluations": passes.counts,
+            "kept_itself": kept_itself,
+            **({} if kept_itself else {"why": NOT_KEPT}),
+            **({"runtime_limit": round(kept.runtime_limit, 6)} if kept.runtime_limit is not None else {}),
             "of_edits": patch.to_json(),
         }
         diffs[member["id"]] = diff

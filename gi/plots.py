@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gi.report import gap_rate
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -269,13 +271,20 @@ def operator_counts(row: Mapping[str, float]) -> dict[str, float]:
     }
 
 
+def gap_points(entries: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[float]]:
+    """The points of one run's generalisation-gap line: (generation, rate) of each generation
+    that checked a member; one that checked none has no rate to draw (older run folders wrote 0)."""
+    points = [(int(entry["generation"]), rate) for entry in entries if (rate := gap_rate(entry)) is not None]
+    return [generation for generation, _ in points], [rate for _, rate in points]
+
+
 def generalisation_gap(series: Mapping[str, Sequence[Mapping[str, Any]]]) -> bytes:
-    """The share of checked members that overfit, per generation, one line per run."""
+    """The share of checked members that overfit, per generation, one line per run; a generation
+    that checked no member has no point (`gap_points`), rather than a point at 0."""
     figure = _new_figure(6.4, 3.4)
     ax = figure.subplots()
     for index, (label, entries) in enumerate(series.items()):
-        generations = [int(entry["generation"]) for entry in entries]
-        rates = [float(entry["rate"]) for entry in entries]
+        generations, rates = gap_points(entries)
         ax.plot(generations, rates, color=COLOURS[index % len(COLOURS)], marker="o", markersize=3, label=label)
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(_whole_numbers())

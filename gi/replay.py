@@ -38,6 +38,9 @@ T = TypeVar("T")
 
 MEASURED = "measured"
 REPLAYED = "replayed"
+#: A measurement a study of the finished run took (`gi validate`, `gi ablate`: held-out runs of
+#: programs the run never checked); kept apart, so the run's `measurements` stay what it measured.
+STUDY = "study"
 
 
 class Measurements:
@@ -47,6 +50,8 @@ class Measurements:
         self.store = store
         self.recorded = recorded
         self._recorded_evaluations: dict[str, Evaluation] | None = None
+        #: How a measurement taken now is marked: MEASURED during a run, STUDY after it.
+        self.source = MEASURED
 
     @property
     def replaying(self) -> bool:
@@ -78,8 +83,8 @@ class Measurements:
         return None if found is None else found[0]
 
     def record(self, key: str, value: Any) -> None:
-        """Record a measurement taken now (as JSON)."""
-        self.store.put_measurement(key, value, MEASURED)
+        """Record a measurement taken now (as JSON), marked as the run's or a study's (`source`)."""
+        self.store.put_measurement(key, value, self.source)
 
     def recorded_evaluation(self, tree_hash: str) -> Evaluation | None:
         """The recorded run's evaluation of a program, when replaying."""
@@ -92,8 +97,9 @@ class Measurements:
     def provenance(self, evaluations: dict[str, Evaluation]) -> dict[str, Any]:
         """What this run measured and what it took from the recorded run, by kind (summary.json
         `measurements`): a fresh run measured everything; a replay that measured nothing
-        reproduced its record."""
-        counts: dict[str, Counter[str]] = {MEASURED: Counter(), REPLAYED: Counter()}
+        reproduced its record. What studies of the finished run measured is counted apart
+        (`studies`), never as the run's."""
+        counts: dict[str, Counter[str]] = {MEASURED: Counter(), REPLAYED: Counter(), STUDY: Counter()}
         for key, source in self.store.measurement_sources().items():
             counts[source][key.partition(":")[0]] += 1
         for tree_hash, evaluation in evaluations.items():
@@ -103,6 +109,7 @@ class Measurements:
             "replayed_from": str(self.recorded.path.parent) if self.recorded is not None else None,
             MEASURED: dict(sorted(counts[MEASURED].items())),
             REPLAYED: dict(sorted(counts[REPLAYED].items())),
+            "studies": dict(sorted(counts[STUDY].items())),
         }
 
     def close(self) -> None:

@@ -24,6 +24,7 @@ from fitness.objectives import Objective
 from fitness.tests import test_counts
 from gi.describe import describe_patch
 from gi.errors import StoreError
+from gi.patch import Patch, apply
 from gi.results import Evaluation
 
 if TYPE_CHECKING:
@@ -118,8 +119,15 @@ def write_report(
             record["holdout"] = None
             record["overfits"] = None
         members.append(record)
-    judged = [m for m in members if m["overfits"] is not None]
     program = front[0]["variant"].program if front else None  # every member's is the run's program
+    # The original never overfits and is on every front that minimises patch size: it is no
+    # patch, so it is left out of the rate (as of every overfitting rate gi gives).
+    original = apply(program, Patch()).tree_hash if program is not None else None
+    judged = [
+        record
+        for record, entry in zip(members, front, strict=True)
+        if record["overfits"] is not None and entry["variant"].tree_hash != original
+    ]
     summary: dict[str, Any] = {
         "experiment": {
             "name": config.experiment.name,
@@ -165,6 +173,14 @@ def update_summary(folder: Path, summary: Mapping[str, Any], diffs: Mapping[str,
     for name, text in diffs.items():
         _write_atomic(folder / PATCH_DIR / name, text)
     _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
+
+
+def gap_rate(row: Mapping[str, Any]) -> float | None:
+    """A generation's share of checked members that overfit (summary.json generalisation_gap),
+    None when none was checked; older run folders wrote 0 for that, and read as None too."""
+    if not row.get("checked") or row.get("rate") is None:
+        return None
+    return float(row["rate"])
 
 
 def _number(value: float | None) -> str:
@@ -307,6 +323,53 @@ def member_id(summary: Mapping[str, Any], typed: str) -> str:
     return ORIGINAL if typed in (summary["baseline"].get("individuals") or ()) else typed
 
 
+#: The columns of a validation table: how many programs were checked, how many overfit (and
+#: their share), how many of those the operator's edit introduced (of how many programs with no
+#: overfitting parent, and that share), how many inherited their overfit from a parent.
+VALIDATION_COLUMNS = ("checked", "overfit", "introduced", "inherited")
+
+
+def _percent(rate: float | None) -> str:
+    """A share as a percentage, \"-\" when nothing was counted."""
+    return "-" if rate is None else f"{rate:.0%}"
+
+
+def validation_rows(figures: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """The rows of a validation, as `gi show` and the report print them: front, every feasible
+    program, the language model's edits against the classic ones, then each operator; the cells
+    are VALIDATION_COLUMNS'. A validation stored by an older gi has no introduced or inherited counts ("-")."""
+    rows = [("front", figures["front"]), ("every feasible program", figures["feasible"])]
+    rows += [(f"{name} edits", share) for name, share in figures["groups"].items() if share["checked"]]
+    rows += [(f"  by {name}", share) for name, share in figures["operators"].items()]
+    shown = []
+    for name, share in rows:
+        introduced = "-"
+        if share.get("introduced") is not None:
+            introduced = f"{share['introduced']} of {share['clean_parents']} ({_percent(share['introduced_rate'])})"
+        inherited = "-" if share.get("inherited") is None else str(share["inherited"])
+        overfit = f"{share['overfit']} ({_percent(share['rate'])})"
+        shown.append((name, [str(share["checked"]), overfit, introduced, inherited]))
+    return shown
+
+
+def validation_baseline(figures: Mapping[str, Any]) -> str:
+    """What the suite gives the original program: the baseline the figures are judged against."""
+    counts = figures.get("baseline") or {}
+    if not counts:
+        return "the original under this suite: not recorded"
+    return (
+        f"the original under this suite: {counts['passed']} passed, {counts['failed']} failed,"
+        f" {counts.get('skipped', 0)} skipped (it is in no rate)"
+    )
+
+
+#: What the introduced and inherited columns count, under a validation table.
+VALIDATION_LEGEND = (
+    "introduced: the overfits no parent had, of the programs with no overfitting parent; inherited: a parent"
+    " overfits too"
+)
+
+
 def find_member(summary: Mapping[str, Any], typed: str) -> dict[str, Any] | None:
     """A front member by id (or by the search's id of the original); `original` is the original
     program, whether or not it is on the front."""
@@ -377,6 +440,7 @@ class _Ablated(_Shape):
     contribution: dict[str, float]
     feasible_without: bool
     holdout_causes: list[str] | None = None
+    holdout_alone: list[str] | None = None
 
 
 class _Member(_Shape):
@@ -418,17 +482,22 @@ class _GapRow(_Shape):
     generation: int
     checked: int
     overfit: int
-    rate: float
+    rate: float | None
 
 
 class _Share(_Shape):
     checked: int
     overfit: int
     rate: float | None
+    introduced: int | None = None
+    inherited: int | None = None
+    clean_parents: int | None = None
+    introduced_rate: float | None = None
 
 
 class _Validation(_Shape):
     tests: list[str]
+    baseline: _Tests | None = None
     front: _Share
     feasible: _Share
     groups: dict[str, _Share]

@@ -1,10 +1,13 @@
 """A finished run reopened for studies of its front after the search: minimisation
 (`gi minimize`), ablation and revalidation.
 
-The run folder names its config (summary.json's `experiment.config`); the run is reopened
-with that config, so the run store refuses it if the config has changed since, and its lock
-refuses a study while `gi run` works on the folder. Programs are evaluated by the run's own
-evaluator (sandbox, limits, warm or cold engine) and cached in its store
+The run is reopened with its config: the one `--config` names, else the one summary.json
+names (`experiment.config`, an absolute path on the machine that made the run). The config's
+run is matched to the folder by where it writes, or, for a run folder copied elsewhere (shared
+with its config and program), by the fingerprint its store holds; so a changed config is
+refused as `gi run` refuses it, and so is a program whose files changed since the run. The
+run's lock refuses a study while `gi run` works on the folder. Programs are evaluated by the
+run's own evaluator (sandbox, limits, warm or cold engine) and cached in its store
 (`Experiment.measure`), apart from the search's evaluations.
 """
 
@@ -16,39 +19,83 @@ from typing import Any
 
 from fitness.objectives import objective_values, reference_point, violation
 from gi.config import Config, load_config
-from gi.errors import ConfigError, StoreError
+from gi.errors import ConfigError, StoreError, UsageError
 from gi.experiment import Experiment
 from gi.patch import Patch, Variant, apply
+from gi.replay import STUDY
+from gi.report import ORIGINAL, STORE_NAME, read_summary, source_hash
 from gi.report import member_id as summary_id
-from gi.report import read_summary
 from gi.results import Evaluation
+from populations import RunStore
+
+#: What a study says when the config cannot be found or does not fit the folder.
+PASS_CONFIG = "pass the config the run was made with: --config CONFIG"
 
 
-def config_of(folder: Path, summary: dict[str, Any]) -> Config:
-    """The config (and the arm and seed) a run folder was made with."""
-    source = Path(summary["experiment"]["config"])
+def _recorded_fingerprint(folder: Path) -> Any:
+    """The config fingerprint a run folder's store holds; the store must hold a finished generation."""
+    store = RunStore(folder / STORE_NAME, read_only=True)
+    try:
+        if store.last_checkpoint() is None:
+            raise StoreError(f"{folder}: the run never finished a generation; there is nothing to study")
+        return store.get_meta("config")
+    finally:
+        store.close()
+
+
+def config_of(folder: Path, summary: dict[str, Any], given: Path | None = None) -> Config:
+    """The config (and the arm and seed) a run folder was made with: `given` (--config), else
+    the one summary.json names. The run is the config's run that writes to `folder` or, for a
+    folder copied elsewhere, whose fingerprint the folder's store holds."""
+    source = given if given is not None else Path(summary["experiment"]["config"])
     try:
         config = load_config(source)
     except ConfigError as error:
-        raise ConfigError(f"{folder}: the run's config cannot be read: {error}") from None
+        hint = f"; if the run folder was copied here, {PASS_CONFIG}" if given is None else ""
+        raise ConfigError(f"{folder}: the run's config cannot be read: {error}{hint}") from None
     seed = summary["experiment"]["seed"]
     runs = config.runs()
     runs += [run.model_copy(update={"experiment": run.experiment.model_copy(update={"seed": seed})}) for run in runs]
     for run in runs:
         if run.run_folder.resolve() == folder.resolve():
             return run
-    raise StoreError(f"{folder}: no run of {source} writes to this folder (was it moved, or the config changed?)")
+    fingerprint = _recorded_fingerprint(folder)
+    for run in runs:
+        if run.fingerprint() == fingerprint:
+            return run
+    raise StoreError(
+        f"{folder}: no run of {source} made this run folder (the config changed, or it is another"
+        f" experiment's); {PASS_CONFIG}"
+    )
+
+
+def _check_sources(folder: Path, summary: dict[str, Any], experiment: Experiment) -> None:
+    """Refuse a study of a program whose editable files are not those the run read."""
+    recorded: dict[str, str] = summary.get("program", {}).get("sources") or {}
+    program = experiment.program
+    changed = [name for name, digest in recorded.items() if source_hash(program.sources.get(name, "")) != digest]
+    if changed:
+        raise StoreError(
+            f"{folder}: {', '.join(changed)} in {program.root} changed since the run (summary.json"
+            " program.sources); a study needs the program the run read"
+        )
 
 
 class FinishedRun:
     """One finished run, open for evaluating other patches of its program; use it in a `with`."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, config: Path | None = None) -> None:
+        """`config`: the run's config file (--config), when summary.json's path is not it (a
+        run folder copied from elsewhere)."""
         self.folder = folder
         self.summary = read_summary(folder)
-        self.config = config_of(folder, self.summary)
-        self.experiment = Experiment(self.config)
+        self.config = config_of(folder, self.summary, config)
+        self.experiment = Experiment(self.config, folder=folder)
+        # What a study measures (held-out runs of programs the run never checked) is the
+        # study's, not the run's: summary.json's `measurements` stay what the run measured.
+        self.experiment.measurements.source = STUDY
         try:
+            _check_sources(folder, self.summary, self.experiment)
             self.baseline = self.experiment.reopen()
         except BaseException:
             self.experiment.close()
@@ -76,6 +123,8 @@ class FinishedRun:
         if member_id is None:
             return front
         wanted = summary_id(self.summary, member_id)  # the search's id of the original is `original`'s
+        if wanted == ORIGINAL:
+            raise UsageError(f"{self.folder}: the original has no edits; name a front member (gi show {self.folder})")
         chosen = [member for member in front if member["id"] == wanted]
         if not chosen:
             ids = ", ".join(member["id"] for member in front)

@@ -77,8 +77,8 @@ def test_simplification_run_finds_simpler_code_and_flags_overfitting(
             if '-        raise ValueError(f"score out of range: {score}")' in diff or "-    if score < 0 or" in diff:
                 assert member["overfits"], f"{member['id']} deletes the range check but is not flagged"
             subprocess.run(["git", "apply", "--check", str(result.folder / member["diff"])], cwd=program, check=True)
-    rates = [m["overfits"] for m in summary["front"]]
-    assert summary["overfitting_rate"] == pytest.approx(sum(rates) / len(rates))
+    rates = [m["overfits"] for m in summary["front"] if m["diff"]]  # the original is in no rate
+    assert summary["overfitting_rate"] == (pytest.approx(sum(rates) / len(rates)) if rates else None)
 
     assert (result.folder / "store.sqlite").exists()
     log = (result.folder / "evaluations.jsonl").read_text().splitlines()
