@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -222,10 +222,12 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 def _run(args: argparse.Namespace, console: Console) -> int:
     from gi.config import load_config
     from gi.experiment import run_experiment
+    from gi.replay import check_recorded
     from gi.report import front_view
 
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
+    _check_config_path(args)
     config = load_config(args.config)
     if args.seed is not None:
         key = "seeds" if config.is_experiment else "seed"
@@ -237,6 +239,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         config = _one_run(config, args.arm)
         replay_of = args.recorded or config.run_folder
         _check_replay_folder(args.into, replay_of)
+        check_recorded(replay_of, config.fingerprint(), given=args.recorded is not None)  # before anything starts
     elif config.is_experiment:
         return _run_arms(args, config, console)
     _check_run_folder(config)
@@ -320,6 +323,26 @@ def _search_overrides(config: Config, args: argparse.Namespace) -> Config:
     return config.model_copy(update={"search": search, "arms": arms})
 
 
+def _check_config_path(args: argparse.Namespace) -> None:
+    """`gi run` and `gi replay` take a config file; a folder given instead (a run folder, for a
+    replay, is what --from takes) is one clear line."""
+    from gi.report import SUMMARY_NAME
+
+    path: Path = args.config
+    if not path.is_dir():
+        return
+    if args.command == "replay":
+        named = ""
+        with suppress(OSError, ValueError, KeyError, TypeError):
+            named = json.loads((path / SUMMARY_NAME).read_text(encoding="utf-8"))["experiment"]["config"]
+        config = named or "CONFIG"
+        raise UsageError(
+            f"{path}: a folder; gi replay takes the experiment's config file, and --from the recorded run"
+            f" folder: gi replay {config} --from {path}"
+        )
+    raise UsageError(f"{path}: a folder, not a config file; gi {args.command} takes the experiment's TOML file")
+
+
 def _check_replay_folder(into: Path | None, recorded: Path) -> None:
     """A replay never goes into the recorded run's folder (it would empty or rewrite it), nor
     into a folder of other files."""
@@ -357,10 +380,15 @@ def _say_replay(recorded: Path, summary: dict[str, Any], console: Console) -> in
         return 0
     differs = [name for name in ("front", "history") if not same[name]]
     measured = ", ".join(f"{count} {kind}" for kind, count in anew.items())
-    console.print(
-        f"replay of {recorded}: {' and '.join(differs) + ' differ' if differs else 'same front and history'}"
-        f"{'; measured anew: ' + measured if measured else ''} (a record from an older gi lacks measurements)"
-    )
+    if differs:
+        line = f"replay of {recorded}: did not reach the recorded {' and '.join(differs)}"
+    else:
+        line = f"replay of {recorded}: the recorded front and history, but not from the record alone"
+    if measured:
+        line += f"; measured anew what the record lacks: {measured} (a record from an older gi, or a changed one)"
+    elif differs:
+        line += "; nothing was measured anew, so the record does not hold what its run did (was it changed?)"
+    _say(console, line)
     return 1
 
 

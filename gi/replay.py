@@ -122,6 +122,20 @@ def as_is(value: T) -> T:
     return value
 
 
+def check_recorded(folder: Path, fingerprint: dict[str, Any], *, given: bool) -> None:
+    """Refuse, before a replay starts, a recorded run folder that is missing, not a run folder,
+    or holds no finished run of this config; `given`: the folder came with --from (else it is
+    the config's run folder)."""
+    if not folder.is_dir():
+        what = "no such folder" if not folder.exists() else "a file, not a run folder"
+        if given:
+            raise StoreError(f"--from {folder}: {what}; give the folder of the run to replay")
+        raise StoreError(
+            f"{folder}: no run store here ({what}); run the config first, or give the recorded run's folder with --from"
+        )
+    open_recorded(folder, fingerprint).close()
+
+
 def open_recorded(folder: Path, fingerprint: dict[str, Any]) -> RunStore:
     """The store of the run folder to replay, checked to hold a finished run of this config."""
     store = RunStore(folder / STORE_NAME, read_only=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from gi.cli import main
+from mutators.llm.cache import request_key
 from tests.gi.test_llm_runs import LINEAR, PROGRAM, TESTS
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
@@ -119,15 +121,19 @@ def test_a_speed_run_replays_offline_to_the_same_front(
     assert recorded["measurements"]["replayed"] == {} and recorded["measurements"]["measured"]["timing"] == 3
     assert any(m.get("speedup") for m in recorded["front"])
 
+    # The model's rewrite is what makes this a test of replayed replies: it is on the front.
+    kinds = {edit["kind"] for member in recorded["front"] for edit in member["edits"]}
+    assert "replace_function" in kinds, recorded["front"]
+
     server.stop()
-    asked = len(scripted.requests)
     assert main(["replay", str(config), "--quiet"]) == 0
-    assert len(scripted.requests) == asked
     replay = summary(run / "replay")
     assert replay["replay"] == {"front": True, "history": True}
     assert replay["measurements"]["measured"] == {}, replay["measurements"]
     assert replay["measurements"]["replayed"]["evaluation"] == recorded["evaluations"]
-    assert replay["llm"]["requests"] == 0 and replay["llm"]["cache_hits"] >= 1
+    # No request was made (the server is gone: one would have failed), every reply came from the cache.
+    assert replay["llm"]["requests"] == 0 and replay["llm"]["failures"] == 0, replay["llm"]
+    assert replay["llm"]["cache_hits"] >= 1
     # Everything else summary.json says is the recorded run's (front, speed-ups, held-out
     # verdicts, per-generation statistics, drift, operator counts, warnings), but for clock
     # time and the model's usage: a replay spends no tokens.
@@ -144,3 +150,81 @@ def test_replaying_a_folder_without_a_run_is_a_clear_error(
     assert main(["replay", str(config), "--quiet"]) == 2
     error = capsys.readouterr().err
     assert "pairs-seed5" in error and "no run store" in error and "Traceback" not in error
+    # A recorded folder that does not exist: one line, before anything starts (no sandbox or
+    # progress line), and no folder made for the replay.
+    nowhere = tmp_path / "nowhere"
+    assert main(["replay", str(config), "--from", str(nowhere)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [f"gi: error: --from {nowhere}: no such folder; give the folder of the run to replay"]
+    assert not nowhere.exists()
+
+
+def request_keys(body: dict[str, Any], samples: int = 20) -> set[str]:
+    """The reply cache's file names a request the server got can have been stored under (one per
+    sample index): the cache keys a request by its content and sample index."""
+    request = {key: body[key] for key in ("model", "messages", "temperature", "max_tokens")}
+    return {f"{request_key({**request, 'api': 'chat', 'sample': index})}.json" for index in range(samples)}
+
+
+@pytest.mark.slow
+def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another machine's run of the same speed config: it measures anew (timings steer it
+    elsewhere) and asks the model only what the reply cache cannot answer."""
+    monkeypatch.setenv("GI_TEST_KEY", "sk-test")
+    scripted, server = model
+    config = write_speed_experiment(tmp_path, server.base_url)
+    assert main(["run", str(config), "--quiet"]) == 0
+    cache = tmp_path / "runs" / "llm-cache"
+    before = {path.name for path in cache.rglob("*.json")}
+    first = list(scripted.requests)
+    assert first and all(request_keys(body) & before for body in first), "the cache keys are not understood"
+
+    assert main(["run", str(config), "--fresh", "--quiet"]) == 0
+    fresh = summary(tmp_path / "runs" / "pairs-seed5")
+    asked = scripted.requests[len(first) :]
+    new = {path.name for path in cache.rglob("*.json")} - before
+    assert fresh["measurements"]["replayed"] == {} and fresh["measurements"]["measured"]["timing"] == 3
+    assert fresh["llm"]["cache_hits"] >= 1, "the warm cache answered nothing"
+    assert fresh["llm"]["requests"] == len(asked)
+    # Each request the server got stored a reply under a key the cache did not hold: none asked
+    # for what was cached (it would have overwritten a file, not added one).
+    assert len(new) == len(asked)
+    assert all(request_keys(body) & new for body in asked)
+
+
+@pytest.mark.slow
+def test_a_replay_of_a_changed_record_says_it_did_not_reach_it(
+    tmp_path: Path,
+    model: tuple[ScriptedModel, ModelServer],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("GI_TEST_KEY", "sk-test")
+    _, server = model
+    config = write_speed_experiment(tmp_path, server.base_url)
+    assert main(["run", str(config), "--quiet"]) == 0
+    run = tmp_path / "runs" / "pairs-seed5"
+    capsys.readouterr()
+    # A run folder where gi replay takes the config: one line saying which goes where.
+    assert main(["replay", str(run)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"gi: error: {run}: a folder; gi replay takes the experiment's config file, and --from the recorded run"
+        f" folder: gi replay {config} --from {run}"
+    ]
+    # Tamper with the record: a program of the last generation now reads as much the fastest.
+    with sqlite3.connect(run / "store.sqlite") as db:
+        [(seq, text)] = db.execute(
+            "SELECT seq, evaluation FROM evaluations WHERE generation = 2 AND evaluation LIKE '%\"ok\"%'"
+            " ORDER BY seq LIMIT 1"
+        ).fetchall()
+        evaluation = json.loads(text)
+        evaluation["measures"] = {**evaluation["measures"], "failed_tests": 0, "runtime": 0.0001}
+        db.execute("UPDATE evaluations SET evaluation = ? WHERE seq = ?", (json.dumps(evaluation), seq))
+    server.stop()
+    assert main(["replay", str(config), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert f"replay of {run}: did not reach the recorded front and history" in " ".join(out.split())
+    assert summary(run / "replay")["replay"] == {"front": False, "history": False}
