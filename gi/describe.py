@@ -13,6 +13,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from gi.edits import (
+    AddCheck,
     Clamp,
     DeleteStatement,
     Edit,
@@ -280,6 +281,7 @@ _WORDINGS: dict[type[Edit], Callable[..., str]] = {
     Clamp: _clamp,
     KeepOperand: _keep,
     ExtendCondition: _extend,
+    AddCheck: _becomes,
     InsertGuard: _guard,
 }
 

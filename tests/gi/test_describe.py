@@ -15,6 +15,7 @@ from rich.console import Console
 from gi.describe import describe
 from gi.edits import (
     EDIT_KINDS,
+    AddCheck,
     Clamp,
     DeleteStatement,
     Edit,
@@ -212,6 +213,13 @@ def test_an_extended_condition_quotes_the_new_condition(ledger: Program) -> None
     edit = ExtendCondition(expression(ledger, "open", 7), "Or", expression(ledger, "total > fee", 11))
     assert describe(edit, ledger) == (
         'ledger.py:7 "open" becomes "(open or total > fee)" in "if day >= 5 and open:" (a copy from line 11)'
+    )
+
+
+def test_an_added_check_quotes_the_new_condition(ledger: Program) -> None:
+    edit = AddCheck(expression(ledger, "day >= 5", 7), "And", "day is not None")
+    assert describe(edit, ledger) == (
+        'ledger.py:7 "day >= 5" becomes "(day is not None and day >= 5)" in "if day >= 5 and open:"'
     )
 
 
