@@ -13,16 +13,26 @@ from collections.abc import Callable
 import libcst as cst
 
 from gi.edits import (
+    AddCheck,
+    Clamp,
     DeleteStatement,
     Edit,
+    ExtendCondition,
     InsertControl,
+    InsertGuard,
     InsertStatement,
+    KeepOperand,
     MoveStatement,
+    Negate,
+    OffsetExpression,
     RemoveUnary,
+    ReplaceExpression,
     ReplaceFunction,
+    ReplaceName,
     ReplaceNumber,
     ReplaceOperator,
     ReplaceStatement,
+    SwapArguments,
     SwapStatements,
     operator_node,
     operator_of,
@@ -160,6 +170,85 @@ def _function(edit: ReplaceFunction, program: Program) -> str:
     return f"rewrite function {name}(){by}"
 
 
+class _Rewritten:
+    """A `RewritePlan` that keeps what one expression edit asks for, so its wording can quote
+    the expression as the edit makes it (exactly as `apply` would print it)."""
+
+    def __init__(self) -> None:
+        self.changes: list[Callable[[cst.CSTNode], cst.CSTNode]] = []
+        self.inserted: list[cst.BaseStatement] = []
+
+    def delete(self, target: Location) -> None:
+        raise EditError("an expression edit deletes no statement")
+
+    def insert_before(self, target: Location, statement: cst.BaseStatement) -> None:
+        self.inserted.append(statement)
+
+    def replace(self, target: Location, statement: cst.BaseStatement) -> None:
+        raise EditError("an expression edit replaces no statement")
+
+    def rewrite(self, target: Location, change: Callable[[cst.CSTNode], cst.CSTNode]) -> None:
+        self.changes.append(change)
+
+
+def _new_code(edit: Edit, program: Program) -> str:
+    """The source of the expression at the edit's target after the edit, on its own."""
+    plan = _Rewritten()
+    edit.contribute(plan, program)
+    node = program.node(edit.target)
+    for change in plan.changes:
+        node = change(node)
+    return program.modules[edit.target.file].code_for_node(node)
+
+
+def _becomes(edit: Edit, program: Program) -> str:
+    """`"old" becomes "new" in "<line>"`: an expression and what the edit makes of it."""
+    text = f"{quote(program, edit.target)} becomes {_quoted(_new_code(edit, program))}"
+    line = _source_line(program, edit.target)
+    return text if line == quote(program, edit.target) else f"{text} in {line}"
+
+
+def _name(edit: ReplaceName, program: Program) -> str:
+    old = program.node(edit.target)
+    assert isinstance(old, cst.Name)
+    return f"{old.value} becomes {edit.name} in {_source_line(program, edit.target)}"
+
+
+def _arguments(edit: SwapArguments, program: Program) -> str:
+    call = program.node(edit.target)
+    assert isinstance(call, cst.Call)
+    which = "the arguments" if len(call.args) == 2 else f"arguments {edit.first + 1} and {edit.second + 1}"
+    return f"swap {which} of {quote(program, edit.target)}"
+
+
+def _expression(edit: ReplaceExpression, program: Program) -> str:
+    return f"{_becomes(edit, program)} (a copy from {_other(program, edit, edit.ingredient)})"
+
+
+def _clamp(edit: Clamp, program: Program) -> str:
+    if edit.function == "max":
+        shape = f"max({edit.bound}, ...)"
+    elif edit.function == "min":
+        shape = f"min(..., {edit.bound})"
+    else:
+        shape = "abs(...)"
+    return f"wrap {quote(program, edit.target)} in {shape}"
+
+
+def _keep(edit: KeepOperand, program: Program) -> str:
+    kept = Location(edit.target.file, f"{edit.target.path}.{edit.side}")
+    return f"keep {quote(program, kept)} of {quote(program, edit.target)}"
+
+
+def _extend(edit: ExtendCondition, program: Program) -> str:
+    return f"{_becomes(edit, program)} (a copy from {_other(program, edit, edit.ingredient)})"
+
+
+def _guard(edit: InsertGuard, program: Program) -> str:
+    guard = cst.Module(body=[edit.statement()]).code
+    return f"insert {_quoted(guard)} before {quote(program, edit.target)}"
+
+
 def _generic(edit: Edit, program: Program) -> str:
     """Any edit class without its own wording: its kind and the source of the site it edits,
     and for a part of a statement, the line it stands on."""
@@ -184,6 +273,16 @@ _WORDINGS: dict[type[Edit], Callable[..., str]] = {
     RemoveUnary: _unary,
     ReplaceNumber: _number,
     ReplaceFunction: _function,
+    ReplaceName: _name,
+    SwapArguments: _arguments,
+    ReplaceExpression: _expression,
+    OffsetExpression: _becomes,
+    Negate: _becomes,
+    Clamp: _clamp,
+    KeepOperand: _keep,
+    ExtendCondition: _extend,
+    AddCheck: _becomes,
+    InsertGuard: _guard,
 }
 
 

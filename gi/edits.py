@@ -799,6 +799,43 @@ class ExtendCondition(Edit):
         return f"the condition at {self.target} becomes `... {word}` a copy of {self.ingredient}"
 
 
+@dataclass(frozen=True, slots=True)
+class AddCheck(Edit):
+    """`a` becomes `c and a` or `c or a` (`first`: the check comes first, as in `x is not
+    None and x.y`), or `a and c` / `a or c`, with `c` a check the template writes as source
+    text (`x`, `not x`, `x is None`, `x is not None`, on a name `a` reads)."""
+
+    kind: ClassVar[str] = "add_check"
+    operator: str
+    check: str
+    first: bool = True
+
+    def __post_init__(self) -> None:
+        if self.operator not in ("And", "Or"):
+            raise EditError(f"add_check's operator must be 'And' or 'Or', got {self.operator!r}")
+        _parse_expression(self.check, "add_check's check")
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        parent = parent_of(program, self.target)
+        check = _operand(_parse_expression(self.check, "add_check's check"))
+        operator = cst.And() if self.operator == "And" else cst.Or()
+
+        def add(node: cst.CSTNode) -> cst.CSTNode:
+            assert isinstance(node, cst.BaseExpression)
+            left, right = (check, _operand(node)) if self.first else (_operand(node), check)
+            return fitted(cst.BooleanOperation(left=left, operator=operator, right=right), parent)
+
+        plan.rewrite(self.target, add)
+
+    def describe(self) -> str:
+        word = "and" if self.operator == "And" else "or"
+        shape = f"`{self.check} {word} ...`" if self.first else f"`... {word} {self.check}`"
+        return f"the condition at {self.target} becomes {shape}"
+
+
 def _operand(expression: cst.BaseExpression) -> cst.BaseExpression:
     """`expression` as an operand of `and`/`or`: parenthesised unless it binds tighter."""
     if isinstance(expression, (cst.Comparison, cst.UnaryOperation)):
@@ -806,13 +843,13 @@ def _operand(expression: cst.BaseExpression) -> cst.BaseExpression:
     return _parenthesised(expression)
 
 
-GUARD_ACTIONS = ("return", "continue", "break")
+GUARD_ACTIONS = ("return", "continue", "break", "raise")
 
 
 @dataclass(frozen=True, slots=True)
 class InsertGuard(Edit):
     """Insert `if <condition>: <action>` before a statement (a fix template): `action` is
-    `return <value>`, `continue` or `break`; condition and value are source text."""
+    `return <value>`, `continue`, `break` or `raise <exception>`; all of it source text."""
 
     kind: ClassVar[str] = "insert_guard"
     condition: str
@@ -825,7 +862,7 @@ class InsertGuard(Edit):
         """The guard as a statement (raises EditError when condition or action is not one)."""
         _parse_expression(self.condition, "guard condition")
         if self.action.split(" ", 1)[0] not in GUARD_ACTIONS:
-            raise EditError(f"a guard's action is return, continue or break, got {self.action!r}")
+            raise EditError(f"a guard's action is return, continue, break or raise, got {self.action!r}")
         try:
             statement = cst.parse_statement(f"if {self.condition}:\n    {self.action}\n")
         except cst.ParserSyntaxError:

@@ -269,6 +269,19 @@ _LOAD_FIELDS: dict[type[cst.CSTNode], frozenset[str]] = {
 _CONTAINERS = (cst.List, cst.Tuple, cst.Set)
 #: Expressions never offered as sites: replacing or wrapping them changes what the syntax allows.
 _NOT_EXPRESSION_SITES = (cst.Yield, cst.Await, cst.NamedExpr, cst.Ellipsis)
+#: Nodes with no expression site inside: an annotation or a decorator is no value the code
+#: computes there, an f-string's fields take no copy with its quotes (before Python 3.12),
+#: and a lambda's or comprehension's names live in a scope of their own.
+_NO_EXPRESSIONS_INSIDE = (
+    cst.Annotation,
+    cst.Decorator,
+    cst.FormattedStringExpression,
+    cst.Lambda,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+    cst.GeneratorExp,
+)
 
 
 def _reads(node: cst.CSTNode, step: str, reading: bool) -> bool:
@@ -307,7 +320,17 @@ class _SiteCollector:
     def collect(self) -> None:
         self._walk(self.module, "", _Scope(), in_body=False, reading=False)
 
-    def _walk(self, node: cst.CSTNode, path: str, scope: _Scope, *, in_body: bool, reading: bool) -> None:
+    def _walk(
+        self,
+        node: cst.CSTNode,
+        path: str,
+        scope: _Scope,
+        *,
+        in_body: bool,
+        reading: bool,
+        pattern: bool = False,
+        sealed: bool = False,
+    ) -> None:
         location = Location(self.file, path)
         line = self._lines.get(id(node), 0)
         if in_body and isinstance(node, cst.BaseStatement):
@@ -330,11 +353,20 @@ class _SiteCollector:
             self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context), node)
         if isinstance(node, cst.FunctionDef):
             self._add(Site(location, SiteKind.FUNCTION, scope.function, line), node)
+        # A `case` pattern is no expression: only its numbers may change (`case 1` to `case 2`).
+        pattern = pattern or isinstance(node, cst.MatchPattern)
         for node_type, kind in _EXPRESSION_KINDS:
-            if isinstance(node, node_type):
+            if isinstance(node, node_type) and (not pattern or kind is SiteKind.NUMBER):
                 self._add(Site(location, kind, scope.function, line), node)
-        if reading and isinstance(node, cst.BaseExpression) and not isinstance(node, _NOT_EXPRESSION_SITES):
+        if (
+            reading
+            and not sealed
+            and isinstance(node, cst.BaseExpression)
+            and not isinstance(node, _NOT_EXPRESSION_SITES)
+        ):
             self._add(Site(location, SiteKind.EXPRESSION, scope.function, line), node)
+        # Nothing inside these is an expression site (nor is a parameter's default).
+        inner_sealed = sealed or pattern or isinstance(node, _NO_EXPRESSIONS_INSIDE)
         for step, child in _children(node):
             self._walk(
                 child,
@@ -342,6 +374,8 @@ class _SiteCollector:
                 self._child_scope(node, step, scope),
                 in_body=isinstance(node, (cst.Module, cst.IndentedBlock)) and step.startswith("body["),
                 reading=_reads(node, step, reading),
+                pattern=pattern,
+                sealed=inner_sealed or (isinstance(node, cst.Param) and step == "default"),
             )
 
     def _add(self, site: Site, node: cst.CSTNode) -> None:

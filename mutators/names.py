@@ -28,7 +28,7 @@ from gi.edits import (
 from gi.patch import Patch
 from gi.program import Location, Program, Site, SiteKind
 from mutators.base import MutationContext, choose_site, register
-from mutators.scopes import BUILTINS, bound_names, movable
+from mutators.scopes import BUILTINS, bound_names, movable, unbound_locals, walrus_reads_outside
 
 #: How many weighted targets (and, per target, random ingredients) an operator tries.
 ATTEMPTS = 20
@@ -94,6 +94,67 @@ def ingredient(
     return None
 
 
+#: How many times more likely a nearby ingredient is drawn than one elsewhere in the file:
+#: read in the target's own statement, or in its function (CapGen's context: a fix's
+#: ingredients mostly come from the code around the fault).
+NEAR_STATEMENT = 8.0
+NEAR_FUNCTION = 3.0
+
+
+_STATEMENTS: weakref.WeakKeyDictionary[Program, dict[Location, Location | None]] = weakref.WeakKeyDictionary()
+
+
+def statement_of(program: Program, location: Location) -> Location | None:
+    """The innermost statement that holds the site at `location` (None at none)."""
+    known = _STATEMENTS.setdefault(program, {})
+    if location not in known:
+        found = None
+        path = location.path
+        while path and found is None:
+            path = path.rpartition(".")[0]
+            candidate = Location(location.file, path)
+            if program.site(candidate, SiteKind.STATEMENT) is not None:
+                found = candidate
+        known[location] = found
+    return known[location]
+
+
+def nearness(program: Program, target: Site, candidate: Site) -> float:
+    """The weight of drawing `candidate` for `target`: NEAR_STATEMENT in the same statement
+    (for a statement target: inside it),
+    NEAR_FUNCTION in the same function (not module level), 1 elsewhere in the file."""
+    if target.kind is SiteKind.STATEMENT:
+        if target.location.contains(candidate.location):
+            return NEAR_STATEMENT
+    elif statement_of(program, candidate.location) == statement_of(program, target.location):
+        return NEAR_STATEMENT
+    if target.function and candidate.function == target.function:
+        return NEAR_FUNCTION
+    return 1.0
+
+
+def near_ingredient(
+    program: Program, target: Site, rng: np.random.Generator, key: str, accept: Callable[[Site], bool]
+) -> Location | None:
+    """Like `ingredient`, but drawn weighted by `nearness` to the target, so an expression read
+    in its statement or function comes first and any other of the file stays possible (never
+    one that holds the target or lies inside it)."""
+    sites = tuple(
+        site
+        for site in selection(program, key, accept).get(target.location.file, ())
+        if not site.location.contains(target.location) and not target.location.contains(site.location)
+    )
+    if not sites:
+        return None
+    weights = np.array([nearness(program, target, site) for site in sites])
+    code = program.code(target.location)
+    for _ in range(ATTEMPTS):
+        candidate = sites[int(rng.choice(len(sites), p=weights / weights.sum()))]
+        if program.code(candidate.location) != code and movable(program, candidate.location, target.location):
+            return candidate.location
+    return None
+
+
 def is_variable(program: Program, site: Site) -> bool:
     """A name that is read as a value (not the function a call calls)."""
     node = program.node(site.location)
@@ -150,6 +211,17 @@ class NameReplacement:
         return None
 
 
+def _walk_args(call: cst.Call) -> list[cst.CSTNode]:
+    """Every node inside a call's arguments."""
+    stack: list[cst.CSTNode] = [arg.value for arg in call.args]
+    found = []
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.children)
+    return found
+
+
 def _positional(call: cst.Call) -> bool:
     return all(arg.keyword is None and not arg.star for arg in call.args)
 
@@ -164,7 +236,14 @@ class ArgumentSwap:
     ) -> Edit | None:
         def swappable(site: Site) -> bool:
             node = program.node(site.location)
-            return isinstance(node, cst.Call) and len(node.args) >= 2 and _positional(node)
+            # An argument binding a name with `:=` that another reads must stay first.
+            return (
+                isinstance(node, cst.Call)
+                and len(node.args) >= 2
+                and _positional(node)
+                and not walrus_reads_outside(program, site.location)
+                and not any(isinstance(n, cst.NamedExpr) for n in _walk_args(node))
+            )
 
         site = targets(program, rng, context, "swappable", swappable)()
         if site is None:
@@ -202,7 +281,10 @@ class ExpressionReplacement:
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        choose = targets(program, rng, context, "not_called", lambda s: field_of(s) != "func")
+        def replaceable(site: Site) -> bool:
+            return field_of(site) != "func" and not walrus_reads_outside(program, site.location)
+
+        choose = targets(program, rng, context, "replaceable", replaceable)
         for _ in range(ATTEMPTS):
             site = choose()
             if site is None:
@@ -270,10 +352,11 @@ class CallReplacement:
                 fewest, most = _arity(binder)
                 if fewest <= len(call.args) <= most:
                     options.append(name)
-        if current.value in BUILTINS and current.value not in bound:
+        shadowed = bound.keys() | unbound_locals(program, site.location)
+        if current.value in BUILTINS and current.value not in shadowed:
             for family in BUILTIN_FAMILIES:
                 if current.value in family:
-                    options.extend(name for name in family if name != current.value and name not in bound)
+                    options.extend(name for name in family if name != current.value and name not in shadowed)
         return sorted(options)
 
 
@@ -306,7 +389,10 @@ class ReturnReplacement:
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        choose = targets(program, rng, context, "returned", lambda s: is_returned(program, s))
+        def replaceable(site: Site) -> bool:
+            return is_returned(program, site) and not walrus_reads_outside(program, site.location)
+
+        choose = targets(program, rng, context, "returned_replaceable", replaceable)
         for _ in range(ATTEMPTS):
             site = choose()
             if site is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.metadata as meta
 
+from gi.edits import node_at
 from gi.program import Location, Program
 
 #: Names of builtins a copied expression may read (unless the program rebinds them).
@@ -42,8 +43,10 @@ class FileScopes:
     scopes: Mapping[cst.CSTNode, meta.Scope | None]
     positions: Mapping[cst.CSTNode, meta.CodeRange]
     reads: frozenset[cst.CSTNode]
+    parents: Mapping[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
     free: dict[Location, frozenset[str] | None] = field(default_factory=dict)
     bound: dict[Location, dict[str, cst.CSTNode]] = field(default_factory=dict)
+    unbound: dict[Location, frozenset[str]] = field(default_factory=dict)
 
 
 _ANALYSES: weakref.WeakKeyDictionary[Program, dict[str, FileScopes]] = weakref.WeakKeyDictionary()
@@ -57,17 +60,29 @@ def file_scopes(program: Program, file: str) -> FileScopes:
         wrapper = meta.MetadataWrapper(program.modules[file], unsafe_skip_copy=True)
         scopes = wrapper.resolve(meta.ScopeProvider)
         positions = wrapper.resolve(meta.PositionProvider)
+        parents = wrapper.resolve(meta.ParentNodeProvider)
         reads = frozenset(
             access.node for scope in {s for s in scopes.values() if s is not None} for access in scope.accesses
         )
-        analysis = per_file[file] = FileScopes(scopes, positions, reads)
+        analysis = per_file[file] = FileScopes(scopes, positions, reads, parents)
     return analysis
 
 
-def _bound_before(binder: cst.CSTNode, bound_at: meta.CodeRange, here: meta.CodeRange) -> bool:
-    """Is a binding in force at `here`? A parameter always is; another binding when it stands
-    on an earlier line (so `c = a + X` does not count `c` as bound in its own value)."""
-    return isinstance(binder, cst.Param) or bound_at.start.line < here.start.line
+def _bound_before(analysis: FileScopes, binder: cst.CSTNode, here: meta.CodeRange) -> bool:
+    """Is a binding in force at `here`? A parameter always is; a binding by a simple statement
+    (`x = ...`, `import x`) once that statement has ended, so neither `c = a + X` nor a call
+    spread over lines (`cause = f(\n limit=limit)`) counts its own target as bound inside it;
+    another binding (a `for` target, `with ... as`, `def`) when it stands on an earlier line."""
+    if isinstance(binder, cst.Param):
+        return True
+    bound_at = analysis.positions[binder]
+    node: cst.CSTNode | None = binder
+    while node is not None and not isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        node = analysis.parents.get(node)
+    if isinstance(node, cst.BaseSmallStatement):
+        end = analysis.positions[node].end
+        return (end.line, end.column) <= (here.start.line, here.start.column)
+    return bound_at.start.line < here.start.line
 
 
 def bound_names(program: Program, location: Location) -> dict[str, cst.CSTNode]:
@@ -81,6 +96,12 @@ def bound_names(program: Program, location: Location) -> dict[str, cst.CSTNode]:
     own = analysis.scopes.get(node)
     here = analysis.positions[node]
     found = {}
+    # Every name the own function assigns is its local, bound or not yet bound here.
+    local = (
+        {a.name for a in own.assignments if isinstance(a, meta.Assignment)}
+        if isinstance(own, meta.FunctionScope)
+        else set()
+    )
     scope = own
     while scope is not None and not isinstance(scope, meta.BuiltinScope):
         skipped = isinstance(scope, meta.ClassScope) and scope is not own
@@ -89,12 +110,23 @@ def bound_names(program: Program, location: Location) -> dict[str, cst.CSTNode]:
         for assignment in () if skipped else scope.assignments:
             if not isinstance(assignment, meta.Assignment) or assignment.name in found:
                 continue
+            if scope is not own and assignment.name in local:
+                continue
             position = analysis.positions.get(assignment.node)
-            if position is not None and (not ordered or _bound_before(assignment.node, position, here)):
+            if position is not None and (not ordered or _bound_before(analysis, assignment.node, here)):
                 found[assignment.name] = assignment.node
         scope = scope.parent
     analysis.bound[location] = found
+    analysis.unbound[location] = frozenset(local - set(found))
     return found
+
+
+def unbound_locals(program: Program, location: Location) -> frozenset[str]:
+    """The locals of the function the node at `location` is in that are not yet bound there:
+    names it assigns only later (reading one raises UnboundLocalError, even when a builtin or
+    an outer scope has that name)."""
+    bound_names(program, location)
+    return file_scopes(program, location.file).unbound[location]
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -132,6 +164,33 @@ def movable(program: Program, ingredient: Location, target: Location) -> bool:
 
 
 def all_bound(program: Program, names: frozenset[str], target: Location) -> bool:
-    """Does every one of `names` have a binding where `target` is (the program's, or a builtin's)?"""
+    """Does every one of `names` have a binding where `target` is (the program's, or a builtin's
+    that no local of the target's function shadows)?"""
     bound = bound_names(program, target)
-    return all(name in bound or name in BUILTINS for name in names)
+    unbound = unbound_locals(program, target)
+    return all(name in bound or (name in BUILTINS and name not in unbound) for name in names)
+
+
+def walrus_reads_outside(program: Program, location: Location) -> bool:
+    """Does the expression at `location` bind a name with `:=` that is read outside it?
+    (Dropping or replacing it would leave that read without its binding.)"""
+    analysis = file_scopes(program, location.file)
+    inside = set(_walk(node_at(program, location)))
+    for node in inside:
+        if not isinstance(node, cst.NamedExpr) or not isinstance(node.target, cst.Name):
+            continue
+        binding = _binding(analysis.scopes.get(node.target), node.target)
+        if binding is None or any(reference.node not in inside for reference in binding.references):
+            return True
+    return False
+
+
+def _binding(scope: meta.Scope | None, target: cst.Name) -> meta.Assignment | None:
+    """The assignment `target` makes, looked up from its scope outwards (a `:=` in a
+    comprehension binds in the enclosing function)."""
+    while scope is not None:
+        for assignment in scope.assignments[target.value]:
+            if isinstance(assignment, meta.Assignment) and assignment.node is target:
+                return assignment
+        scope = None if isinstance(scope, meta.BuiltinScope) else scope.parent
+    return None

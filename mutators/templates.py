@@ -11,24 +11,27 @@ import weakref
 from dataclasses import dataclass
 
 import libcst as cst
+import libcst.metadata as meta
 import numpy as np
 
-from gi.edits import Clamp, Edit, ExtendCondition, InsertGuard, InsertStatement, KeepOperand
+from gi.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, InsertStatement, KeepOperand
 from gi.patch import Patch
 from gi.program import Location, Program, Site, SiteKind
 from mutators.base import MutationContext, choose_site, register, statement_sites
 from mutators.names import (
     ATTEMPTS,
+    NEAR_FUNCTION,
     category,
-    ingredient,
     is_condition_position,
     is_numeric,
     is_returned,
+    near_ingredient,
+    nearness,
     pick,
     selection,
     targets,
 )
-from mutators.scopes import all_bound, bound_names, free_names
+from mutators.scopes import all_bound, bound_names, file_scopes, free_names, movable, walrus_reads_outside
 
 
 def is_bound(program: Program, site: Site) -> bool:
@@ -39,10 +42,48 @@ def is_bound(program: Program, site: Site) -> bool:
     return isinstance(node, (cst.Name, cst.Attribute, cst.Integer)) and is_numeric(program, site)
 
 
+def clamp_bound(program: Program, site: Site, rng: np.random.Generator) -> str | None:
+    """A bound for `max(b, e)` or `min(e, b)` at `site`: a value of the file (a name,
+    attribute, integer or `len(...)` whose names are bound there) or a variable of the
+    site's function bound there, drawn weighted by nearness: what its own statement reads
+    first, then what its function reads or binds, then the rest of the file."""
+    values = list(selection(program, "bound", lambda s: is_bound(program, s)).get(site.location.file, ()))
+    local = sorted(
+        name
+        for name, binder in bound_names(program, site.location).items()
+        if isinstance(binder, (cst.Name, cst.Param)) and binder in _own_bindings(program, site)
+    )
+    code = program.code(site.location)
+    weights = np.array([nearness(program, site, value) for value in values] + [NEAR_FUNCTION] * len(local))
+    for _ in range(ATTEMPTS if len(weights) else 0):
+        index = int(rng.choice(len(weights), p=weights / weights.sum()))
+        if index >= len(values):
+            if local[index - len(values)] != code:
+                return local[index - len(values)]
+            continue
+        found = values[index].location
+        text = program.code(found)
+        if text != code and "\n" not in text and movable(program, found, site.location):
+            return text
+    return None
+
+
+def _own_bindings(program: Program, site: Site) -> frozenset[cst.CSTNode]:
+    """The nodes that bind names in the scope of `site` itself (its function's parameters and
+    assignments), not in an enclosing one."""
+    analysis = file_scopes(program, site.location.file)
+    scope = analysis.scopes.get(program.node(site.location))
+    if scope is None:
+        return frozenset()
+    return frozenset(a.node for a in scope.assignments if isinstance(a, meta.Assignment))
+
+
 @dataclass(frozen=True)
 class ClampTemplate:
     name: str = "clamp"
-    description: str = "wrap a value in `max(0, ...)`, `min(..., bound)` (a value of the program) or `abs(...)`"
+    description: str = (
+        "wrap a value in `max(0, ...)`, `max(b, ...)`, `min(..., b)` or `abs(...)`, `b` a value read or bound nearby"
+    )
 
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
@@ -50,14 +91,14 @@ class ClampTemplate:
         site = targets(program, rng, context, "numeric", lambda s: is_numeric(program, s))()
         if site is None:
             return None
-        function = pick(("max", "min", "abs"), rng)
+        # Four shapes, as likely each: max(0, e), abs(e), max(b, e), min(e, b).
+        function = pick(("max0", "abs", "max", "min"), rng)
         if function == "abs":
             return Clamp(site.location, "abs")
-        if function == "min":
-            bound = ingredient(program, site, rng, "bound", lambda s: is_bound(program, s))
-            if bound is not None and "\n" not in program.code(bound):
-                return Clamp(site.location, "min", program.code(bound))
-        return Clamp(site.location, "max", "0")
+        if function == "max0":
+            return Clamp(site.location, "max", "0")
+        bound = clamp_bound(program, site, rng)
+        return Clamp(site.location, function, bound) if bound is not None else Clamp(site.location, "max", "0")
 
 
 def _conditions(program: Program, site: Site) -> list[str]:
@@ -106,23 +147,86 @@ def _returned_values(program: Program, site: Site) -> list[str]:
     return sorted(values)
 
 
-def _actions(program: Program, site: Site) -> list[str]:
-    """What a guard may do before a statement, as the syntax there allows."""
+def is_raise(program: Program, site: Site) -> bool:
+    """A one-line `raise E(...)` statement (not a bare re-raise, which needs an `except`)."""
+    node = program.node(site.location)
+    return (
+        isinstance(node, cst.SimpleStatementLine)
+        and len(node.body) == 1
+        and isinstance(node.body[0], cst.Raise)
+        and node.body[0].exc is not None
+        and node.body[0].cause is None
+        and "\n" not in program.code(site.location).strip()
+    )
+
+
+def _raises(program: Program, site: Site) -> tuple[list[str], list[float]]:
+    """The `raise` statements of the file a guard may copy before a statement (every name
+    they read bound there), each with its weight: its nearness to the statement."""
+    found: dict[str, float] = {}
+    module = program.modules[site.location.file]
+    for other in statement_sites(program):
+        if other.location.file != site.location.file or not is_raise(program, other):
+            continue
+        names = free_names(program, other.location)
+        if names is None or not all_bound(program, names, site.location):
+            continue
+        node = program.node(other.location)
+        assert isinstance(node, cst.SimpleStatementLine)
+        text = module.code_for_node(node.body[0]).strip()
+        found[text] = max(found.get(text, 0.0), nearness(program, site, other))
+    return list(found), list(found.values())
+
+
+def _actions(program: Program, site: Site, rng: np.random.Generator) -> str | None:
+    """What a guard does before a statement, as the syntax there allows: `continue` or
+    `break` in a loop; in a function, `return` None or a value the function returns
+    elsewhere, or `raise` a copy of a raise statement of the file (one nearby first). Each
+    kind of action is as likely as another."""
     context = site.context
     assert context is not None
-    actions = ["continue", "break"] if context.in_loop else []
+    kinds: list[tuple[list[str], list[float]]] = []
+    if context.in_loop:
+        kinds.append((["continue", "break"], [1.0, 1.0]))
     if context.in_function:
         plain_only = context.in_async_function and context.in_generator
         values = ["None"] if plain_only else _returned_values(program, site)
-        actions += ["return" if value == "None" and plain_only else f"return {value}" for value in values]
-    return actions
+        returns = ["return" if value == "None" and plain_only else f"return {value}" for value in values]
+        kinds.append((returns, [1.0] * len(returns)))
+        raises = _raises(program, site)
+        if raises[0]:
+            kinds.append(raises)
+    if not kinds:
+        return None
+    options, weights = kinds[int(rng.integers(len(kinds)))]
+    chances = np.array(weights)
+    return options[int(rng.choice(len(options), p=chances / chances.sum()))]
+
+
+def is_copyable_condition(program: Program, site: Site) -> bool:
+    """A comparison, `and`/`or` or `not` of the program on one line: a guard may copy it."""
+    return category(program.node(site.location)) == "condition" and "\n" not in program.code(site.location)
+
+
+def guard_condition(program: Program, site: Site, rng: np.random.Generator) -> str | None:
+    """A guard's condition before a statement: half the time a check on a value the statement
+    uses (`_conditions`), half the time a copy of a condition of the file whose names are
+    bound there, one of the statement's own function first; either when the other has none."""
+    made = _conditions(program, site)
+    if made and rng.random() < 0.5:
+        return pick(made, rng)
+    copied = near_ingredient(program, site, rng, "copyable_condition", lambda s: is_copyable_condition(program, s))
+    if copied is not None:
+        return program.code(copied)
+    return pick(made, rng) if made else None
 
 
 @dataclass(frozen=True)
 class GuardTemplate:
     name: str = "guard"
     description: str = (
-        "insert `if <check>: return/continue/break` before a statement (`if x is None`, a bounds check, ...)"
+        "insert `if <check>: return/continue/break/raise` before a statement (`if x is None`, a bounds check,"
+        " a condition of the program)"
     )
 
     def propose(
@@ -136,9 +240,10 @@ class GuardTemplate:
             site = choose_site(statement_sites(program), rng, context, guardable)
             if site is None:
                 return None
-            conditions = _conditions(program, site)
-            if conditions:
-                return InsertGuard(site.location, pick(conditions, rng), pick(_actions(program, site), rng))
+            condition = guard_condition(program, site, rng)
+            action = _actions(program, site, rng)
+            if condition is not None and action is not None:
+                return InsertGuard(site.location, condition, action)
         return None
 
 
@@ -150,19 +255,64 @@ class ConditionDrop:
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        site = choose_site(program.sites_of(SiteKind.BOOLEAN_OPERATOR), rng, context)
-        return KeepOperand(site.location, pick(("left", "right"), rng)) if site else None
+        site = choose_site(
+            program.sites_of(SiteKind.BOOLEAN_OPERATOR), rng, context, lambda s: bool(droppable(program, s))
+        )
+        return KeepOperand(site.location, pick(droppable(program, site), rng)) if site else None
+
+
+def droppable(program: Program, site: Site) -> tuple[str, ...]:
+    """The sides of `a and b` / `a or b` that may be kept: dropping the other must not drop
+    a `:=` binding that is read outside it (`(ch := s[i]).isspace() or ch in ")#"` keeps
+    only its left operand)."""
+    return tuple(
+        side
+        for side, dropped in (("left", "right"), ("right", "left"))
+        if not walrus_reads_outside(program, Location(site.location.file, f"{site.location.path}.{dropped}"))
+    )
 
 
 def is_condition(program: Program, site: Site) -> bool:
     return category(program.node(site.location)) == "condition" or is_condition_position(program, site)
 
 
+def checks(program: Program, site: Site) -> list[str]:
+    """Checks a condition may be extended with: `x`, `not x`, `x is None` and `x is not None`
+    for each variable the condition reads that is bound there (TBar's added null and
+    emptiness checks: `start <= merged[-1][1]` may need `merged and` before it)."""
+    bound = bound_names(program, site.location)
+    analysis = file_scopes(program, site.location.file)
+    used = sorted(
+        {
+            node.value
+            for node in _walk(program.node(site.location))
+            if isinstance(node, cst.Name)
+            and node in analysis.reads
+            and isinstance(bound.get(node.value), (cst.Name, cst.Param))
+        }
+    )
+    return [check for name in used for check in (name, f"not {name}", f"{name} is None", f"{name} is not None")]
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node` and everything inside it, not entering lambdas and comprehensions."""
+    found: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        if not isinstance(current, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            stack.extend(current.children)
+    return found
+
+
 @dataclass(frozen=True)
 class ConditionExtend:
     name: str = "condition_extend"
     description: str = (
-        "widen a condition `a` to `a or c`, or narrow it to `a and c`, with `c` a condition of the program"
+        "widen a condition `a` to `a or c`, or narrow it to `a and c`: `c` a condition of the program"
+        " (one nearby first), or a check (`x`, `not x`, `x is None`, `x is not None`) on a name `a` reads,"
+        " before or after `a`"
     )
 
     def propose(
@@ -173,9 +323,15 @@ class ConditionExtend:
             site = choose()
             if site is None:
                 return None
-            found = ingredient(program, site, rng, "condition", lambda s: is_condition(program, s))
+            operator = pick(("And", "Or"), rng)
+            made = checks(program, site)
+            if made and rng.random() < 0.5:
+                return AddCheck(site.location, operator, pick(made, rng), first=bool(rng.random() < 0.5))
+            found = near_ingredient(program, site, rng, "condition", lambda s: is_condition(program, s))
             if found is not None:
-                return ExtendCondition(site.location, pick(("And", "Or"), rng), found)
+                return ExtendCondition(site.location, operator, found)
+            if made:
+                return AddCheck(site.location, operator, pick(made, rng), first=bool(rng.random() < 0.5))
         return None
 
 
@@ -207,9 +363,16 @@ def branches(node: cst.If, path: str) -> list[str]:
     return blocks
 
 
+def _names_bound(program: Program, statement: Location, position: Location) -> bool:
+    """Is every name a copy of `statement` reads bound before `position`?"""
+    names = free_names(program, statement)
+    return names is not None and all_bound(program, names, position)
+
+
 def sibling_updates(program: Program) -> dict[Location, tuple[Location, ...]]:
     """For each statement in a branch of an `if` chain, the update statements of the other
-    branches that its own branch lacks (by code), which may stand before it."""
+    branches that its own branch lacks (by code), which may stand before it: the syntax
+    allows them there and every name they read is bound there."""
     found = _SIBLINGS.get(program)
     if found is not None:
         return found
@@ -234,7 +397,13 @@ def sibling_updates(program: Program) -> dict[Location, tuple[Location, ...]]:
             for position in block:
                 where = position.context
                 assert where is not None
-                fitting = tuple(u.location for u in updates if u.context is not None and where.accepts(u.context))
+                fitting = tuple(
+                    u.location
+                    for u in updates
+                    if u.context is not None
+                    and where.accepts(u.context)
+                    and _names_bound(program, u.location, position.location)
+                )
                 if fitting:
                     found[position.location] = fitting
     _SIBLINGS[program] = found

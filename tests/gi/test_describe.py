@@ -15,17 +15,27 @@ from rich.console import Console
 from gi.describe import describe
 from gi.edits import (
     EDIT_KINDS,
+    AddCheck,
+    Clamp,
     DeleteStatement,
     Edit,
+    ExtendCondition,
     InsertControl,
+    InsertGuard,
     InsertStatement,
+    KeepOperand,
     MoveStatement,
+    Negate,
+    OffsetExpression,
     RemoveUnary,
+    ReplaceExpression,
     ReplaceFunction,
+    ReplaceName,
     ReplaceNumber,
     ReplaceOperator,
     ReplaceStatement,
     RewritePlan,
+    SwapArguments,
     SwapStatements,
 )
 from gi.program import Location, Program, SiteKind
@@ -106,6 +116,130 @@ def test_a_rewritten_function_is_named(program: Program) -> None:
     helper = at(program, SiteKind.FUNCTION, 12)
     edit = ReplaceFunction(helper, 'def helper():\n    return "quick"\n', model="gemma")
     assert describe(edit, program) == "grading.py:12 rewrite function helper() by gemma"
+
+
+LEDGER = """\
+def settle(items, fee, parts, day, open):
+    total = 0
+    for price, cost in items:
+        total += price
+    q, r = divmod(fee, total)
+    first = items[:fee]
+    if day >= 5 and open:
+        return None
+    balance = total - fee
+    clipped = round(balance, fee, 2)
+    if total > fee:
+        balance -= fee
+        q += 1
+    else:
+        q += 1
+    return balance + a_rather_long_name_of_some_value * another_long_name
+"""
+
+
+@pytest.fixture(scope="module")
+def ledger() -> Program:
+    return Program(Path("/nonexistent"), {"ledger.py": LEDGER})
+
+
+def expression(program: Program, code: str, line: int) -> Location:
+    """The location of the expression site `code` on `line`."""
+    found = [s.location for s in program.sites_of(SiteKind.EXPRESSION) if s.line == line]
+    return next(location for location in found if program.code(location) == code)
+
+
+def test_a_replaced_name_reads_old_becomes_new_in_its_line(ledger: Program) -> None:
+    edit = ReplaceName(expression(ledger, "price", 4), "cost")
+    assert describe(edit, ledger) == 'ledger.py:4 price becomes cost in "total += price"'
+
+
+def test_a_swap_of_arguments_quotes_the_call(ledger: Program) -> None:
+    assert describe(SwapArguments(expression(ledger, "divmod(fee, total)", 5), 0, 1), ledger) == (
+        'ledger.py:5 swap the arguments of "divmod(fee, total)"'
+    )
+    assert describe(SwapArguments(expression(ledger, "round(balance, fee, 2)", 10), 0, 2), ledger) == (
+        'ledger.py:10 swap arguments 1 and 3 of "round(balance, fee, 2)"'
+    )
+
+
+def test_a_replaced_expression_quotes_old_and_new_and_where_the_copy_is_from(ledger: Program) -> None:
+    edit = ReplaceExpression(expression(ledger, "fee", 6), expression(ledger, "total - fee", 9))
+    assert describe(edit, ledger) == (
+        'ledger.py:6 "fee" becomes "total - fee" in "first = items[:fee]" (a copy from line 9)'
+    )
+
+
+def test_a_replaced_return_value_reads_like_any_replaced_expression(ledger: Program) -> None:
+    """return_replace makes a ReplaceExpression at a returned value: the long value is cut."""
+    value = expression(ledger, "balance + a_rather_long_name_of_some_value * another_long_name", 16)
+    assert describe(ReplaceExpression(value, expression(ledger, "None", 8)), ledger) == (
+        'ledger.py:16 "balance + a_rather_long_name_of_some_ ..." becomes "None"'
+        ' in "return balance + a_rather_long_name_o ..." (a copy from line 8)'
+    )
+
+
+def test_an_offset_reads_n_becomes_n_plus_one(ledger: Program) -> None:
+    assert describe(OffsetExpression(expression(ledger, "fee", 6), 1), ledger) == (
+        'ledger.py:6 "fee" becomes "fee + 1" in "first = items[:fee]"'
+    )
+    assert describe(OffsetExpression(expression(ledger, "total - fee", 9), -1), ledger) == (
+        'ledger.py:9 "total - fee" becomes "total - fee - 1" in "balance = total - fee"'
+    )
+
+
+def test_a_negation_quotes_the_negated_condition(ledger: Program) -> None:
+    assert describe(Negate(expression(ledger, "day >= 5 and open", 7)), ledger) == (
+        'ledger.py:7 "day >= 5 and open" becomes "not (day >= 5 and open)" in "if day >= 5 and open:"'
+    )
+
+
+def test_a_clamp_reads_wrap_in_its_function(ledger: Program) -> None:
+    value = expression(ledger, "total - fee", 9)
+    assert describe(Clamp(value, "max", "0"), ledger) == 'ledger.py:9 wrap "total - fee" in max(0, ...)'
+    assert describe(Clamp(value, "min", "len(items)"), ledger) == (
+        'ledger.py:9 wrap "total - fee" in min(..., len(items))'
+    )
+    assert describe(Clamp(value, "abs"), ledger) == 'ledger.py:9 wrap "total - fee" in abs(...)'
+
+
+def test_a_kept_operand_quotes_what_is_kept_of_what(ledger: Program) -> None:
+    condition = expression(ledger, "day >= 5 and open", 7)
+    assert describe(KeepOperand(condition, "left"), ledger) == 'ledger.py:7 keep "day >= 5" of "day >= 5 and open"'
+    assert describe(KeepOperand(condition, "right"), ledger) == 'ledger.py:7 keep "open" of "day >= 5 and open"'
+
+
+def test_an_extended_condition_quotes_the_new_condition(ledger: Program) -> None:
+    edit = ExtendCondition(expression(ledger, "open", 7), "Or", expression(ledger, "total > fee", 11))
+    assert describe(edit, ledger) == (
+        'ledger.py:7 "open" becomes "(open or total > fee)" in "if day >= 5 and open:" (a copy from line 11)'
+    )
+
+
+def test_an_added_check_quotes_the_new_condition(ledger: Program) -> None:
+    edit = AddCheck(expression(ledger, "day >= 5", 7), "And", "day is not None")
+    assert describe(edit, ledger) == (
+        'ledger.py:7 "day >= 5" becomes "(day is not None and day >= 5)" in "if day >= 5 and open:"'
+    )
+
+
+def test_a_guard_quotes_the_guard_and_the_statement_it_stands_before(ledger: Program) -> None:
+    ret = at(ledger, SiteKind.STATEMENT, 16)
+    assert describe(InsertGuard(ret, "not parts", "return None"), ledger) == (
+        'ledger.py:16 insert "if not parts: return None" before "return balance + a_rather_long_name_o ..."'
+    )
+
+
+def test_a_sibling_update_reads_as_a_copied_statement(ledger: Program) -> None:
+    """sibling_update makes an InsertStatement: the copied update and its line."""
+    edit = InsertStatement(at(ledger, SiteKind.STATEMENT, 15), at(ledger, SiteKind.STATEMENT, 12))
+    assert describe(edit, ledger) == 'ledger.py:15 insert a copy of "balance -= fee" (line 12) before "q += 1"'
+
+
+def test_every_edit_class_has_its_own_wording() -> None:
+    from gi.describe import _WORDINGS
+
+    assert set(EDIT_KINDS.values()) <= set(_WORDINGS), set(EDIT_KINDS.values()) - set(_WORDINGS)
 
 
 @pytest.fixture

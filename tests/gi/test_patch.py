@@ -10,6 +10,7 @@ import pytest
 
 from gi.edits import (
     EDIT_KINDS,
+    AddCheck,
     Clamp,
     DeleteStatement,
     Edit,
@@ -196,6 +197,7 @@ def expression_kinds(program: Program) -> list[Edit]:
         Clamp(at["x - 1"], "min", "y"),
         KeepOperand(at["x > 0 and y"], "right"),
         ExtendCondition(at["x > 0 and y"], "Or", at["x > 0"]),
+        AddCheck(at["x > 0 and y"], "And", "y is not None"),
         InsertGuard(statements(program)[1], "y is None", "return 0"),
     ]
 
@@ -255,6 +257,8 @@ def f(a, b, items):
         (lambda at: Negate(at["a and b", 3]), "    if not (a and b):\n"),
         (lambda at: KeepOperand(at["a and b", 3], "right"), "    if b:\n"),
         (lambda at: ExtendCondition(at["a", 3], "Or", at["a + b", 2]), "    if (a or (a + b)) and b:\n"),
+        (lambda at: AddCheck(at["a", 3], "Or", "a is None"), "    if (a is None or a) and b:\n"),
+        (lambda at: AddCheck(at["a and b", 3], "And", "not b", first=False), "    if (a and b) and not b:\n"),
     ],
 )
 def test_expression_edits_keep_their_meaning_where_they_go(

@@ -91,3 +91,35 @@ def test_globs_skip_caches_and_environments(tmp_path: Path) -> None:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("x = 1\n")
     assert Program.load(tmp_path, ["*.py"]).files == ("pkg/a.py", "pkg/b.py")
+
+
+def test_a_case_pattern_offers_only_its_numbers(make_program: Callable[[str], Program]) -> None:
+    """`case ast.Expr(e)` is no expression: `(1).Expr(e)` or `case +1:` would not parse.
+    The guard after `if` is an expression like any other."""
+    program = make_program("match x:\n    case ast.Expr(e) if e > -1:\n        pass\n    case -1:\n        y = a.b\n")
+    expressions = {program.code(site.location) for site in program.sites_of(SiteKind.EXPRESSION)}
+    assert expressions == {"e", "-1", "1", "a.b", "a"}
+    unary = [site.line for site in program.sites_of(SiteKind.UNARY_OPERATOR)]
+    assert unary == [2], "the guard's -1, not the pattern's"
+    assert [site.line for site in program.sites_of(SiteKind.NUMBER)] == [2, 4]
+
+
+def test_no_expression_site_inside_annotations_decorators_defaults_f_strings_or_lambdas(
+    make_program: Callable[[str], Program],
+) -> None:
+    """A copy put into `f"{self.x}"` with its own quotes does not parse before Python 3.12;
+    an annotation, a decorator or a default is no value the body computes. The f-string, the
+    lambda and the comprehension are sites as wholes, and `self` in `self.total = ...` is read."""
+    program = make_program(
+        "@deco.attr(1)\n"
+        "def f(a: t.X = d.e, *, b=g[0]) -> r.Y:\n"
+        '    s = f"{self.x} {a[1]}"\n'
+        "    h = lambda: q.w\n"
+        "    c = [z.u for z in a.b]\n"
+        "    x: ann.T = 3\n"
+        "    self.total = a.b\n"
+    )
+    expressions = [program.code(site.location) for site in program.sites_of(SiteKind.EXPRESSION)]
+    assert sorted(expressions) == sorted(
+        ['f"{self.x} {a[1]}"', "lambda: q.w", "[z.u for z in a.b]", "3", "self", "a.b", "a"]
+    )

@@ -1,13 +1,23 @@
-"""Robustness of `apply`: long random patches on real-world modules always give compilable code."""
+"""Robustness of `apply`: long random patches on real-world modules always give compilable code,
+and the expression operators and fix templates leave no name unbound."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from itertools import zip_longest
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from gi.describe import describe
+from gi.edits import Edit
 from gi.patch import Patch, apply
 from gi.program import Program
-from mutators import OPERATORS, MutationContext
+from mutators import OPERATORS, MutationContext, names, templates
 
 EDITS = 1000
 
@@ -39,3 +49,78 @@ def test_a_thousand_edits_of_one_operator_apply_and_compile(real_world: Program,
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_thousand_edits_of_every_operator_apply_and_compile(real_world: Program, seed: int) -> None:
     assert_compiles(real_world, random_patch(real_world, OPERATORS.names(), seed=seed))
+
+
+# --- names stay bound ------------------------------------------------------------------------
+
+#: One-edit variants drawn per new operator for the undefined-name check.
+VARIANTS = 150
+#: pyflakes' checks, as ruff has them: an undefined name, a local read before its assignment.
+UNBOUND = ("F821", "F823")
+NEW_OPERATORS = sorted(
+    name for name in OPERATORS.names() if type(OPERATORS.get(name)).__module__ in (names.__name__, templates.__name__)
+)
+
+
+def unbound_names(folder: Path) -> dict[str, Counter[str]]:
+    """ruff's F821/F823 findings in each file of `folder`: file name -> the messages, counted."""
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("ruff")), "check", "--isolated", "--no-cache", "--exit-zero",
+         f"--select={','.join(UNBOUND)}", "--output-format=json", str(folder)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    found: dict[str, Counter[str]] = {path.name: Counter() for path in folder.iterdir()}
+    for finding in json.loads(result.stdout):
+        found[Path(finding["filename"]).name][f"{finding['code']} {finding['message']}"] += 1
+    return found
+
+
+def rounds(edits: list[Edit]) -> list[Patch]:
+    """The edits in patches of at most one edit per top-level statement of each file: edits in
+    different top-level statements share no local name, so each patch checks its edits at once."""
+    groups: dict[tuple[str, str], list[Edit]] = {}
+    for edit in edits:
+        groups.setdefault((edit.target.file, edit.target.path.split(".")[0]), []).append(edit)
+    return [Patch(tuple(e for e in batch if e is not None)) for batch in zip_longest(*groups.values())]
+
+
+def new_findings(program: Program, patches: list[Patch], folder: Path) -> dict[str, Counter[str]]:
+    """Each patch's findings that the original lacks, by file: `<patch index>_<file>` -> counts."""
+    (folder / "original").mkdir(parents=True)
+    for file in program.files:
+        (folder / "original" / file).write_text(program.sources[file])
+    (folder / "variants").mkdir()
+    files: dict[str, str] = {}
+    for index, patch in enumerate(patches):
+        variant = apply(program, patch)
+        for file in variant.changed_files:
+            files[f"{index}_{file}"] = file
+            (folder / "variants" / f"{index}_{file}").write_text(variant.sources[file])
+    before = unbound_names(folder / "original")
+    after = unbound_names(folder / "variants")
+    return {name: after[name] - before[file] for name, file in files.items() if after[name] - before[file]}
+
+
+@pytest.mark.parametrize("name", NEW_OPERATORS)
+def test_no_new_operator_leaves_a_name_unbound(real_world: Program, name: str, tmp_path: Path) -> None:
+    """No distinct one-edit variant of the operator among VARIANTS draws on the real-world
+    modules has an undefined name, or a local read before its assignment, that the original
+    lacks (ruff's pyflakes checks; the edits are checked a batch at a time, and a batch with a
+    finding edit by edit, to name the edit)."""
+    rng = np.random.default_rng(3)
+    drawn = {OPERATORS.get(name).propose(real_world, Patch(), rng, MutationContext()) for _ in range(VARIANTS)}
+    edits = sorted((edit for edit in drawn if edit is not None), key=str)
+    assert len(edits) >= 20, f"{name} made only {len(edits)} distinct edits"
+    batches = rounds(edits)
+    suspects = [
+        edit
+        for found in new_findings(real_world, batches, tmp_path / "batches")
+        for edit in batches[int(found.partition("_")[0])].edits
+        if edit.target.file == found.partition("_")[2]
+    ]
+    singles = [Patch((edit,)) for edit in suspects]
+    culprits = {
+        describe(singles[int(found.partition("_")[0])].edits[0], real_world): dict(counts)
+        for found, counts in new_findings(real_world, singles, tmp_path / "singles").items()
+    }
+    assert not culprits, f"{name} left names unbound: {culprits}"

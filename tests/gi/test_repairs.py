@@ -1,12 +1,14 @@
-"""Each expression operator and fix template repairs a bug the classic operators cannot.
+"""Each expression operator and fix template repairs a bug no classic operator repairs in one edit.
 
 One small program per operator, with a one-line bug and its tests. The operator, drawing
 sites by fault localisation (the buggy line weighs most), proposes the fix; the fixed
-variant passes the real tests in a real pytest run and the original fails them. The
-classic operators, drawing as often with the same weights, never make the fixed program:
-the fix is out of their one-edit reach by construction (the fixed line is no statement of
-the program, and it differs in more than an operator or a number). `sibling_update`
-proposes what a classic `statement_copy` could also propose, so its case compares rates.
+variant passes the real tests in a real pytest run and the original fails them. Every
+distinct one-edit variant the classic operators propose, drawing as often with the same
+weights, is run against the same tests, and none passes: no classic operator repairs the
+bug in one edit, neither by the fix nor by another program. The claim is about the classic
+operators (and, for return_replace, the two new operators that could reach a returned value
+another way), not about every other new operator. `sibling_update` proposes what a classic
+`statement_copy` could also propose, so its case compares rates.
 """
 
 from __future__ import annotations
@@ -14,17 +16,20 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from textwrap import dedent
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gi.edits import Edit
 from gi.evaluation import EvaluationSettings, Evaluator
-from gi.patch import Patch, apply
+from gi.patch import Patch, Variant, apply
 from gi.program import Program
 from mutators import OPERATORS, MutationContext, names, templates
 
 DRAWS = 100
+#: Proposals of each rival operator whose distinct variants run the bug's real tests.
+RIVAL_DRAWS = 40
 #: The operators gi had before the expression operators and fix templates.
 CLASSIC = sorted(
     name
@@ -144,33 +149,37 @@ BUGS = {
             assert evens([1, 2, 3, 4]) == [2, 4]
         """),
     ),
+    # A wrong value returned: `key` where None was meant. The fix, None, is a value the program
+    # returns elsewhere, but no name (name_replace) and of another kind than `key`
+    # (expression_replace copies values for values); the one-line `if` holds no statement a
+    # classic operator could replace.
     "return_replace": Bug(
         dedent("""\
-        def larger(a, b):
-            if a > b:
-                return a
-            return b
+        def lookup(table, key):
+            if key in table: return table[key]
+            return None
 
 
-        def smaller(a, b):
-            if a < b: return b
-            return b
+        def checked(table, key):
+            if key not in table: return key
+            return table[key]
         """),
         dedent("""\
-        def larger(a, b):
-            if a > b:
-                return a
-            return b
+        def lookup(table, key):
+            if key in table: return table[key]
+            return None
 
 
-        def smaller(a, b):
-            if a < b: return a
-            return b
+        def checked(table, key):
+            if key not in table: return None
+            return table[key]
         """),
         dedent("""\
-        def test_smaller():
-            assert smaller(1, 2) == 1
-            assert smaller(2, 1) == 1
+        def test_checked():
+            assert checked({'a': 1}, 'a') == 1
+            assert checked({'a': 1, 'b': 2}, 'b') == 2
+            assert checked({'a': 1}, 'b') is None
+            assert checked({}, 'a') is None
         """),
     ),
     "clamp": Bug(
@@ -218,8 +227,13 @@ BUGS = {
         """),
         dedent("""\
         def test_weekend():
-            assert weekend(6, False)
-            assert not weekend(2, True)
+            assert weekend(6, False) is True
+            assert weekend(5, False) is True
+            assert weekend(6, True) is True
+            assert weekend(5, True) is True
+            assert weekend(4, False) is False
+            assert weekend(2, True) is False
+            assert weekend(0, True) is False
         """),
     ),
     "condition_extend": Bug(
@@ -330,21 +344,96 @@ def _fixes(program: Program, operator: str, name: str) -> list[Edit]:
     return sorted((edit for edit in seen if apply(program, Patch((edit,))).tree_hash == fixed), key=str)
 
 
+#: Besides the classic operators, the new operators that must not repair a case in one edit
+#: either: the ones that could reach its fix by another road.
+RIVALS = {
+    "return_replace": ("name_replace", "expression_replace"),
+}
+
+
+def _variants(
+    program: Program, operators: list[str], name: str, draws: int = RIVAL_DRAWS
+) -> dict[str, tuple[str, Variant]]:
+    """The distinct programs (by tree hash) that `draws` proposals of each operator make on
+    bug `name`'s program with its fault localisation, each with an operator that made it."""
+    context = _context(program, name)
+    found: dict[str, tuple[str, Variant]] = {}
+    for operator in operators:
+        rng = np.random.default_rng(0)
+        for _ in range(draws):
+            edit = OPERATORS.get(operator).propose(program, Patch(), rng, context)
+            if edit is not None:
+                variant = apply(program, Patch((edit,)))
+                if variant.syntax_error is None and variant.changed_files:
+                    found.setdefault(variant.tree_hash, (operator, variant))
+    return found
+
+
+def _passing(program: Program, name: str, variants: dict[str, tuple[str, Variant]]) -> dict[str, str]:
+    """Of `variants`, those that pass every test of bug `name` in a real test run: tree hash
+    -> the operator that made it, and its diff."""
+    tests = f"tests/test_{name}.py"
+    settings = EvaluationSettings((tests,), timeout=60, test_timeout=5, workers=2, engine="warm")
+    evaluator = Evaluator(program, settings)
+    try:
+        evaluations = evaluator.evaluate_many([variant for _, variant in variants.values()])
+    finally:
+        evaluator.close()
+    return {
+        key: f"{operator}: {variant.diff()}"
+        for (key, (operator, variant)), evaluation in zip(variants.items(), evaluations, strict=True)
+        if evaluation.ok and evaluation.measures.get("failed_tests") == 0 and evaluation.measures.get("test_count")
+    }
+
+
 @pytest.mark.parametrize("name", sorted(BUGS))
-def test_only_the_new_operator_makes_the_repair(name: str, bugs: Program) -> None:
-    repairs = _fixes(bugs, name, name)
-    assert repairs, f"{name} never proposed the fix in {DRAWS} draws"
+def test_the_new_operator_proposes_the_repair(name: str, bugs: Program) -> None:
+    assert _fixes(bugs, name, name), f"{name} never proposed the fix in {DRAWS} draws"
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_no_classic_operator_repairs_it_in_one_edit(name: str, bugs: Program) -> None:
+    """Every distinct one-edit variant that the classic operators (and the case's rivals)
+    propose in RIVAL_DRAWS draws each with the same weights fails the bug's real tests: none is a
+    repair, whether it is the fix's program or another that passes. sibling_update's fix is
+    also a classic statement_copy (it copies a statement): there only that copy may pass, and
+    the template proposes it far more often."""
+    variants = _variants(bugs, [*CLASSIC, *RIVALS.get(name, ())], name)
+    assert len(variants) >= 5, f"only {len(variants)} variants to check"
+    passing = _passing(bugs, name, variants)
     if name == "sibling_update":
+        fixed = Program(bugs.root, {**bugs.sources, f"{name}.py": BUGS[name].fixed}).tree_hash
+        assert set(passing) <= {fixed}, passing
         rng = np.random.default_rng(0)
         context = _context(bugs, name)
+        repairs = _fixes(bugs, name, name)
         hits = {
             operator: sum(OPERATORS.get(operator).propose(bugs, Patch(), rng, context) in repairs for _ in range(DRAWS))
             for operator in (name, "statement_copy")
         }
         assert hits[name] >= 4 * max(hits["statement_copy"], 1), hits
     else:
-        for classic in CLASSIC:
-            assert not _fixes(bugs, classic, name), f"{classic} also makes the fix"
+        assert not passing, passing
+
+
+def test_what_passes_condition_drops_tests_is_the_fix(bugs: Program) -> None:
+    """Seven asserts pin `weekend` down: of all the new operators' one-edit variants, those
+    that pass its real tests (expression_replace's copy of `day >= 5`, condition_extend's
+    `day >= 5 and (holiday or day >= 5)`) compute what the fix computes on every input."""
+    name = "condition_drop"
+    variants = _variants(bugs, [o for o in OPERATORS.names() if o not in CLASSIC], name, DRAWS)
+    passing = _passing(bugs, name, variants)
+    assert passing, "the fix itself passes"
+    for key in passing:
+        namespace: dict[str, Any] = {}
+        exec(variants[key][1].sources[f"{name}.py"], namespace)  # the variant under test
+        wrong = [
+            (day, holiday)
+            for day in range(-1, 9)
+            for holiday in (False, True)
+            if namespace["weekend"](day, holiday) != (day >= 5)
+        ]
+        assert not wrong, (passing[key], wrong)
 
 
 def test_the_repairs_pass_the_real_tests(bugs: Program) -> None:

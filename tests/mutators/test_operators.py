@@ -196,7 +196,7 @@ def total(values, limit):
     for index in range(len(values)):
         value = values[index]
         if value > limit and index:
-            result += clip(min(value, len(values)), 0, limit)
+            result += clip(max(0, value), 0, limit)
         else:
             result -= value
             values.append(value)
@@ -231,7 +231,7 @@ def total(values, limit):
     result = 0
     for index in range(len(values)):
         value = values[index]
-        if value > limit and (index and value > limit):
+        if value > limit and (not index or index):
             result += clip(value, 0, limit)
         else:
             result -= value
@@ -271,8 +271,8 @@ def total(values, limit):
             result += clip(value, 0, limit)
         else:
             result -= value
-            if not values:
-                break
+            if values is None:
+                continue
             values.append(value)
     if not result:
         return 0
