@@ -1,7 +1,7 @@
 """How fast does gi evaluate variants, cold and warm?
 
 Evaluates one fixed budget of variants of an example program (random one- to three-edit
-patches from the classic operators, drawn with a fixed seed) side by side in one run:
+patches from every operator gi has, drawn with a fixed seed) side by side in one run:
 
 - the cold path (a fresh workspace copy, sandbox, interpreter and pytest per variant), 2 workers;
 - the warm path (forking warm workers in the same sandbox), 1 and 2 workers;
