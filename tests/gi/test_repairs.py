@@ -5,7 +5,8 @@ sites by fault localisation (the buggy line weighs most), proposes the fix; the 
 variant passes the real tests in a real pytest run and the original fails them. Every
 distinct one-edit variant the classic operators propose, drawing as often with the same
 weights, is run against the same tests, and none passes: no classic operator repairs the
-bug in one edit, neither by the fix nor by another program. The claim is about the classic
+bug in one edit, neither by the fix nor by another program. (Those runs carry one variant of
+every bug at once, each in its own module: twelve checks for the price of one pytest run.) The claim is about the classic
 operators (and, for return_replace, the two new operators that could reach a returned value
 another way), not about every other new operator. `sibling_update` proposes what a classic
 `statement_copy` could also propose, so its case compares rates.
@@ -25,6 +26,7 @@ from gi.edits import Edit
 from gi.evaluation import EvaluationSettings, Evaluator
 from gi.patch import Patch, Variant, apply
 from gi.program import Program
+from gi.results import Evaluation
 from mutators import OPERATORS, MutationContext, names, templates
 
 DRAWS = 100
@@ -312,6 +314,8 @@ def bugs(tmp_path_factory: pytest.TempPathFactory) -> Program:
     """Every bug in one program: module `<operator>.py`, tested by `tests/test_<operator>.py`."""
     folder = tmp_path_factory.mktemp("bugs")
     (folder / "tests").mkdir()
+    # A module that does not import stops no other bug's tests (see _passing_together).
+    (folder / "pytest.ini").write_text("[pytest]\naddopts = --continue-on-collection-errors\n")
     for name, bug in BUGS.items():
         (folder / f"{name}.py").write_text(bug.source)
         (folder / "tests" / f"test_{name}.py").write_text(f"from {name} import *\n\n\n{bug.tests}")
@@ -369,12 +373,21 @@ def _variants(
     return found
 
 
+def _passes(evaluation: Evaluation) -> bool:
+    """Whether a real test run passed every test it ran, and ran some."""
+    return (
+        evaluation.ok and evaluation.measures.get("failed_tests") == 0 and bool(evaluation.measures.get("test_count"))
+    )
+
+
+def _checking(program: Program, tests: str = "tests") -> Evaluator:
+    return Evaluator(program, EvaluationSettings((tests,), timeout=120, test_timeout=5, workers=2, engine="warm"))
+
+
 def _passing(program: Program, name: str, variants: dict[str, tuple[str, Variant]]) -> dict[str, str]:
     """Of `variants`, those that pass every test of bug `name` in a real test run: tree hash
     -> the operator that made it, and its diff."""
-    tests = f"tests/test_{name}.py"
-    settings = EvaluationSettings((tests,), timeout=60, test_timeout=5, workers=2, engine="warm")
-    evaluator = Evaluator(program, settings)
+    evaluator = _checking(program, f"tests/test_{name}.py")
     try:
         evaluations = evaluator.evaluate_many([variant for _, variant in variants.values()])
     finally:
@@ -382,7 +395,7 @@ def _passing(program: Program, name: str, variants: dict[str, tuple[str, Variant
     return {
         key: f"{operator}: {variant.diff()}"
         for (key, (operator, variant)), evaluation in zip(variants.items(), evaluations, strict=True)
-        if evaluation.ok and evaluation.measures.get("failed_tests") == 0 and evaluation.measures.get("test_count")
+        if _passes(evaluation)
     }
 
 
@@ -391,16 +404,78 @@ def test_the_new_operator_proposes_the_repair(name: str, bugs: Program) -> None:
     assert _fixes(bugs, name, name), f"{name} never proposed the fix in {DRAWS} draws"
 
 
+def _passing_together(program: Program, cases: dict[str, dict[str, tuple[str, Variant]]]) -> dict[str, dict[str, str]]:
+    """`_passing` for every bug at once: each bug's variants change its own module only, and its
+    tests import only that module, so one real test run of a program that carries one variant of
+    each bug's module checks them all. A module that does not import fails only its own tests
+    (the program's pytest.ini says --continue-on-collection-errors). A run whose outcomes cannot
+    be read bug by bug is never taken as a failure: tests gi reads as not run, or a run that
+    timed out or crashed as a whole; those variants run again one at a time."""
+    queues = {name: list(variants.items()) for name, variants in cases.items()}
+    rounds = [
+        {name: queue[index] for name, queue in queues.items() if index < len(queue)}
+        for index in range(max(map(len, queues.values())))
+    ]
+    combined = [
+        Variant(
+            program,
+            Patch(),
+            {**program.sources, **{f"{name}.py": v.sources[f"{name}.py"] for name, (_, (_, v)) in r.items()}},
+            (),
+        )
+        for r in rounds
+    ]
+    passing: dict[str, dict[str, str]] = {name: {} for name in cases}
+    alone: list[tuple[str, str, str, Variant]] = []
+    evaluator = _checking(program)
+    try:
+        for members, evaluation in zip(rounds, evaluator.evaluate_many(combined), strict=True):
+            for name, (key, (operator, variant)) in members.items():
+                outcomes = {o for test, o in evaluation.tests.items() if test.startswith(f"tests/test_{name}.py::")}
+                if not evaluation.ok or not outcomes or "not_run" in outcomes:
+                    alone.append((name, key, operator, variant))
+                elif outcomes == {"passed"}:
+                    passing[name][key] = f"{operator}: {variant.diff()}"
+        # Alone, beside the other bugs' original modules (which import: their bugs are in what
+        # they compute), a variant whose module does not import or which hangs fails its tests.
+        for (name, key, operator, variant), evaluation in zip(
+            alone, evaluator.evaluate_many([variant for *_, variant in alone]), strict=True
+        ):
+            outcomes = {o for test, o in evaluation.tests.items() if test.startswith(f"tests/test_{name}.py::")}
+            if evaluation.ok and outcomes == {"passed"}:
+                passing[name][key] = f"{operator}: {variant.diff()}"
+    finally:
+        evaluator.close()
+    return passing
+
+
+@pytest.fixture(scope="module")
+def classic_variants(bugs: Program) -> dict[str, dict[str, tuple[str, Variant]]]:
+    """Each bug's distinct one-edit variants from the classic operators and its rivals."""
+    return {name: _variants(bugs, [*CLASSIC, *RIVALS.get(name, ())], name) for name in sorted(BUGS)}
+
+
+@pytest.fixture(scope="module")
+def classic_passing(
+    bugs: Program, classic_variants: dict[str, dict[str, tuple[str, Variant]]]
+) -> dict[str, dict[str, str]]:
+    return _passing_together(bugs, classic_variants)
+
+
 @pytest.mark.parametrize("name", sorted(BUGS))
-def test_no_classic_operator_repairs_it_in_one_edit(name: str, bugs: Program) -> None:
+def test_no_classic_operator_repairs_it_in_one_edit(
+    name: str,
+    bugs: Program,
+    classic_variants: dict[str, dict[str, tuple[str, Variant]]],
+    classic_passing: dict[str, dict[str, str]],
+) -> None:
     """Every distinct one-edit variant that the classic operators (and the case's rivals)
     propose in RIVAL_DRAWS draws each with the same weights fails the bug's real tests: none is a
     repair, whether it is the fix's program or another that passes. sibling_update's fix is
     also a classic statement_copy (it copies a statement): there only that copy may pass, and
     the template proposes it far more often."""
-    variants = _variants(bugs, [*CLASSIC, *RIVALS.get(name, ())], name)
-    assert len(variants) >= 5, f"only {len(variants)} variants to check"
-    passing = _passing(bugs, name, variants)
+    assert len(classic_variants[name]) >= 5, f"only {len(classic_variants[name])} variants to check"
+    passing = classic_passing[name]
     if name == "sibling_update":
         fixed = Program(bugs.root, {**bugs.sources, f"{name}.py": BUGS[name].fixed}).tree_hash
         assert set(passing) <= {fixed}, passing
@@ -414,6 +489,30 @@ def test_no_classic_operator_repairs_it_in_one_edit(name: str, bugs: Program) ->
         assert hits[name] >= 4 * max(hits["statement_copy"], 1), hits
     else:
         assert not passing, passing
+
+
+def test_checking_the_bugs_together_finds_what_checking_each_alone_finds(
+    bugs: Program, classic_variants: dict[str, dict[str, tuple[str, Variant]]]
+) -> None:
+    """The batched check above against each bug checked on its own: the same passing variants.
+    Each case leads with its fix (so there is something to find), and guard's with a module that
+    does not import before it: the first combined run carries it beside the other two fixes."""
+    names = ["argument_swap", "guard", "negate"]
+    cases: dict[str, dict[str, tuple[str, Variant]]] = {}
+    for name in names:
+        fixed = apply(bugs, Patch((_fixes(bugs, name, name)[0],)))
+        cases[name] = {fixed.tree_hash: (name, fixed), **dict(list(classic_variants[name].items())[:8])}
+    broken = Variant(
+        bugs, Patch(), {**bugs.sources, "guard.py": "import not_installed_anywhere\n" + bugs.sources["guard.py"]}, ()
+    )
+    cases["guard"] = {broken.tree_hash: ("broken", broken), **cases["guard"]}
+    together = _passing_together(bugs, cases)
+    for name in names:
+        alone = _passing(bugs, name, cases[name])
+        assert together[name] == alone, name
+        fix_key = next(key for key, (operator, _) in cases[name].items() if operator == name)
+        assert fix_key in alone, f"{name}'s fix fails its tests"
+        assert broken.tree_hash not in alone
 
 
 def test_what_passes_condition_drops_tests_is_the_fix(bugs: Program) -> None:
