@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,40 @@ retries = 1
     return config
 
 
+@dataclass
+class Recorded:
+    """A finished speed run of the pairs experiment, made once for this module: its folder (the
+    config, the program and runs/), the scripted model and its server, still serving, and the
+    requests the run made."""
+
+    folder: Path
+    scripted: ScriptedModel
+    server: ModelServer
+    requests: list[dict[str, Any]]
+
+    @property
+    def config(self) -> Path:
+        return self.folder / "pairs.toml"
+
+    def copy(self, tmp_path: Path) -> Path:
+        """A copy of the experiment with its recorded run (without replays of it), for one test
+        to change; its config. (summary.json names the folders of the run that wrote it, so a
+        replay is compared with its recorded run in the recorded folder itself.)"""
+        shutil.copytree(self.folder, tmp_path / "experiment", ignore=shutil.ignore_patterns("replay"))
+        return tmp_path / "experiment" / "pairs.toml"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    scripted = ScriptedModel(default=Action(reply=LINEAR))
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("GI_TEST_KEY", "sk-test")
+        for server in serve(scripted):
+            folder = tmp_path_factory.mktemp("recorded")
+            assert main(["run", str(write_speed_experiment(folder, server.base_url)), "--quiet"]) == 0
+            yield Recorded(folder, scripted, server, list(scripted.requests))
+
+
 @pytest.fixture
 def model() -> Iterator[tuple[ScriptedModel, ModelServer]]:
     scripted = ScriptedModel(default=Action(reply=LINEAR))
@@ -108,38 +144,34 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_a_speed_run_replays_offline_to_the_same_front(
-    tmp_path: Path, model: tuple[ScriptedModel, ModelServer], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("GI_TEST_KEY", "sk-test")
-    scripted, server = model
-    config = write_speed_experiment(tmp_path, server.base_url)
-    assert main(["run", str(config), "--quiet"]) == 0
-    run = tmp_path / "runs" / "pairs-seed5"
-    recorded = summary(run)
-    assert scripted.requests, "the model was never asked: the test would not test replies"
-    assert recorded["measurements"]["replayed"] == {} and recorded["measurements"]["measured"]["timing"] == 3
-    assert any(m.get("speedup") for m in recorded["front"])
+def test_a_speed_run_replays_offline_to_the_same_front(recorded: Recorded) -> None:
+    config = recorded.config
+    run = config.parent / "runs" / "pairs-seed5"
+    made = summary(run)
+    assert recorded.requests, "the model was never asked: the test would not test replies"
+    assert made["measurements"]["replayed"] == {} and made["measurements"]["measured"]["timing"] == 3
+    assert any(m.get("speedup") for m in made["front"])
 
     # The model's rewrite is what makes this a test of replayed replies: it is on the front.
-    kinds = {edit["kind"] for member in recorded["front"] for edit in member["edits"]}
-    assert "replace_function" in kinds, recorded["front"]
+    kinds = {edit["kind"] for member in made["front"] for edit in member["edits"]}
+    assert "replace_function" in kinds, made["front"]
 
-    server.stop()
+    asked = len(recorded.scripted.requests)
     assert main(["replay", str(config), "--quiet"]) == 0
     replay = summary(run / "replay")
     assert replay["replay"] == {"front": True, "history": True}
     assert replay["measurements"]["measured"] == {}, replay["measurements"]
-    assert replay["measurements"]["replayed"]["evaluation"] == recorded["evaluations"]
-    # No request was made (the server is gone: one would have failed), every reply came from the cache.
+    assert replay["measurements"]["replayed"]["evaluation"] == made["evaluations"]
+    # No request reached the server (it records every one), every reply came from the cache.
+    assert len(recorded.scripted.requests) == asked
     assert replay["llm"]["requests"] == 0 and replay["llm"]["failures"] == 0, replay["llm"]
     assert replay["llm"]["cache_hits"] >= 1
     # Everything else summary.json says is the recorded run's (front, speed-ups, held-out
     # verdicts, per-generation statistics, drift, operator counts, warnings), but for clock
     # time and the model's usage: a replay spends no tokens.
-    assert comparable(replay) == comparable(recorded)
+    assert comparable(replay) == comparable(made)
     # The recorded run's own folder is untouched by its replay.
-    assert summary(run) == recorded
+    assert summary(run) == made
 
 
 def test_replaying_a_folder_without_a_run_is_a_clear_error(
@@ -168,23 +200,19 @@ def request_keys(body: dict[str, Any], samples: int = 20) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(
-    tmp_path: Path, model: tuple[ScriptedModel, ModelServer], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(tmp_path: Path, recorded: Recorded) -> None:
     """Another machine's run of the same speed config: it measures anew (timings steer it
     elsewhere) and asks the model only what the reply cache cannot answer."""
-    monkeypatch.setenv("GI_TEST_KEY", "sk-test")
-    scripted, server = model
-    config = write_speed_experiment(tmp_path, server.base_url)
-    assert main(["run", str(config), "--quiet"]) == 0
-    cache = tmp_path / "runs" / "llm-cache"
+    config = recorded.copy(tmp_path)
+    cache = config.parent / "runs" / "llm-cache"
     before = {path.name for path in cache.rglob("*.json")}
-    first = list(scripted.requests)
+    first = recorded.requests
     assert first and all(request_keys(body) & before for body in first), "the cache keys are not understood"
 
+    earlier = len(recorded.scripted.requests)
     assert main(["run", str(config), "--fresh", "--quiet"]) == 0
-    fresh = summary(tmp_path / "runs" / "pairs-seed5")
-    asked = scripted.requests[len(first) :]
+    fresh = summary(config.parent / "runs" / "pairs-seed5")
+    asked = recorded.scripted.requests[earlier:]
     new = {path.name for path in cache.rglob("*.json")} - before
     assert fresh["measurements"]["replayed"] == {} and fresh["measurements"]["measured"]["timing"] == 3
     assert fresh["llm"]["cache_hits"] >= 1, "the warm cache answered nothing"
@@ -197,23 +225,17 @@ def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(
 
 @pytest.mark.slow
 def test_a_replay_of_a_changed_record_says_it_did_not_reach_it(
-    tmp_path: Path,
-    model: tuple[ScriptedModel, ModelServer],
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("GI_TEST_KEY", "sk-test")
-    _, server = model
-    config = write_speed_experiment(tmp_path, server.base_url)
-    assert main(["run", str(config), "--quiet"]) == 0
-    run = tmp_path / "runs" / "pairs-seed5"
-    capsys.readouterr()
     # A run folder where gi replay takes the config: one line saying which goes where.
-    assert main(["replay", str(run)]) == 2
+    made = recorded.folder / "runs" / "pairs-seed5"
+    assert main(["replay", str(made)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"gi: error: {run}: a folder; gi replay takes the experiment's config file, and --from the recorded run"
-        f" folder: gi replay {config} --from {run}"
+        f"gi: error: {made}: a folder; gi replay takes the experiment's config file, and --from the recorded run"
+        f" folder: gi replay {recorded.config} --from {made}"
     ]
+    config = recorded.copy(tmp_path)
+    run = config.parent / "runs" / "pairs-seed5"
     # Tamper with the record: a program of the last generation now reads as much the fastest.
     with sqlite3.connect(run / "store.sqlite") as db:
         [(seq, text)] = db.execute(
@@ -223,8 +245,9 @@ def test_a_replay_of_a_changed_record_says_it_did_not_reach_it(
         evaluation = json.loads(text)
         evaluation["measures"] = {**evaluation["measures"], "failed_tests": 0, "runtime": 0.0001}
         db.execute("UPDATE evaluations SET evaluation = ? WHERE seq = ?", (json.dumps(evaluation), seq))
-    server.stop()
+    asked = len(recorded.scripted.requests)
     assert main(["replay", str(config), "--quiet"]) == 1
+    assert len(recorded.scripted.requests) == asked, "a replay asks the model nothing"
     out = capsys.readouterr().out
     assert f"replay of {run}: did not reach the recorded front and history" in " ".join(out.split())
     assert summary(run / "replay")["replay"] == {"front": False, "history": False}
