@@ -65,6 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="use this seed instead of experiment.seed")
     run.add_argument("--generations", type=int, metavar="N", help="use N instead of search.generations (for every arm)")
     run.add_argument("--population", type=int, metavar="N", help="use N instead of search.population (for every arm)")
+    run.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="TABLE.KEY=VALUE",
+        help="set a config key for this run, as the file would (a TOML value; repeatable): "
+        "--set workload.rigorous_processes=4 (for every arm; the run folder's config changes with it)",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the final table")
     run.add_argument(
         "--offline",
@@ -86,6 +95,14 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--from", dest="recorded", type=Path, help="the recorded run folder (default: the config's)")
     replay.add_argument("--into", type=Path, help="the folder for the replay (default: <recorded run>/replay)")
     replay.add_argument("--fresh", action="store_true", help="delete an earlier replay first")
+    replay.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="TABLE.KEY=VALUE",
+        help="the --set settings the recorded run was made with",
+    )
     replay.add_argument("--quiet", action="store_true", help="print only the final table")
 
     show = commands.add_parser(
@@ -228,7 +245,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
     _check_config_path(args)
-    config = load_config(args.config)
+    config = load_config(args.config, args.settings)
     if args.seed is not None:
         key = "seeds" if config.is_experiment else "seed"
         value = [args.seed] if config.is_experiment else args.seed

@@ -6,9 +6,11 @@ states the rule and suggests a fix. Paths in a config are relative to the config
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -612,8 +614,9 @@ def _check_paths(config: Config, path: Path) -> None:
                 )
 
 
-def load_config(path: Path | str) -> Config:
-    """Read and validate a config file."""
+def load_config(path: Path | str, settings: Sequence[str] = ()) -> Config:
+    """Read and validate a config file; `settings` ("table.key=VALUE", `gi run --set`) are laid
+    over what it says, for every arm too, and validated with it."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -628,4 +631,42 @@ def load_config(path: Path | str) -> Config:
     for reserved in ("source", "arm"):
         if reserved in data:
             raise ConfigError(f"{path}: unknown key {reserved!r}. Valid top-level tables: {', '.join(_SECTION_MODELS)}")
-    return parse_config(data, path)
+    config = parse_config(data, path)
+    if not settings:
+        return config
+    data = _laid_over(data, settings)
+    try:
+        return parse_config(data, path)
+    except ConfigError as error:  # the file alone is valid: the settings made the mistake
+        lines = [f"--set: {line.removeprefix(f'{path}: ')}" for line in str(error).splitlines()]
+        raise ConfigError("\n".join(lines)) from None
+
+
+def _laid_over(data: dict[str, Any], settings: Sequence[str]) -> dict[str, Any]:
+    """The config file's `data` with each "table.key=VALUE" setting in place. VALUE is read as
+    a TOML value (4, 0.5, true, ["a", "b"], "text"); what TOML cannot read is taken as text, so
+    --set search.algorithm=nsga3 needs no quotes. An arm's own value of the key gives way."""
+    data = copy.deepcopy(data)
+    for setting in settings:
+        key, equals, raw = setting.partition("=")
+        path = key.strip().split(".")
+        if not equals or len(path) < 2 or not all(path):
+            raise ConfigError(f"--set {setting}: give table.key=VALUE, as in --set workload.rigorous_processes=4")
+        if path[0] not in _SECTION_MODELS:
+            raise ConfigError(f"--set {setting}: no table {path[0]!r}. Valid tables: {', '.join(_SECTION_MODELS)}")
+        try:
+            value = tomllib.loads(f"value = {raw}")["value"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        table = data
+        for depth, part in enumerate(path[:-1], start=1):
+            inner = table.setdefault(part, {})
+            if not isinstance(inner, dict):
+                raise ConfigError(f"--set {setting}: {'.'.join(path[:depth])} is not a table")
+            table = inner
+        table[path[-1]] = value
+        if path[0] in ARM_SECTIONS:
+            for arm in data.get("arms", []):
+                if isinstance(arm, dict) and isinstance(arm.get(path[0]), dict):
+                    arm[path[0]].pop(path[1], None)
+    return data

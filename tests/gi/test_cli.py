@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from gi.cli import main
+from gi.config import load_config
 from tests.gi.runs import checkpoints, start_run
 
 PROGRAM = """\
@@ -190,6 +191,50 @@ def test_generations_and_population_from_the_command_line(tmp_path: Path, capsys
     summary = json.loads((tmp_path / "runs" / "arms" / "wide-seed1" / "summary.json").read_text())
     assert [entry["generation"] for entry in summary["generations"]] == [0], "the command line wins over the arm"
     assert summary["evaluations"] == 3, "the arm's own population stays: the original and 3 others"
+
+
+def test_set_lays_keys_over_the_config_for_the_run_and_its_arms(tmp_path: Path) -> None:
+    """`gi run --set table.key=VALUE`: TOML values, bare words as text, nested tables, and an
+    arm's own value of the key giving way; the file itself is never touched."""
+    config = write_config(tmp_path, tmp_path / "runs", population=2, generations=3)
+    text = config.read_text() + '\n[[arms]]\nname = "wide"\nsearch = { population = 4, max_edits = 2 }\n'
+    config.write_text(text)
+    settings = [
+        "search.population=6",
+        "search.algorithm=nsga3",
+        'mutators.operators=["statement_delete", "constant"]',
+        "experiment.name=other",
+    ]
+    loaded = load_config(config, settings)
+    assert config.read_text() == text
+    assert loaded.search.population == 6 and loaded.search.algorithm == "nsga3"
+    assert loaded.mutators.operators == ["statement_delete", "constant"]
+    assert loaded.experiment.name == "other"
+    [wide] = loaded.runs()
+    assert wide.search.population == 6, "the command line wins over the arm"
+    assert wide.search.max_edits == 2, "the arm's other keys stay"
+    assert load_config(config).search.population == 2
+
+
+@pytest.mark.parametrize(
+    ("setting", "error"),
+    [
+        ("population=4", "--set population=4: give table.key=VALUE, as in --set workload.rigorous_processes=4"),
+        ("search.population", "--set search.population: give table.key=VALUE"),
+        ("serach.population=4", "--set serach.population=4: no table 'serach'. Valid tables: experiment,"),
+        ("search.population=1", "--set: search.population = 1: Input should be greater than or equal to 2;"),
+        ("search.popluation=4", "--set: unknown key 'search.popluation'. Did you mean 'population'?"),
+        ("search.population.size=4", "--set search.population.size=4: search.population is not a table"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(
+    tmp_path: Path, setting: str, error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, tmp_path / "runs", population=2, generations=0)
+    assert main(["run", str(config), "--quiet", "--set", setting]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"gi: error: {error}"), line
+    assert not (tmp_path / "runs").exists()
 
 
 def test_the_sigterm_handler_lasts_only_as_long_as_the_run(tmp_path: Path) -> None:
