@@ -47,6 +47,9 @@ class FileScopes:
     free: dict[Location, frozenset[str] | None] = field(default_factory=dict)
     bound: dict[Location, dict[str, cst.CSTNode]] = field(default_factory=dict)
     unbound: dict[Location, frozenset[str]] = field(default_factory=dict)
+    #: walrus_reads_outside's answers: condition_drop asks them of every `and`/`or` operand of
+    #: the program at each proposal.
+    walrus: dict[Location, bool] = field(default_factory=dict)
 
 
 _ANALYSES: weakref.WeakKeyDictionary[Program, dict[str, FileScopes]] = weakref.WeakKeyDictionary()
@@ -175,7 +178,13 @@ def walrus_reads_outside(program: Program, location: Location) -> bool:
     """Does the expression at `location` bind a name with `:=` that is read outside it?
     (Dropping or replacing it would leave that read without its binding.)"""
     analysis = file_scopes(program, location.file)
-    inside = set(_walk(node_at(program, location)))
+    if location not in analysis.walrus:
+        analysis.walrus[location] = _walrus_reads_outside(analysis, node_at(program, location))
+    return analysis.walrus[location]
+
+
+def _walrus_reads_outside(analysis: FileScopes, expression: cst.CSTNode) -> bool:
+    inside = set(_walk(expression))
     for node in inside:
         if not isinstance(node, cst.NamedExpr) or not isinstance(node.target, cst.Name):
             continue
