@@ -6,9 +6,9 @@ variant passes the real tests in a real pytest run and the original fails them. 
 distinct one-edit variant the classic operators propose, drawing as often with the same
 weights, is run against the same tests, and none passes: no classic operator repairs the
 bug in one edit, neither by the fix nor by another program. (Those runs carry one variant of
-every bug at once, each in its own module: twelve checks for the price of one pytest run.) The claim is about the classic
-operators (and, for return_replace, the two new operators that could reach a returned value
-another way), not about every other new operator. `sibling_update` proposes what a classic
+every bug at once, each in its own module: twelve checks for the price of one pytest run.)
+The claim is about the classic operators (and, for return_replace, the two new operators that
+could reach a returned value another way), not about every other new operator. `sibling_update` proposes what a classic
 `statement_copy` could also propose, so its case compares rates.
 """
 
