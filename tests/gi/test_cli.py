@@ -216,6 +216,23 @@ def test_set_lays_keys_over_the_config_for_the_run_and_its_arms(tmp_path: Path) 
     assert load_config(config).search.population == 2
 
 
+def test_a_run_made_with_set_replays_with_the_same_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, tmp_path / "runs", population=2, generations=1)
+    setting = ["--set", "search.population=3"]
+    assert main(["run", str(config), "--quiet", *setting]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(config), "--quiet"]) == 2, "without it, the config is another experiment"
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("gi: error: ") and "Traceback" not in line, line
+    assert main(["replay", str(config), "--quiet", *setting]) == 0
+    replay = json.loads((tmp_path / "runs" / "chain-seed1" / "replay" / "summary.json").read_text())
+    assert replay["replay"] == {"front": True, "history": True}
+    assert (
+        replay["evaluations"]
+        == json.loads((tmp_path / "runs" / "chain-seed1" / "summary.json").read_text())["evaluations"]
+    )
+
+
 @pytest.mark.parametrize(
     ("setting", "error"),
     [
