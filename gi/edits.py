@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -470,7 +470,15 @@ _OPEN_PARENTS = (
 
 def node_at(program: Program, location: Location) -> cst.CSTNode:
     """The original node at any field/index path of a file, site or not (KeyError if none)."""
+    *_, node = path_nodes(program, location)
+    return node
+
+
+def path_nodes(program: Program, location: Location) -> Iterator[cst.CSTNode]:
+    """The module of `location`'s file and each original node down to the one at its
+    field/index path (KeyError if there is none)."""
     node: cst.CSTNode = program.modules[location.file]
+    yield node
     for step in location.path.split(".") if location.path else ():
         name, _, index = step.partition("[")
         value = getattr(node, name, None)
@@ -481,7 +489,7 @@ def node_at(program: Program, location: Location) -> cst.CSTNode:
         if not isinstance(value, cst.CSTNode):
             raise KeyError(f"{location} is no node of the program")
         node = value
-    return node
+        yield node
 
 
 def parent_of(program: Program, location: Location) -> cst.CSTNode:

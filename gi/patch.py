@@ -19,7 +19,7 @@ from typing import Any
 
 import libcst as cst
 
-from gi.edits import Edit
+from gi.edits import Edit, path_nodes
 from gi.errors import EditError
 from gi.program import Location, Program, normalised_dump, tree_hash
 
@@ -105,19 +105,7 @@ class _Plan:
 
     def on_paths(self, file: str) -> set[cst.CSTNode]:
         """The changed nodes of `file` and every node above them: the only ones a rewrite visits."""
-        return {node for path in self.targets.get(file, ()) for node in _path_nodes(self.program.modules[file], path)}
-
-
-def _path_nodes(module: cst.Module, path: str) -> Iterator[cst.CSTNode]:
-    """The module and each node down to the node at `path` (steps as `gi.program` writes them:
-    `field` or `field[index]`)."""
-    node: cst.CSTNode = module
-    yield node
-    for step in path.split(".") if path else ():
-        name, _, index = step.partition("[")
-        value = getattr(node, name)
-        node = value[int(index[:-1])] if index else value
-        yield node
+        return {node for path in self.targets.get(file, ()) for node in path_nodes(self.program, Location(file, path))}
 
 
 class _Rewriter(cst.CSTTransformer):

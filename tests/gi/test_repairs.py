@@ -404,6 +404,11 @@ def test_the_new_operator_proposes_the_repair(name: str, bugs: Program) -> None:
     assert _fixes(bugs, name, name), f"{name} never proposed the fix in {DRAWS} draws"
 
 
+def _outcomes_of(evaluation: Evaluation, name: str) -> set[str]:
+    """The outcomes of bug `name`'s tests in a run of the whole suite."""
+    return {outcome for test, outcome in evaluation.tests.items() if test.startswith(f"tests/test_{name}.py::")}
+
+
 def _passing_together(program: Program, cases: dict[str, dict[str, tuple[str, Variant]]]) -> dict[str, dict[str, str]]:
     """`_passing` for every bug at once: each bug's variants change its own module only, and its
     tests import only that module, so one real test run of a program that carries one variant of
@@ -431,7 +436,7 @@ def _passing_together(program: Program, cases: dict[str, dict[str, tuple[str, Va
     try:
         for members, evaluation in zip(rounds, evaluator.evaluate_many(combined), strict=True):
             for name, (key, (operator, variant)) in members.items():
-                outcomes = {o for test, o in evaluation.tests.items() if test.startswith(f"tests/test_{name}.py::")}
+                outcomes = _outcomes_of(evaluation, name)
                 if not evaluation.ok or not outcomes or "not_run" in outcomes:
                     alone.append((name, key, operator, variant))
                 elif outcomes == {"passed"}:
@@ -441,7 +446,7 @@ def _passing_together(program: Program, cases: dict[str, dict[str, tuple[str, Va
         for (name, key, operator, variant), evaluation in zip(
             alone, evaluator.evaluate_many([variant for *_, variant in alone]), strict=True
         ):
-            outcomes = {o for test, o in evaluation.tests.items() if test.startswith(f"tests/test_{name}.py::")}
+            outcomes = _outcomes_of(evaluation, name)
             if evaluation.ok and outcomes == {"passed"}:
                 passing[name][key] = f"{operator}: {variant.diff()}"
     finally:
