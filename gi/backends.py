@@ -10,8 +10,11 @@ and the next run of the same program finds it there), loads the program from it 
 process and keeps it. A task evaluates one variant with gi's own `Evaluator`, the sandbox as on
 this machine: it takes the variant's changed sources, its tree hash and the evaluator's state
 after the baseline (tests, limits, output, timing) as JSON, and returns the `Evaluation` as
-JSON. What crosses the network is plain data (the plugin carries only the bundle), JSON text
-and the names of gi's functions: workers need gi installed as on this machine.
+JSON. A worker keeps its evaluators for the run (one per task running at once), so on the warm
+engine the training tests run in the warm worker each keeps, as on this machine; they stop when
+the run drops its plugin, or the worker closes. What crosses the network is plain data (the
+plugin carries only the bundle), JSON text and the names of gi's functions: workers need gi
+installed as on this machine.
 
 Timings on workers hold a lock shared by every worker of one machine (`gi.evaluation.timing_lock_name`), so
 two variants are never timed at once on one machine's cores. A variant's runtime is its time
@@ -36,7 +39,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -215,6 +218,10 @@ class BundlePlugin(WorkerPlugin):
             _BUNDLES[self.digest] = materialise(self.files, self.digest, cache)
         self.files = {}  # the copy on disk is what tasks use
 
+    def teardown(self, worker: Any) -> None:
+        """When the run drops the plugin, or the worker closes: stop the run's evaluators here."""
+        close_evaluators(self.name)
+
 
 def _pattern(file: str) -> str:
     """A glob for `Program.load` that matches exactly this file name."""
@@ -304,14 +311,64 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
 
 
 class _WorkerEvaluator(Evaluator):
-    """gi's evaluator on a Dask worker: the same evaluation, timings under the machine's lock."""
+    """gi's evaluator on a Dask worker: the same evaluation, timings under the machine's lock
+    (set for each task: any context manager serves, here the machine's Dask lock)."""
 
-    def __init__(
-        self, program: Program, settings: EvaluationSettings, timing_lock: AbstractContextManager[Any]
-    ) -> None:
-        super().__init__(program, settings)
-        # Any context manager serves as the timing lock: here the machine's Dask lock.
-        self._timing_lock = timing_lock
+    def set_timing_lock(self, lock: AbstractContextManager[Any]) -> None:
+        self._timing_lock = lock
+
+
+#: On a worker: the evaluators of each run's plugin not in use, by (plugin, settings JSON). A task
+#: takes one (or makes one) and gives it back, so no two tasks share one, and a warm evaluator's
+#: worker process serves the run's next tasks.
+_IDLE_EVALUATORS: dict[tuple[str, str], list[_WorkerEvaluator]] = {}
+#: Plugins this worker dropped: an evaluator still in use when its run's plugin went is stopped
+#: when its task ends, not kept.
+_DROPPED_PLUGINS: set[str] = set()
+
+
+@contextlib.contextmanager
+def _worker_evaluator(job: Mapping[str, Any], program: Program) -> Iterator[_WorkerEvaluator]:
+    """An evaluator of the job's program and settings for one task, kept for the next."""
+    settings_text = json.dumps(job["settings"], sort_keys=True)
+    key = (str(job["plugin"]), settings_text)
+    with _WORKER_GUARD:
+        idle = _IDLE_EVALUATORS.get(key)
+        evaluator = idle.pop() if idle else None
+        stale = [other for other in _IDLE_EVALUATORS if other[0] == key[0] and other != key]
+        dropped = [evaluator for other in stale for evaluator in _IDLE_EVALUATORS.pop(other)]
+    for old in dropped:  # the run changed its settings (its warm check went cold, say)
+        old.close()
+    if evaluator is None:
+        evaluator = _WorkerEvaluator(program, settings_from_json(job["settings"]))
+    kept = False
+    try:
+        yield evaluator
+        with _WORKER_GUARD:
+            if key[0] not in _DROPPED_PLUGINS:
+                _IDLE_EVALUATORS.setdefault(key, []).append(evaluator)
+                kept = True
+    finally:
+        if not kept:
+            evaluator.close()
+
+
+def close_evaluators(plugin: str) -> int:
+    """Stop a run's evaluators on this worker (their warm workers and workspaces); how many."""
+    with _WORKER_GUARD:
+        _DROPPED_PLUGINS.add(plugin)
+        keys = [key for key in _IDLE_EVALUATORS if key[0] == plugin]
+        evaluators = [evaluator for key in keys for evaluator in _IDLE_EVALUATORS.pop(key)]
+    for evaluator in evaluators:
+        evaluator.close()
+    return len(evaluators)
+
+
+def warm_worker_counts() -> dict[str, int]:
+    """On a worker (through `Client.run`): the warm worker processes its kept evaluators started."""
+    with _WORKER_GUARD:
+        evaluators = [evaluator for kept in _IDLE_EVALUATORS.values() for evaluator in kept]
+    return {"evaluators": len(evaluators), "warm_started": sum(e.warm_started for e in evaluators)}
 
 
 def _timing_lock(settings: EvaluationSettings, timed: bool) -> AbstractContextManager[Any]:
@@ -351,19 +408,20 @@ def evaluate_on_worker(job_text: str, sources: Mapping[str, str], tree_hash: str
     the evaluator's state in `job_text` (JSON); the `Evaluation` as JSON."""
     job = json.loads(job_text)
     program = _worker_program(job)
-    settings = settings_from_json(job["settings"])
     timing = job["baseline_timing"]
-    evaluator = _WorkerEvaluator(program, settings, _timing_lock(settings, timing is not None))
-    evaluator.baseline_tests = job["baseline_tests"]
-    evaluator.test_limits = job["test_limits"]
-    evaluator.test_order = tuple(job["test_order"])
-    evaluator.protected = frozenset(job["protected"])
-    evaluator.baseline_output = job["baseline_output"]
-    if timing is not None:
-        host = Timing(tuple(timing["process_means"]), int(timing["loops"]))
-        same_machine = job["timing_host"] == timing_lock_name()
-        evaluator.baseline_timing = host if same_machine else _original_timing(evaluator, host)
-    evaluation = evaluator.evaluate_sources(sources)
+    with _worker_evaluator(job, program) as evaluator:
+        evaluator.set_timing_lock(_timing_lock(evaluator.settings, timing is not None))
+        evaluator.baseline_tests = job["baseline_tests"]
+        evaluator.test_limits = job["test_limits"]
+        evaluator.test_order = tuple(job["test_order"])
+        evaluator.protected = frozenset(job["protected"])
+        evaluator.baseline_output = job["baseline_output"]
+        evaluator.baseline_timing = None
+        if timing is not None:
+            host = Timing(tuple(timing["process_means"]), int(timing["loops"]))
+            same_machine = job["timing_host"] == timing_lock_name()
+            evaluator.baseline_timing = host if same_machine else _original_timing(evaluator, host)
+        evaluation = evaluator.evaluate_sources(sources)
     if evaluation.tree_hash != tree_hash:
         raise BackendError(
             f"a worker made the program {evaluation.tree_hash[:12]} of sources this machine hashes as {tree_hash[:12]}"
@@ -457,14 +515,15 @@ class DaskBackend:
     def _job(self) -> str:
         """The evaluator's state for the workers, as JSON: the shipped bundle's hash, the files
         and tests, the settings (without the host's folders to leave out, already left out of the
-        bundle, and without secrets, redacted here) and what the baseline set. Workers evaluate
-        cold: a fresh copy of the program and a fresh process for each variant's tests."""
+        bundle, and without secrets, redacted here) and what the baseline set. The engine (warm
+        or cold) is the run's; each task gets an evaluator of one slot, its own warm worker."""
         evaluator = self.evaluator
-        settings = dataclasses.replace(evaluator.settings, exclude=(), secrets=(), engine="cold")
+        settings = dataclasses.replace(evaluator.settings, exclude=(), secrets=(), workers=1)
         timing = evaluator.baseline_timing
         return json.dumps(
             {
                 "bundle": self.bundle.digest,
+                "plugin": self.plugin,
                 "files": list(evaluator.program.files),
                 "test_paths": sorted({path.split("::")[0] for path in (*settings.train, *settings.holdout)}),
                 "program_hash": evaluator.program.tree_hash,

@@ -245,6 +245,12 @@ class Evaluator:
                                                limits=limits, default_limit=settings.test_timeout, order=order,
                                                first_failure=first_failure))  # fmt: skip
 
+    @property
+    def warm_started(self) -> int:
+        """The warm worker processes this evaluator started, replacements included."""
+        pool = self._warm
+        return pool.started if pool else 0
+
     def close(self) -> None:
         """Stop the warm workers, if any."""
         with self._warm_lock:

@@ -277,8 +277,6 @@ class Experiment:
 
     def _engine(self) -> tuple[str, str]:
         """Which path the training tests take ("warm" or "cold"), and why."""
-        if self.config.evaluation.backend == "dask":
-            return "cold", "evaluation.backend = 'dask': workers run each variant's tests cold"
         wanted = self.config.evaluation.engine
         if wanted == "cold":
             return "cold", "evaluation.engine = 'cold'"

@@ -25,6 +25,7 @@ from gi.backends import (
     bundle_program,
     settings_from_json,
     settings_to_json,
+    warm_worker_counts,
     worker_counts,
 )
 from gi.config import load_config
@@ -113,6 +114,31 @@ def test_dask_evaluations_equal_the_local_evaluators(scheduler: str, project: Pa
     assert [same(e) for e in remote] == [same(e) for e in local]
     assert sorted(e.tree_hash for e in done) == sorted(e.tree_hash for e in local)
     assert [e.measures["size"] for e in remote[:2]] == [1, 1]  # the patch's, not the worker's empty one
+
+
+def test_warm_workers_on_dask_serve_a_run_and_stop_with_it(scheduler: str, project: Path, tmp_path: Path) -> None:
+    """On the warm engine each Dask worker keeps one warm worker for the run's tasks: the same
+    evaluations as this machine's warm and cold paths, one warm start per worker process for two
+    batches, and nothing left running once the run's backend closes."""
+    cold = evaluator_of(project)
+    warm = evaluator_of(project, engine="warm")
+    variants = variants_of(warm.program)
+    try:
+        local = [warm.evaluate(variant) for variant in variants]
+    finally:
+        warm.close()
+    assert [same(e) for e in local] == [same(cold.evaluate(variant)) for variant in variants]
+    with Client(scheduler, set_as_default=False) as watcher:
+        with DaskBackend(warm, scheduler, cache=tmp_path / "bundles") as backend:
+            first = backend.evaluate_many(variants)
+            second = backend.evaluate_many(variants[:2] * 3)
+            during = watcher.run(warm_worker_counts)
+        after = watcher.run(warm_worker_counts)
+    assert [same(e) for e in first] == [same(e) for e in local]
+    assert [same(e) for e in second] == [same(e) for e in local[:2] * 3]
+    assert sum(counts["warm_started"] for counts in during.values()) >= 1
+    assert all(counts["warm_started"] <= 1 and counts["evaluators"] <= 1 for counts in during.values()), during
+    assert all(counts == {"evaluators": 0, "warm_started": 0} for counts in after.values()), after
 
 
 def test_the_program_is_shipped_once(scheduler: str, project: Path, tmp_path: Path) -> None:
@@ -242,7 +268,7 @@ def test_the_bundle_leaves_out_what_copies_leave_out(project: Path) -> None:
 @pytest.mark.slow
 def test_a_dask_run_gives_the_same_front(tmp_path: Path) -> None:
     """The grading example at 6 x 3 on this machine's threads and on a local Dask cluster
-    (whose workers evaluate on the cold path, a fresh process a variant)."""
+    (warm workers on both)."""
 
     def run(backend: str) -> dict[str, Any]:
         text = (EXPERIMENTS / "grading.toml").read_text()
@@ -259,6 +285,7 @@ def test_a_dask_run_gives_the_same_front(tmp_path: Path) -> None:
     def front(summary: dict[str, Any]) -> list[tuple[Any, ...]]:
         return [(m["id"], m["edits"], m["objectives"], m["holdout"]) for m in summary["front"]]
 
+    assert [run["engine"]["training_tests"] for run in (local, dask)] == ["warm", "warm"]
     assert front(dask) == front(local)
     assert dask["evaluations"] == local["evaluations"]
     assert dask["hypervolume"] == local["hypervolume"]
