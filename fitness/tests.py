@@ -42,6 +42,8 @@ TEST_TIME_FACTOR = 10.0
 TEST_TIME_MARGIN = 0.5
 #: Characters of failing-test output an evaluation keeps (for reports and repair prompts).
 FAILURE_DETAIL_CHARS = 4000
+#: Characters of a crashed run's last output kept beside its failing tests.
+CRASH_TAIL_CHARS = 500
 
 _SUMMARY = re.compile(r"^=*\s*(?P<counts>(?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$|^=*\s*no tests ran\b.*$")
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
@@ -100,6 +102,9 @@ class TestRun:
             parts.append(f"{not_run} test(s) not run")
         if not parts and self.exit_status not in (0, TESTS_FAILED):
             parts.append(self.output_tail)
+        elif self.exit_status == -1 and not self.timed_out and self.output_tail.strip():
+            # The process died mid-run: its last words (a signal, gi stopping a fork bomb) say why.
+            parts.append(self.output_tail.strip()[-CRASH_TAIL_CHARS:])
         return "\n\n".join(parts)[-FAILURE_DETAIL_CHARS:]
 
 

@@ -23,7 +23,10 @@ loopback, so no host Unix socket either: the host's /run and /tmp are not mounte
 PID namespace (nothing it starts outlives it), and a file system that holds only the system
 folders, the Python installation and the workspace: nothing of the home folder, nothing of
 the user's project but the copy, all read-only but outputs/ and temporary/. As root, a
-pids cgroup caps the process count (the kernel does not apply RLIMIT_NPROC to root).
+pids cgroup caps the process count (the kernel does not apply RLIMIT_NPROC to root), and a
+command whose processes keep forking at the cap (a fork bomb: `FORK_BOMB_REFUSALS` refused
+forks) is stopped at once: its spinning processes would otherwise starve the machine until
+the wall-clock limit.
 """
 
 from __future__ import annotations
@@ -312,6 +315,17 @@ def _own_cgroups() -> dict[str, Path]:
 
 #: Per controller, the files that set a limit: cgroup v1 first, then v2.
 _LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes", "memory.max")}
+#: Forks the process cap refuses a command before gi stops it as a fork bomb. A program that
+#: meets the cap and stops (or backs off) stays far below; a bomb passes it in milliseconds.
+FORK_BOMB_REFUSALS = 1000
+#: Seconds between two looks at a running command's refused forks (here and in gi.warm).
+WATCH_INTERVAL = 0.05
+
+
+def stops_fork_bombs() -> bool:
+    """Whether gi can tell a fork bomb here: it reads refused forks from a pids cgroup of its
+    own, which it makes as root."""
+    return "pids" in _Cgroups.parents()
 
 
 class _Cgroups:
@@ -345,6 +359,8 @@ class _Cgroups:
 
     def __init__(self, limits: Limits) -> None:
         self.folders: list[Path] = []
+        self.processes = limits.processes
+        self._pids: Path | None = None
         values = {"pids": limits.processes, "memory": limits.memory_mb * 1024 * 1024}
         for controller, (parent, name) in self.parents().items():
             folder = Path(tempfile.mkdtemp(prefix="gi-", dir=parent))
@@ -353,6 +369,28 @@ class _Cgroups:
                 self.folders.append(folder)
             except OSError:
                 folder.rmdir()
+                continue
+            if controller == "pids":
+                self._pids = folder
+
+    def refused_forks(self) -> int:
+        """How many forks the process cap has refused the command (0 without a pids cgroup)."""
+        if self._pids is None:
+            return 0
+        try:
+            events = (self._pids / "pids.events").read_text().split()
+        except OSError:
+            return 0
+        counts = dict(zip(events[::2], events[1::2], strict=False))
+        return int(counts.get("max", 0))
+
+    def fork_bomb(self, before: int = 0) -> str:
+        """Why the command is a fork bomb (its refused forks since `before`), or ""."""
+        refused = self.refused_forks() - before
+        if refused < FORK_BOMB_REFUSALS:
+            return ""
+        return (f"gi stopped the command: its processes kept forking at the cap of {self.processes}"
+                f" ({refused} forks refused), a fork bomb")  # fmt: skip
 
     def join(self) -> str:
         """Shell words that move the shell into the cgroups before it runs the command."""
@@ -527,11 +565,9 @@ class Sandbox:
                     os.close(descriptor)
         out, err = _Tail(read_out, limit), _Tail(read_err, limit)
         report = _Tail(read_channel, CHANNEL_BYTES, head=True) if channel else None
-        timed_out = False
+        timed_out, bomb = False, ""
         try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out, bomb = _watch(process, timeout, cap)
         finally:
             self._stop(process)
             for tail in (out, err, report):
@@ -541,7 +577,7 @@ class Sandbox:
         return ProcessOutcome(
             returncode=process.returncode if process.returncode is not None else -9,
             stdout=out.text(),
-            stderr=err.text(),
+            stderr=err.text() + (f"\n{bomb}\n" if bomb else ""),
             seconds=time.perf_counter() - started,
             timed_out=timed_out,
             channel=report.kept() if report is not None else b"",
@@ -599,6 +635,24 @@ class Sandbox:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def _watch(process: subprocess.Popen[bytes], timeout: float, cap: _Cgroups) -> tuple[bool, str]:
+    """Wait for the command to end within `timeout` seconds, looking at its refused forks as
+    it runs: (whether it ran out of time, why it was a fork bomb or ""). Either way it is still
+    running, for the caller to stop."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            process.wait(timeout=max(0.0, min(remaining, WATCH_INTERVAL)))
+            return False, ""
+        except subprocess.TimeoutExpired:
+            bomb = cap.fork_bomb()
+            if bomb:
+                return False, bomb
+            if remaining <= 0:
+                return True, ""
 
 
 @dataclass

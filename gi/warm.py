@@ -37,7 +37,7 @@ from typing import Any
 from fitness.tests import PLUGIN_MODULE, TestRun, plugin_files, plugin_source, pytest_arguments, read_report
 from gi.program import Program
 from gi.results import ProcessOutcome
-from gi.sandbox import Limits, LiveCommand, Sandbox, Workspace, workspace
+from gi.sandbox import WATCH_INTERVAL, Limits, LiveCommand, Sandbox, Workspace, workspace
 
 WORKER_NAME = "gi_warm_worker.py"
 #: Seconds a new worker may take to import pytest and the project's dependencies.
@@ -96,6 +96,8 @@ class WarmWorker:
         self.live: LiveCommand = self.sandbox.start([sys.executable, str(script), *preload],
                                                     env={"PYTHONPATH": str(self.sandbox.tools)})  # fmt: skip
         self.broken = False
+        #: Why gi stopped waiting for the worker's answer ("" for no reason of its own: it died).
+        self.stopped = ""
         ready = self._answer(START_TIMEOUT)
         if ready != {"ready": True}:
             self.close()
@@ -103,20 +105,27 @@ class WarmWorker:
         #: The runs whose child started from the worker's prepared pytest configuration.
         self.prepared_runs = 0
 
-    def _answer(self, timeout: float) -> dict[str, Any] | None:
+    def _answer(self, timeout: float, refused: int = 0) -> dict[str, Any] | None:
+        """The worker's next answer; None if it died, ran past `timeout`, or its processes
+        turned into a fork bomb (more refused forks than `refused`, what the cap had refused)."""
         deadline = time.perf_counter() + timeout
-        header = self._read(4, deadline)
+        header = self._read(4, deadline, refused)
         if header is None:
             return None
-        body = self._read(struct.unpack(">I", header)[0], deadline)
+        body = self._read(struct.unpack(">I", header)[0], deadline, refused)
         return None if body is None else dict(json.loads(body))
 
-    def _read(self, size: int, deadline: float) -> bytes | None:
+    def _read(self, size: int, deadline: float, refused: int) -> bytes | None:
         data = b""
         while len(data) < size:
             remaining = deadline - time.perf_counter()
-            if remaining <= 0 or not select.select([self.live.responses], [], [], remaining)[0]:
+            if remaining <= 0:
                 return None
+            if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
+                self.stopped = self.live.cgroups.fork_bomb(refused)
+                if self.stopped:
+                    return None
+                continue
             chunk = os.read(self.live.responses, size - len(data))
             if not chunk:
                 return None
@@ -126,11 +135,12 @@ class WarmWorker:
     def run(self, request: dict[str, Any], timeout: float) -> ProcessOutcome | None:
         """Send one request; its outcome, or None when the worker died or stopped answering."""
         data = json.dumps(request).encode()
+        refused = self.live.cgroups.refused_forks()
         try:
             _write_all(self.live.requests, struct.pack(">I", len(data)) + data)
         except OSError:
             return None
-        answer = self._answer(timeout + ANSWER_MARGIN)
+        answer = self._answer(timeout + ANSWER_MARGIN, refused)
         if answer is None or "returncode" not in answer:
             return None
         self.prepared_runs += bool(answer.get("prepared"))
@@ -255,9 +265,9 @@ class WarmPool:
             with self._lock:
                 self.prepared_runs += worker.prepared_runs - before
             if outcome is None:
-                worker.broken = True  # it died or stopped answering: the pool replaces it
-                outcome = ProcessOutcome(returncode=-9, stdout="", stderr="the warm worker died or stopped"
-                                         " answering (the variant may have killed it)", seconds=0.0)  # fmt: skip
+                worker.broken = True  # it died, stopped answering or was stopped: the pool replaces it
+                why = worker.stopped or "the warm worker died or stopped answering (the variant may have killed it)"
+                outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0)
         return read_report(outcome, key.encode())
 
     def close(self) -> None:

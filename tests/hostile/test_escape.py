@@ -16,7 +16,15 @@ import pytest
 from fitness.runtime import TIMING_NAME, TimingSettings, Workload, WorkloadError, measure, output_of
 from fitness.tests import run_tests
 from gi.program import Program
-from gi.sandbox import Limits, Sandbox, bubblewrap_available, read_regular, workspace, write_new
+from gi.sandbox import (
+    Limits,
+    Sandbox,
+    bubblewrap_available,
+    read_regular,
+    stops_fork_bombs,
+    workspace,
+    write_new,
+)
 from gi.warm import WarmPool
 from tests.hostile import processes_with
 
@@ -177,6 +185,46 @@ def test_fork_as_many_as_possible():
     report = run.failure_report()
     forked = int(re.findall(r"forked (\d+)", report)[-1])
     assert forked < 64, report
+
+
+needs_pids_cgroup = pytest.mark.skipif(not stops_fork_bombs(), reason="needs a pids cgroup of its own (root)")
+
+BOMB = """\
+import os
+
+
+def test_bomb():
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+"""
+
+
+@needs_pids_cgroup
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_a_fork_bomb_is_stopped_at_once_not_at_the_time_limit(tmp_path: Path, engine: str) -> None:
+    """Its processes spin at the cap and would starve the machine until the 60 s limit; gi
+    stops the command when the cap has refused them FORK_BOMB_REFUSALS forks. The variant is a
+    crash, and says why; the warm worker it ran in is replaced."""
+    folder = project(tmp_path, "def run():\n    pass\n", BOMB)
+    limits = Limits(processes=64)
+    if engine == "cold":
+        with workspace(folder, {}) as space:
+            run = run_tests(["tests"], timeout=60, runner=Sandbox(limits, space))
+    else:
+        pool = WarmPool(Program.load(folder, ["victim.py"]), limits, 1)
+        try:
+            run = pool.run_tests({}, ["tests"], timeout=60, limits={}, default_limit=0)
+            assert pool.replaced == 1
+            honest = pool.run_tests({}, ["tests/test_victim.py::test_bomb"], timeout=60, limits={}, default_limit=0)
+            assert honest.exit_status == -1, "the replacement worker runs the next variant (here the bomb again)"
+        finally:
+            pool.close()
+    assert not run.timed_out and run.passed == 0 and run.exit_status == -1
+    assert "a fork bomb" in run.failure_report(), run.failure_report()
+    assert processes_with("test_bomb") == []
 
 
 def test_a_file_larger_than_the_limit_cannot_be_written(tmp_path: Path) -> None:

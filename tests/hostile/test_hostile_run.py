@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from gi.sandbox import bubblewrap_available
+from gi.sandbox import bubblewrap_available, stops_fork_bombs
 from tests.hostile import processes_with
 from tests.llm_server import Action, ScriptedModel, serve
 
@@ -335,6 +335,9 @@ engine = "{engine}"
     refused = " ".join(entry["detail"] for entry in tampered)
     for forgery in ("sys.modules", "GI_CHANNEL", "sys.exit"):  # each of the three forgeries was refused
         assert forgery in refused, refused
+    if stops_fork_bombs():  # the fork bomb was stopped as one, not at the time limit
+        [bomb] = [entry for entry in log if "a fork bomb" in entry["detail"]]
+        assert bomb["status"] == "crashed", bomb
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["sandbox"].startswith("bubblewrap")
     for member in summary["front"]:
