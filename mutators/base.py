@@ -96,6 +96,10 @@ class MutationContext:
     #: Set by `bind`: each function site's weight, and where the excluded functions are.
     function_weights: Mapping[Location, float] | None = None
     excluded_locations: tuple[Location, ...] = ()
+    #: `site_table`'s answers, by the identity of the tuple of sites (kept with it).
+    _tables: dict[int, tuple[tuple[Site, ...], list[int], np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def bind(self, program: Program) -> MutationContext:
         """This context, with the weights of `program`'s function sites and the locations of
@@ -125,6 +129,33 @@ class MutationContext:
         if self.line_weights:
             weight *= self.line_weights.get((site.location.file, site.line), self.line_floor)
         return weight
+
+    def site_table(self, sites: tuple[Site, ...] | list[Site]) -> tuple[list[int], np.ndarray]:
+        """The positions of the `sites` this context allows, and their weights (NaN where a
+        weight needs `bind`): the same at every proposal, so worked out once per tuple of sites
+        (a program's site tuples live as long as it). Every proposal of a search asks it."""
+        entry = self._tables.get(id(sites))
+        if entry is not None and entry[0] is sites:
+            return entry[1], entry[2]
+        if self.excluded_locations or (self.excluded_functions and sites):
+            allowed = [position for position, site in enumerate(sites) if self.allows(site)]
+        else:
+            allowed = list(range(len(sites)))
+        if self.site_weights or self.line_weights or self.function_weights is not None:
+            weights = np.array([self._weight_or_nan(sites[position]) for position in allowed], dtype=float)
+        else:  # every site weighs the default
+            weights = np.full(len(allowed), self.default_weight, dtype=float)
+        if isinstance(sites, tuple):
+            if len(self._tables) >= 64:  # a few tuples a program; a new program each search
+                self._tables.clear()
+            self._tables[id(sites)] = (sites, allowed, weights)
+        return allowed, weights
+
+    def _weight_or_nan(self, site: Site) -> float:
+        try:
+            return self.weight(site)
+        except UnboundContextError:
+            return float("nan")  # raised again if the site is ever a candidate
 
     def allows(self, site: Site) -> bool:
         """False for a site inside an excluded function, its own site, or a statement holding it."""
@@ -164,14 +195,18 @@ def choose_site(
     accept: Callable[[Site], bool] | None = None,
 ) -> Site | None:
     """Pick one site, weighted by the context, among those the context and `accept` allow."""
-    candidates = [site for site in sites if context.allows(site) and (accept is None or accept(site))]
-    if not candidates:
+    allowed, weights = context.site_table(sites)
+    if accept is not None:
+        kept = [index for index, position in enumerate(allowed) if accept(sites[position])]
+        allowed, weights = [allowed[index] for index in kept], weights[kept]
+    if not allowed:
         return None
-    weights = np.array([context.weight(site) for site in candidates], dtype=float)
+    if np.isnan(weights).any():
+        raise UnboundContextError("a function site's weight needs the program: bind the context first")
     total = weights.sum()
     if total <= 0:
         return None
-    return candidates[int(rng.choice(len(candidates), p=weights / total))]
+    return sites[allowed[int(rng.choice(len(allowed), p=weights / total))]]
 
 
 def statement_sites(program: Program) -> tuple[Site, ...]:
