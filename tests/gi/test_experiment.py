@@ -94,7 +94,8 @@ def test_repair_run_finds_a_patch_passing_every_training_test(
 ) -> None:
     program = example_copy("windows")
     before = checksums(program)
-    summary = run_experiment(example("windows", tmp_path / "runs", program)).summary
+    # 3 generations rather than the example's 10: the CI budget (the repair comes in generation 1).
+    summary = run_experiment(example("windows", tmp_path / "runs", program, generations=3)).summary
     assert checksums(program) == before
     assert summary["baseline"]["objectives"]["failed_tests"] == 4
     repaired = [m for m in summary["front"] if m["objectives"]["failed_tests"] == 0]
@@ -253,8 +254,9 @@ def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> N
         assert name in out
 
 
+# Not `timing`: the speed-up is over 100x and asserted at 3x, far beyond what a test running
+# beside it can skew (the batching one below is 1.8x, and runs alone).
 @pytest.mark.slow
-@pytest.mark.timing
 def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
     program = example_copy("dedupe")
     before = checksums(program)
