@@ -238,14 +238,16 @@ def _study_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def _run(args: argparse.Namespace, console: Console) -> int:
     from gi.config import load_config
-    from gi.experiment import run_experiment
-    from gi.replay import check_recorded
-    from gi.report import front_view
 
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed {args.seed}: a seed is a whole number >= 0")
     _check_config_path(args)
     config = load_config(args.config, args.settings)
+    # The engine's imports after the config: a mistake in it is told without waiting for them.
+    from gi.experiment import run_experiment
+    from gi.replay import check_recorded
+    from gi.report import front_view
+
     if args.seed is not None:
         key = "seeds" if config.is_experiment else "seed"
         value = [args.seed] if config.is_experiment else args.seed

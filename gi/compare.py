@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 from rich.markup import escape
 from rich.table import Table
-from scipy.stats import mannwhitneyu
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point, violation
 from gi.errors import StoreError, UsageError
@@ -214,6 +213,8 @@ def mann_whitney(first: Sequence[float], second: Sequence[float]) -> tuple[float
     one value have p = 1 (scipy gives nan: no variance)."""
     if len(set(first) | set(second)) == 1:
         return len(first) * len(second) / 2, 1.0
+    from scipy.stats import mannwhitneyu  # here: scipy.stats takes most of a second to import
+
     result = mannwhitneyu(first, second, alternative="two-sided")
     return float(result.statistic), float(result.pvalue)
 
