@@ -336,7 +336,7 @@ def _worker_evaluator(job: Mapping[str, Any], program: Program) -> Iterator[_Wor
         idle = _IDLE_EVALUATORS.get(key)
         evaluator = idle.pop() if idle else None
         stale = [other for other in _IDLE_EVALUATORS if other[0] == key[0] and other != key]
-        dropped = [evaluator for other in stale for evaluator in _IDLE_EVALUATORS.pop(other)]
+        dropped = [old for other in stale for old in _IDLE_EVALUATORS.pop(other)]
     for old in dropped:  # the run changed its settings (its warm check went cold, say)
         old.close()
     if evaluator is None:
