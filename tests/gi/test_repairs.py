@@ -309,6 +309,29 @@ def test_every_new_operator_has_a_repair_case() -> None:
     assert set(BUGS) == set(OPERATORS.names()) - set(CLASSIC)
 
 
+#: The head of each bug's test file. A module that raises on import fails its tests, in their
+#: setup, rather than leaving no test collected: the batched check (`_passing_together`) reads
+#: that as a failure at once, where a file that collects nothing would be run again alone.
+IMPORTING = """\
+import pytest
+
+try:
+    from {module} import *
+except Exception as error:
+    IMPORT_ERROR: Exception | None = error
+else:
+    IMPORT_ERROR = None
+
+
+@pytest.fixture(autouse=True)
+def _imported():
+    if IMPORT_ERROR is not None:
+        pytest.fail(f"{module}.py does not import: {{IMPORT_ERROR!r}}")
+
+
+"""
+
+
 @pytest.fixture(scope="module")
 def bugs(tmp_path_factory: pytest.TempPathFactory) -> Program:
     """Every bug in one program: module `<operator>.py`, tested by `tests/test_<operator>.py`."""
@@ -318,7 +341,7 @@ def bugs(tmp_path_factory: pytest.TempPathFactory) -> Program:
     (folder / "pytest.ini").write_text("[pytest]\naddopts = --continue-on-collection-errors\n")
     for name, bug in BUGS.items():
         (folder / f"{name}.py").write_text(bug.source)
-        (folder / "tests" / f"test_{name}.py").write_text(f"from {name} import *\n\n\n{bug.tests}")
+        (folder / "tests" / f"test_{name}.py").write_text(IMPORTING.format(module=name) + bug.tests)
     return Program.load(folder, ["*.py"], protected=["tests"])
 
 
@@ -412,10 +435,11 @@ def _outcomes_of(evaluation: Evaluation, name: str) -> set[str]:
 def _passing_together(program: Program, cases: dict[str, dict[str, tuple[str, Variant]]]) -> dict[str, dict[str, str]]:
     """`_passing` for every bug at once: each bug's variants change its own module only, and its
     tests import only that module, so one real test run of a program that carries one variant of
-    each bug's module checks them all. A module that does not import fails only its own tests
-    (the program's pytest.ini says --continue-on-collection-errors). A run whose outcomes cannot
-    be read bug by bug is never taken as a failure: tests gi reads as not run, or a run that
-    timed out or crashed as a whole; those variants run again one at a time."""
+    each bug's module checks them all. A module that raises on import fails only its own tests
+    (`IMPORTING`; one that stops the interpreter leaves its file uncollected, and the program's
+    pytest.ini says --continue-on-collection-errors). A run whose outcomes cannot be read bug by
+    bug is never taken as a failure: no tests of the bug, tests gi reads as not run, or a run
+    that timed out or crashed as a whole; those variants run again one at a time."""
     queues = {name: list(variants.items()) for name, variants in cases.items()}
     rounds = [
         {name: queue[index] for name, queue in queues.items() if index < len(queue)}
@@ -442,7 +466,7 @@ def _passing_together(program: Program, cases: dict[str, dict[str, tuple[str, Va
                 elif outcomes == {"passed"}:
                     passing[name][key] = f"{operator}: {variant.diff()}"
         # Alone, beside the other bugs' original modules (which import: their bugs are in what
-        # they compute), a variant whose module does not import or which hangs fails its tests.
+        # they compute), a variant whose module stops the run or which hangs fails its tests.
         for (name, key, operator, variant), evaluation in zip(
             alone, evaluator.evaluate_many([variant for *_, variant in alone]), strict=True
         ):
@@ -500,24 +524,27 @@ def test_checking_the_bugs_together_finds_what_checking_each_alone_finds(
     bugs: Program, classic_variants: dict[str, dict[str, tuple[str, Variant]]]
 ) -> None:
     """The batched check above against each bug checked on its own: the same passing variants.
-    Each case leads with its fix (so there is something to find), and guard's with a module that
-    does not import before it: the first combined run carries it beside the other two fixes."""
+    Each case leads with its fix (so there is something to find), and guard's with two modules
+    that do not import before it: one raising (its tests fail) and one that raises SystemExit,
+    which leaves its test file uncollected and is checked again alone; the first two combined
+    runs carry them beside the other two fixes."""
     names = ["argument_swap", "guard", "negate"]
     cases: dict[str, dict[str, tuple[str, Variant]]] = {}
     for name in names:
         fixed = apply(bugs, Patch((_fixes(bugs, name, name)[0],)))
         cases[name] = {fixed.tree_hash: (name, fixed), **dict(list(classic_variants[name].items())[:8])}
-    broken = Variant(
-        bugs, Patch(), {**bugs.sources, "guard.py": "import not_installed_anywhere\n" + bugs.sources["guard.py"]}, ()
-    )
-    cases["guard"] = {broken.tree_hash: ("broken", broken), **cases["guard"]}
+    broken = [
+        Variant(bugs, Patch(), {**bugs.sources, "guard.py": head + bugs.sources["guard.py"]}, ())
+        for head in ("import not_installed_anywhere\n", "raise SystemExit(3)\n")
+    ]
+    cases["guard"] = {**{variant.tree_hash: ("broken", variant) for variant in broken}, **cases["guard"]}
     together = _passing_together(bugs, cases)
     for name in names:
         alone = _passing(bugs, name, cases[name])
         assert together[name] == alone, name
         fix_key = next(key for key, (operator, _) in cases[name].items() if operator == name)
         assert fix_key in alone, f"{name}'s fix fails its tests"
-        assert broken.tree_hash not in alone
+        assert not {variant.tree_hash for variant in broken} & set(alone)
 
 
 def test_what_passes_condition_drops_tests_is_the_fix(bugs: Program) -> None:
