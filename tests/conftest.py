@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sysconfig
 import tempfile
@@ -27,14 +28,30 @@ EXAMPLES = REPO / "experiments" / "programs"
 QUIET_MACHINE = Path(tempfile.gettempdir()) / "gi-test-suite-timing.lock"
 
 
+#: The quiet machine, while this process holds it from one `timing` test to the next.
+_HELD: list[contextlib.ExitStack] = []
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Run a `timing` test alone: it waits for the tests running beside it to end, and holds
-    new ones off (a waiting writer goes first) until it is done, fixtures included."""
+    new ones off (a waiting writer goes first) until it is done, fixtures included. When the
+    next test here is `timing` too, the machine stays held: let go in between, the other
+    process would start a test, and the next one would wait for that test to end."""
     lock = filelock.ReadWriteLock(QUIET_MACHINE, is_singleton=False)
-    hold = lock.write_lock() if item.get_closest_marker("timing") else lock.read_lock()
-    with hold:
+    if item.get_closest_marker("timing") is None:
+        with lock.read_lock():
+            yield
+        return
+    if not _HELD:
+        held = contextlib.ExitStack()
+        held.enter_context(lock.write_lock())
+        _HELD.append(held)
+    try:
         yield
+    finally:
+        if nextitem is None or nextitem.get_closest_marker("timing") is None:
+            _HELD.pop().close()
 
 
 @pytest.fixture

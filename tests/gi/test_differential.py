@@ -88,8 +88,9 @@ NO_LOOP = DeleteStatement(Location("stats.py", "body[1].body.body[2]"))  # mean'
 NO_DOCSTRING = DeleteStatement(Location("stats.py", "body[2].body.body[0]"))
 
 
+# Not `timing`: the deleted loop is the whole workload (a 2500x speed-up, with two busy
+# processes beside it), and the test asserts only that it is faster at all.
 @pytest.mark.slow
-@pytest.mark.timing
 def test_differential_checks_flag_a_speed_up_that_changes_results(tmp_path: Path) -> None:
     root = tmp_path / "stats"
     (root / "tests").mkdir(parents=True)

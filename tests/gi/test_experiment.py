@@ -278,20 +278,6 @@ def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example
 
 
 @pytest.mark.slow
-@pytest.mark.timing
-def test_constant_tweaks_find_a_faster_batch_size(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
-    program = example_copy("batching")
-    summary = run_experiment(example("batching", tmp_path / "runs", program, population=8, generations=4)).summary
-    faster = [
-        m
-        for m in summary["front"]
-        if m.get("speedup") and m["speedup"].get("significant") and m["speedup"]["value"] > 1
-    ]
-    assert faster, f"no significantly faster variant in {front(summary)}"
-    assert any(edit["kind"] == "replace_number" for member in faster for edit in member["edits"])
-
-
-@pytest.mark.slow
 def test_the_warm_and_the_cold_path_give_the_same_run(
     tmp_path: Path, small_run: tuple[Path, Path, dict[str, Any]]
 ) -> None:
