@@ -1,4 +1,5 @@
-"""Helpers for tests that stop a `gi run` subprocess part-way and resume it."""
+"""Helpers for tests of whole runs: stopping a `gi run` subprocess part-way to resume it, and
+checking a minimised patch on a finished run."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from gi.minimize import Kept
+from gi.patch import Patch
+from gi.rerun import FinishedRun
 
 
 def checkpoints(store: Path) -> int:
@@ -32,3 +37,13 @@ def start_run(config: Path, store: Path, count: int, *, timeout: float = 300, **
     while checkpoints(store) < count and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     return process
+
+
+def assert_one_minimal(run: FinishedRun, smaller: Patch, kept: Kept) -> None:
+    """The minimised patch keeps the member's values, and removing any one of its edits loses them."""
+    [(_, evaluation)] = run.evaluate([smaller], "test")
+    assert kept(*run.scores(evaluation))
+    for index in range(len(smaller)):
+        without = Patch(smaller.edits[:index] + smaller.edits[index + 1 :])
+        [(_, evaluation)] = run.evaluate([without], "test")
+        assert not kept(*run.scores(evaluation)), f"{smaller.edits[index].describe()} could go"

@@ -16,6 +16,7 @@ from gi.minimize import kept_of, minimize_patch
 from gi.patch import Patch
 from gi.program import Location
 from gi.rerun import FinishedRun
+from tests.gi.runs import assert_one_minimal
 
 BATCHING = Path(__file__).resolve().parents[2] / "experiments"
 #: `BATCH_SIZE = 1` becomes 2: the speed-up (about 2x, README).
@@ -69,13 +70,7 @@ def test_a_speed_members_minimised_patch_is_one_minimal(batching_run: Path) -> N
         assert kept_itself
         assert smaller.edits == (BATCH_SIZE_2,), [edit.describe() for edit in smaller.edits]
         assert sum(passes.counts.values()) > 0
-        # 1-minimal: the smaller patch keeps the values, and removing any one edit loses them.
-        [(_, evaluation)] = run.evaluate([smaller], "test")
-        assert kept(*run.scores(evaluation))
-        for index in range(len(smaller)):
-            without = Patch(smaller.edits[:index] + smaller.edits[index + 1 :])
-            [(_, evaluation)] = run.evaluate([without], "test")
-            assert not kept(*run.scores(evaluation)), f"{smaller.edits[index].describe()} could go"
+        assert_one_minimal(run, smaller, kept)
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ from gi.minimize import kept_of, minimize_patch
 from gi.patch import Patch
 from gi.program import Location
 from gi.rerun import FinishedRun
+from tests.gi.runs import assert_one_minimal
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 GRADING = EXPERIMENTS / "programs" / "grading"
@@ -253,13 +254,7 @@ def test_minimised_patch_of_dead_branch_deletions_is_one_minimal(runs: dict[bool
         [outcomes] = held_out.outcomes([variant])
         assert overfits(evaluation.tests, run.baseline.tests, outcomes, held_out.baseline)
         assert sum(passes.counts.values()) > 0
-        # 1-minimal: the smaller patch keeps the scores, and removing any one edit loses them.
-        [(_, whole)] = run.evaluate([smaller], "test")
-        assert kept(*run.scores(whole))
-        for index in range(len(smaller)):
-            without = Patch(smaller.edits[:index] + smaller.edits[index + 1 :])
-            [(_, evaluation)] = run.evaluate([without], "test")
-            assert not kept(*run.scores(evaluation)), f"{smaller.edits[index].describe()} could go"
+        assert_one_minimal(run, smaller, kept)
 
 
 @pytest.mark.slow
