@@ -503,10 +503,16 @@ class Experiment:
     def measure(self, variants: Sequence[Variant], label: str) -> list[Evaluation]:
         """Evaluate programs after the search (minimisation, ablation) through the run's backend,
         each with its patch's own measures. They are kept apart from the search's evaluations
-        (the run's figures stay the search's), in the store under `label`, and reused."""
+        (the run's figures stay the search's), in the store under `label`, and reused.
+
+        With a runtime objective, a study measures every program itself, even one the search
+        evaluated: that screening ratio was taken at another time, under other load, and a
+        study compares its programs' ratios with one another (a noisy early measurement of an
+        edit alone would make minimisation keep an edit the speed-up does not need)."""
         if self.studied is None:
             self.studied = self.store.study_evaluations()
-        known = {**self.studied, **self.cache}
+        timed = "runtime" in self.config.objectives.names()
+        known = dict(self.studied) if timed else {**self.studied, **self.cache}
         fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
         results = self._backend().evaluate_many(fresh)
         with self.store.transaction():
