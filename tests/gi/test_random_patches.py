@@ -17,7 +17,7 @@ from gi.describe import describe
 from gi.edits import Edit
 from gi.patch import Patch, apply
 from gi.program import Program
-from mutators import OPERATORS, MutationContext, names, templates
+from mutators import OPERATORS, MutationContext, names, statements, templates
 
 EDITS = 1000
 
@@ -137,3 +137,17 @@ def test_no_new_operator_leaves_a_name_unbound(real_world: Program, name: str, t
         for found, counts in new_findings(real_world, singles, tmp_path / "singles").items()
     }
     assert not culprits, f"{name} left names unbound: {culprits}"
+
+
+def test_the_statement_operators_table_nests_sites_as_locations_contain_each_other(real_world: Program) -> None:
+    """The statement operators find a site's partners in a table of sorted paths, not pair by
+    pair: what it says lies inside or around a site is what `Location.contains` says."""
+    table = statements._statements(real_world)
+    sites = table.sites
+    holding = 0
+    for index in np.random.default_rng(3).choice(len(sites), size=150, replace=False):
+        here = sites[index].location
+        assert table.within(index).tolist() == [here.contains(site.location) for site in sites]
+        assert table.around(index).tolist() == [site.location.contains(here) for site in sites]
+        holding += int(table.within(index).sum()) > 1
+    assert holding > 10, "too few sampled statements hold others to tell"
