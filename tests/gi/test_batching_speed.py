@@ -33,7 +33,9 @@ def batching_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = text.replace('root = "programs/batching"', f'root = "{BATCHING / "programs" / "batching"}"')
     text = text.replace('output = "runs"', f'output = "{tmp_path / "runs"}"')
     text = text.replace("population = 12", "population = 6").replace("generations = 6", "generations = 1")
-    text += "rigorous_processes = 6\n"  # the [workload] section is the last
+    # 4 processes a program (the [workload] section is the last): the exact Mann-Whitney test of
+    # 4 against 4 gives p = 0.029 when every process of one side is faster, as at 2x they are.
+    text += "rigorous_processes = 4\n"
     config = tmp_path / "batching.toml"
     config.write_text(text)
     assert main(["run", str(config), "--quiet"]) == 0

@@ -290,7 +290,7 @@ def test_candidates_are_evaluated_while_the_model_is_asked_and_the_front_does_no
     tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
 ) -> None:
     scripted, server = model
-    scripted.default = Action(reply=LINEAR, delay=1.0)
+    scripted.default = Action(reply=LINEAR, delay=0.5)
     config = load_config(write_experiment(tmp_path, server.base_url, workers=1))
     finished: list[float] = []  # when each evaluation finished
 
@@ -300,9 +300,9 @@ def test_candidates_are_evaluated_while_the_model_is_asked_and_the_front_does_no
 
     slow = run_experiment(config, on_progress=progress).summary
     assert scripted.requests
-    # Some evaluation finished while a request was waiting for its (1 s late) reply: the
+    # Some evaluation finished while a request was waiting for its (0.5 s late) reply: the
     # generation's earlier candidates ran while the model was asked for a later one.
-    assert any(start < end < start + 1.0 for start in scripted.arrivals for end in finished)
+    assert any(start < end < start + 0.5 for start in scripted.arrivals for end in finished)
 
     scripted.default = Action(reply=LINEAR)  # the same replies, at once; the cache is emptied
     shutil.rmtree(config.llm_cache)
