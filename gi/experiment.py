@@ -506,13 +506,20 @@ class Experiment:
         (the run's figures stay the search's), in the store under `label`, and reused.
 
         With a runtime objective, a study measures every program itself, even one the search
-        evaluated: that screening ratio was taken at another time, under other load, and a
-        study compares its programs' ratios with one another (a noisy early measurement of an
-        edit alone would make minimisation keep an edit the speed-up does not need)."""
+        evaluated, against the original timed again for it: the search's screening ratio was
+        taken at another time, under other load, and a study compares its programs' ratios with
+        one another (a noisy early measurement of an edit alone would make minimisation keep an
+        edit the speed-up does not need). The original stays the unit, ratio 1."""
+        timed = "runtime" in self.config.objectives.names()
         if self.studied is None:
             self.studied = self.store.study_evaluations()
-        timed = "runtime" in self.config.objectives.names()
-        known = dict(self.studied) if timed else {**self.studied, **self.cache}
+            if timed:
+                self.timing.restudy()
+        if timed:
+            original = self.program.tree_hash
+            known = {**self.studied, **({original: self.cache[original]} if original in self.cache else {})}
+        else:
+            known = {**self.studied, **self.cache}
         fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
         results = self._backend().evaluate_many(fresh)
         with self.store.transaction():

@@ -191,6 +191,27 @@ class OriginalTiming:
             return  # keep the previous baseline; the run goes on
         self.evaluator.baseline_timing = timing
 
+    def restudy(self) -> None:
+        """Time the original again for the studies of a finished run (minimisation, ablation),
+        which measure their programs themselves: their ratios are to an original timed beside
+        them, not to the one generation 0 timed. Recorded once for the run, as `study-timing`."""
+        if not self.active:
+            return
+        assert self.evaluator.baseline_timing is not None
+        loops = self.evaluator.baseline_timing.loops
+        original = apply(self.program, Patch())
+
+        def measure() -> dict[str, Any]:
+            try:
+                timing = self.evaluator.timing(original, loops=loops)
+            except WorkloadError as error:
+                return {"error": str(error)}
+            return {"process_means": list(timing.process_means), "loops": timing.loops}
+
+        recorded = self.measurements.get("study-timing", measure, encode=as_is, decode=as_is)
+        if "error" not in recorded:  # else the studies keep generation 0's timing
+            self.evaluator.baseline_timing = Timing(tuple(recorded["process_means"]), int(recorded["loops"]))
+
     def hot_functions(self) -> dict[str, float]:
         """Weight of each function of the program: its share of the workload's time (cumulative,
         from cProfile, relative to the hottest), at least COLD_WEIGHT so cold code is not ruled

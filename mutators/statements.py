@@ -34,9 +34,9 @@ def _context(site: Site) -> StatementContext:
 
 class _Statements:
     """A program's statement sites as arrays, so that the legal partners of a site are found by
-    a few vectorised comparisons rather than a Python call per statement of the program (5 ms a
-    proposal on the real-world test modules). The partner lists, in site order, are those the
-    pairwise rules give, so every random choice is the same.
+    a few vectorised comparisons rather than a Python call per statement of the program (which
+    took 5 ms a proposal on the real-world test modules). The partner lists, in site order, are
+    those the pairwise rules give, so every random choice is what it was with them.
 
     Holds no reference to the program (the cache is keyed weakly by it)."""
 
@@ -68,7 +68,7 @@ class _Statements:
         return kept
 
     def may_stand_at(self, destination: int) -> Mask:
-        """Which sites a copy of may stand where the site `destination` stands."""
+        """The sites whose copy may stand where the site `destination` stands."""
         fits: Mask = self.accepts[self.context[destination], self.context]
         return fits
 
