@@ -11,12 +11,13 @@ Two named passes, each counting its evaluations, in the manner of a shrinker:
 "Keeps" means: the same constraint violation, and every objective value equal but the
 patch's own size (`size`, `diff_lines`: lowering them is the point) and runtime. Runtime is
 compared like with like: a smaller patch's screening ratio against the member's own, both
-measured by the minimisation itself (never the search's screening of the same program, taken at
-another time, nor the rigorous re-measurement, with another spread). It keeps the member's speed when it is at most
-RUNTIME_TOLERANCE slower, or as much slower as two screening measurements can differ by noise
-alone when that is more (`runtime_tolerance`, from how far the original's own screening timings
-spread over the run), and in any case closer to the member's ratio than to the original's
-(`runtime_limit`); a faster one keeps it too (the edit it drops was costing time).
+measured by the minimisation itself against the original timed again for it (never the search's
+screening of the same program, taken at another time, nor the rigorous re-measurement, with
+another spread). It keeps the member's speed when it is at most RUNTIME_TOLERANCE slower, or
+as much slower as two screening measurements can differ by noise alone when that is more
+(`runtime_tolerance`, from how far the original's own screening timings spread over the run),
+and in any case closer to the member's ratio than to the original's (`runtime_limit`); a
+faster one keeps it too (the edit it drops was costing time).
 Before minimising, the member's own evaluation must keep its values; when it does not, the
 result says so (`kept_itself` false) and the patch is left whole. Each round's patches are
 evaluated as one batch, in parallel, through the run's evaluator and cache.
