@@ -140,7 +140,7 @@ class OriginalTiming:
                         " (randomness? time?), so behaviour is not checked; seed it to have it checked"
                     )
                 self.evaluator.baseline_output = output
-            timing = self._timing(0, original, loops=None)
+            timing = self._timing("timing:0", original, loops=None)
         except WorkloadError as error:
             raise ProgramError(f"{self.config.source}: [workload] on the original program: {error}") from None
         self.evaluator.baseline_timing = timing
@@ -150,20 +150,21 @@ class OriginalTiming:
         first = self.evaluator.output(original)
         return first if first == self.evaluator.output(original) else None
 
-    def _timing(self, generation: int, original: Variant, *, loops: int | None) -> Timing:
-        """The original's screening timing for `generation`; raises WorkloadError. Recorded,
-        failures after the first generation too (the run went on with the previous baseline)."""
+    def _timing(self, key: str, original: Variant, *, loops: int | None) -> Timing:
+        """The original's screening timing recorded under `key` ("timing:<generation>", or
+        "study-timing"); raises WorkloadError. Failures are recorded too (the run went on with
+        the previous baseline), but the first timing's: without it the run cannot start."""
 
         def measure() -> dict[str, Any]:
             try:
                 timing = self.evaluator.timing(original, loops=loops)
             except WorkloadError as error:
-                if generation == 0:
-                    raise  # the run cannot start: nothing to record
+                if key == "timing:0":
+                    raise  # nothing to record
                 return {"error": str(error)}
             return {"process_means": list(timing.process_means), "loops": timing.loops}
 
-        recorded = self.measurements.get(f"timing:{generation}", measure, encode=as_is, decode=as_is)
+        recorded = self.measurements.get(key, measure, encode=as_is, decode=as_is)
         if "error" in recorded:
             raise WorkloadError(recorded["error"])
         return Timing(tuple(recorded["process_means"]), int(recorded["loops"]))
@@ -181,36 +182,26 @@ class OriginalTiming:
 
     def remeasure(self, generation: int) -> None:
         """Time the original again, so this generation's ratios do not inherit the machine's drift."""
-        if not self.active:
-            return
-        assert self.evaluator.baseline_timing is not None
-        original = apply(self.program, Patch())
-        try:
-            timing = self._timing(generation, original, loops=self.evaluator.baseline_timing.loops)
-        except WorkloadError:
-            return  # keep the previous baseline; the run goes on
-        self.evaluator.baseline_timing = timing
+        self._retime(f"timing:{generation}")
 
     def restudy(self) -> None:
         """Time the original again for the studies of a finished run (minimisation, ablation),
         which measure their programs themselves: their ratios are to an original timed beside
         them, not to the one generation 0 timed. Recorded once for the run, as `study-timing`."""
+        self._retime("study-timing")
+
+    def _retime(self, key: str) -> None:
+        """Make a new timing of the original (under `key`) the baseline; on a failure, keep the
+        previous one and go on."""
         if not self.active:
             return
         assert self.evaluator.baseline_timing is not None
-        loops = self.evaluator.baseline_timing.loops
         original = apply(self.program, Patch())
-
-        def measure() -> dict[str, Any]:
-            try:
-                timing = self.evaluator.timing(original, loops=loops)
-            except WorkloadError as error:
-                return {"error": str(error)}
-            return {"process_means": list(timing.process_means), "loops": timing.loops}
-
-        recorded = self.measurements.get("study-timing", measure, encode=as_is, decode=as_is)
-        if "error" not in recorded:  # else the studies keep generation 0's timing
-            self.evaluator.baseline_timing = Timing(tuple(recorded["process_means"]), int(recorded["loops"]))
+        try:
+            timing = self._timing(key, original, loops=self.evaluator.baseline_timing.loops)
+        except WorkloadError:
+            return
+        self.evaluator.baseline_timing = timing
 
     def hot_functions(self) -> dict[str, float]:
         """Weight of each function of the program: its share of the workload's time (cumulative,
