@@ -47,7 +47,7 @@ from fitness.runtime import (
 from fitness.tests import TestRun, count_failed, first_failing, run_tests
 from gi.guard import new_risky_names
 from gi.patch import Variant
-from gi.program import Program
+from gi.program import Program, compiler_warnings_ignored
 from gi.results import Evaluation, Status
 from gi.sandbox import Isolation, Limits, Sandbox, isolation, workspace
 from gi.warm import WarmPool
@@ -102,13 +102,15 @@ def program_measures(variant: Variant) -> dict[str, float]:
 
 @functools.lru_cache(maxsize=4096)
 def _program_file_measures(file: str, text: str) -> tuple[float, float]:
-    return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+    with compiler_warnings_ignored():  # radon parses the text
+        return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
 
 
 @functools.lru_cache(maxsize=4096)
 def _text_measures(file: str, text: str) -> tuple[float, float, float]:
     """Style violations, maintainability index and lines of one file's text."""
-    return style.violations({file: text}), complexity.maintainability({file: text}), float(text.count("\n") + 1)
+    with compiler_warnings_ignored():
+        return style.violations({file: text}), complexity.maintainability({file: text}), float(text.count("\n") + 1)
 
 
 def variant_measures(variant: Variant) -> dict[str, float]:

@@ -19,6 +19,8 @@ import functools
 import re
 from collections.abc import Mapping
 
+from gi.program import parse_quietly
+
 #: Modules whose import alone reaches for the interpreter or the test run.
 RISKY_MODULES = frozenset({
     "pytest", "_pytest", "pluggy", "gc", "inspect", "ctypes", "builtins", "importlib", "sys", "os", "posix",
@@ -73,7 +75,7 @@ def risky_names(source: str) -> frozenset[str]:
     """The uses in `source` that reach for the interpreter or the test run, as short labels
     ("import gc", "os._exit", "eval", ".__globals__", "'pytest'"); empty if it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse_quietly(source)
     except SyntaxError:
         return frozenset()
     aliases: dict[str, str] = {}

@@ -21,7 +21,7 @@ import libcst as cst
 
 from gi.edits import Edit, path_nodes
 from gi.errors import EditError
-from gi.program import Location, Program, normalised_dump, tree_hash
+from gi.program import Location, Program, compile_quietly, normalised_dump, tree_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +228,7 @@ class Variant:
         """The first compile error of an edited file as 'file:line: message', or None."""
         for file in self.changed_files:
             try:
-                compile(self.sources[file], file, "exec", dont_inherit=True)
+                compile_quietly(self.sources[file], file)
             except SyntaxError as error:
                 return f"{file}:{error.lineno}: {error.msg}"
         return None

@@ -14,8 +14,11 @@ import fnmatch
 import hashlib
 import io
 import os
+import threading
 import tokenize
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -454,9 +457,42 @@ def decode_source(data: bytes, path: Path) -> tuple[str, str]:
     return text.removeprefix("\ufeff"), "utf-8" if encoding == "utf-8-sig" else encoding
 
 
+# warnings.catch_warnings swaps the process's one list of filters; the lock keeps gi's
+# evaluation threads from putting back one another's swapped lists.
+_WARNING_FILTERS = threading.RLock()
+
+
+@contextmanager
+def compiler_warnings_ignored() -> Iterator[None]:
+    """Within it, code parsed or compiled in gi's process does not warn (see `parse_quietly`)."""
+    with _WARNING_FILTERS, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # invalid escapes before 3.12
+        yield
+
+
+def parse_quietly(source: str, filename: str = "<unknown>") -> ast.Module:
+    """`ast.parse` in gi's own process without the compiler's warnings (raises SyntaxError).
+
+    Legal code can make the compiler warn ('"is" with a literal', an invalid escape sequence).
+    Code a variant or a model wrote is parsed and compiled here to judge it, and its warnings
+    would print on the user's terminal naming their file, or, under `python -W error`, turn a
+    legal variant into a syntax error. They are the variant's own: its test run shows them.
+    """
+    with compiler_warnings_ignored():
+        return ast.parse(source, filename=filename)
+
+
+def compile_quietly(source: str, filename: str) -> None:
+    """Compile `source` as a module, as the interpreter would import it, without the compiler's
+    warnings (see `parse_quietly`); raises SyntaxError."""
+    with compiler_warnings_ignored():
+        compile(source, filename, "exec", dont_inherit=True)
+
+
 def normalised_dump(source: str, filename: str = "<variant>") -> str:
     """The syntax tree of `source` without formatting and comments (raises SyntaxError)."""
-    return ast.dump(ast.parse(source, filename=filename))
+    return ast.dump(parse_quietly(source, filename))
 
 
 class Program:
@@ -482,7 +518,7 @@ class Program:
             try:
                 module = cst.parse_module(source)
                 self._dumps[file] = normalised_dump(source, file)
-                compile(source, file, "exec", dont_inherit=True)
+                compile_quietly(source, file)
             except (cst.ParserSyntaxError, SyntaxError) as error:
                 line = getattr(error, "raw_line", None) or getattr(error, "lineno", "?")
                 message = getattr(error, "message", None) or getattr(error, "msg", str(error))
@@ -542,7 +578,7 @@ class Program:
         cProfile places it)."""
         names: dict[tuple[str, int], str] = {}
         for file in self.files:
-            for qualified, node in function_nodes(ast.parse(self.sources[file])):
+            for qualified, node in function_nodes(parse_quietly(self.sources[file], file)):
                 names[(file, node.lineno)] = qualified
                 if node.decorator_list:
                     names[(file, node.decorator_list[0].lineno)] = qualified

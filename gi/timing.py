@@ -27,7 +27,7 @@ from gi.config import Config
 from gi.errors import ProgramError
 from gi.evaluation import Evaluator
 from gi.patch import Patch, Variant, apply
-from gi.program import Program, function_nodes
+from gi.program import Program, function_nodes, parse_quietly
 from gi.replay import Measurements, as_is
 
 #: A speed-up beyond this is flagged as implausible rather than celebrated: more likely the
@@ -72,7 +72,7 @@ def workload_functions(program: Program, call: str | None, elsewhere: str = "") 
         return frozenset()
     calls: dict[str, set[str]] = {}  # qualified function (or "<module>" of a file) -> names it calls
     for source_file in program.files:
-        tree = ast.parse(program.sources[source_file])
+        tree = parse_quietly(program.sources[source_file], source_file)
         functions: dict[str, ast.AST] = dict(function_nodes(tree))
         for qualified, node in functions.items():
             calls[qualified] = _called_names(node)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from fitness.tests import PLUGIN_MODULE, TestRun, plugin_files, plugin_source, pytest_arguments, read_report
-from gi.program import Program
+from gi.program import Program, parse_quietly
 from gi.results import ProcessOutcome
 from gi.sandbox import WATCH_INTERVAL, Limits, LiveCommand, Sandbox, Workspace, workspace
 
@@ -74,7 +74,7 @@ def third_party_imports(program: Program, test_texts: Sequence[str]) -> list[str
     found: set[str] = set()
     for text in [*program.sources.values(), *test_texts]:
         try:
-            tree = ast.parse(text)
+            tree = parse_quietly(text)
         except SyntaxError:
             continue
         for node in ast.walk(tree):

@@ -26,7 +26,7 @@ import numpy as np
 from gi.edits import Edit, ReplaceFunction, RewritePlan
 from gi.errors import EditError
 from gi.patch import Patch, Variant, apply, effective_edits
-from gi.program import Location, Program, SiteKind
+from gi.program import Location, Program, SiteKind, parse_quietly
 from mutators.base import MutationContext, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError
 from mutators.llm.prompts import GOALS, Prompts
@@ -157,7 +157,7 @@ def extract_function(reply: str, name: str, def_line: str | None = None) -> str:
 
 def _same_tree(first: str, second: str) -> bool:
     try:
-        return ast.dump(ast.parse(first)) == ast.dump(ast.parse(second))
+        return ast.dump(parse_quietly(first)) == ast.dump(parse_quietly(second))
     except SyntaxError:
         return False
 
