@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import functools
 import hashlib
 import os
@@ -201,8 +202,12 @@ def workspace(
     encodings: Mapping[str, str] | None = None,
 ) -> Iterator[Workspace]:
     """A fresh workspace: a copy of the program with `sources` (relative path -> text) written
-    in, each in its file's encoding (UTF-8 unless `encodings` says otherwise)."""
-    space = Workspace(Path(tempfile.mkdtemp(prefix="gi-", dir=parent)))
+    in, each in its file's encoding (UTF-8 unless `encodings` says otherwise). The first one a
+    process makes in a folder removes the workspaces there that a killed gi left behind."""
+    folder = Path(parent if parent is not None else tempfile.gettempdir())
+    _sweep_workspaces(folder)
+    space = Workspace(Path(tempfile.mkdtemp(prefix="gi-", dir=folder)))
+    claim = _claim(space.base)
     try:
         copy_program(root, space.program, exclude)
         for relative, text in sources.items():
@@ -213,16 +218,157 @@ def workspace(
             made.mkdir()
         yield space
     finally:
-        remove_tree(space.base)
+        _remove_workspace(space.base)
+        if claim is not None:
+            os.close(claim)
+
+
+# --- what a killed gi left behind ----------------------------------------------------------------
+
+#: The file in a workspace that says its owner holds the lock on the folder (an flock, held
+#: until the folder is removed, dropped by the kernel when the owner dies). It names the
+#: folder (device and inode), so a copy of a workspace is no workspace; it is removed last.
+CLAIMED = ".gi-claimed"
+
+
+def _lock_folder(folder: Path) -> int | None:
+    """A descriptor of the new `folder` holding an exclusive flock on it, for as long as this
+    process keeps it open; None where locks fail (or someone else already holds one)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
+def _identity(descriptor: int) -> bytes:
+    info = os.fstat(descriptor)
+    return f"{info.st_dev}:{info.st_ino}".encode()
+
+
+def _claim(base: Path) -> int | None:
+    """Lock a new workspace folder, then mark it claimed. The mark comes second, so a marked
+    folder whose lock is free has no owner. None where the file system has no locks: the
+    folder stays unclaimed, never swept."""
+    descriptor = _lock_folder(base)
+    if descriptor is not None:
+        try:
+            write_new(base / CLAIMED, _identity(descriptor))
+        except OSError:
+            os.close(descriptor)
+            return None
+    return descriptor
+
+
+def _remove_workspace(base: Path) -> bool:
+    """Remove a workspace folder, its claim mark last: a gi killed halfway through leaves a
+    folder the next one still knows as a workspace. Whether it is gone."""
+    try:
+        entries = [entry for entry in os.scandir(base) if entry.name != CLAIMED]
+    except OSError:
+        entries = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(Path(entry.path))
+            else:
+                _unlink(Path(entry.path))
+    with contextlib.suppress(OSError):
+        if os.listdir(base) in ([CLAIMED], []):  # else it stays marked, for the next sweep
+            _unlink(base / CLAIMED)
+            base.rmdir()
+    return not os.path.lexists(base)
+
+
+def remove_stale_workspaces(parent: Path) -> tuple[Path, ...]:
+    """Remove the workspaces in `parent` whose gi process died without removing them (a kill -9,
+    a lost machine): this user's `gi-*` folders whose claim mark names them and whose lock is
+    free. Returns what it removed. Folders it cannot open, other users', copies and unclaimed
+    ones (being made, or from an older gi) are left alone."""
+    removed: list[Path] = []
+    try:
+        entries = [entry for entry in parent.iterdir() if entry.name.startswith("gi-")]
+    except OSError:
+        return ()
+    for entry in entries:
+        try:
+            descriptor = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if os.fstat(descriptor).st_uid != os.geteuid():
+                continue
+            if read_regular(entry / CLAIMED, 64) != _identity(descriptor):
+                continue  # unclaimed, a copy, or swapped for another folder
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not os.path.samestat(os.lstat(entry), os.fstat(descriptor)):
+                continue
+        except OSError:
+            continue  # its owner is alive, or it went meanwhile
+        else:
+            if _remove_workspace(entry):
+                removed.append(entry)
+        finally:
+            os.close(descriptor)
+    return tuple(removed)
+
+
+#: A process's first workspace in a folder sweeps it: a killed gi's leftovers are all there by then.
+_sweep_workspaces = functools.cache(remove_stale_workspaces)
 
 
 def remove_tree(path: Path) -> None:
     """Delete a folder a variant wrote in, however deep it nested its folders (shutil.rmtree
-    recurses, and a variant can nest deeper than Python's recursion limit)."""
+    recurses, and a variant can nest deeper than Python's recursion limit) and whatever it
+    made read-only in it (as root that stops nothing; as a user it would keep the folder)."""
     try:
-        shutil.rmtree(path)
+        _rmtree(str(path))
     except (RecursionError, OSError):
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], check=False, capture_output=True)
+
+
+def _rmtree(path: str) -> None:
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=lambda _, name, error: _writable_and_again(name, error))
+    else:
+        shutil.rmtree(path, onerror=lambda _, name, info: _writable_and_again(name, info[1]))
+
+
+def _writable_and_again(name: str, error: BaseException) -> None:
+    """shutil.rmtree's error handler: what it could not remove for want of permission is
+    removed again once its folder (and it, if a folder: never through a link) is writable and
+    readable for its owner. Anything else that is still there is an error."""
+    if isinstance(error, FileNotFoundError):
+        return
+    if not isinstance(error, PermissionError):
+        raise error
+    changed = False
+    for folder in (os.path.dirname(name), name):
+        with contextlib.suppress(OSError):
+            mode = os.lstat(folder).st_mode
+            if stat.S_ISDIR(mode) and mode & stat.S_IRWXU != stat.S_IRWXU:
+                os.chmod(folder, stat.S_IRWXU)
+                changed = True
+    if not changed:
+        raise error  # not a question of modes (an immutable file, another owner's folder)
+    if stat.S_ISDIR(os.lstat(name).st_mode):
+        _rmtree(name)
+    else:
+        os.unlink(name)
+
+
+def _unlink(path: Path) -> None:
+    """Remove a file (or link), making its folder writable first if it has to."""
+    try:
+        path.unlink(missing_ok=True)
+    except PermissionError:
+        os.chmod(path.parent, stat.S_IRWXU)
+        path.unlink(missing_ok=True)
 
 
 def _empty_folder(path: Path) -> None:
@@ -328,6 +474,44 @@ def stops_fork_bombs() -> bool:
     return "pids" in _Cgroups.parents()
 
 
+#: An empty gi cgroup at least this old, whose lock is free, was left by a killed gi process.
+STALE_CGROUP_SECONDS = 60.0
+
+
+def remove_stale_cgroups(min_age: float = STALE_CGROUP_SECONDS) -> tuple[Path, ...]:
+    """Remove the cgroups a killed gi process left behind: the `gi-*` folders in the folders gi
+    makes cgroups in that are older than `min_age` seconds, not locked by a live owner (each
+    command's cgroups are locked as they are made) and hold no process (the kernel refuses to
+    remove one that does). Returns what it removed."""
+    removed: list[Path] = []
+    now = time.time()
+    for parent, _ in _Cgroups.parents().values():
+        try:
+            entries = [entry for entry in parent.iterdir() if entry.name.startswith("gi-")]
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                descriptor = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if now - os.fstat(descriptor).st_mtime < min_age:
+                    continue  # just made: its owner may not have locked it yet
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                entry.rmdir()
+                removed.append(entry)
+            except OSError:
+                continue  # locked by its owner, or it holds processes
+            finally:
+                os.close(descriptor)
+    return tuple(removed)
+
+
+#: The first command of a process sweeps (later ones would find nothing new of a killed gi).
+_sweep_cgroups = functools.cache(remove_stale_cgroups)
+
+
 class _Cgroups:
     """A pids and a memory cgroup per command, where gi may make them (as root, under its own
     cgroups): they cap the process count (the kernel's RLIMIT_NPROC does not bind root) and
@@ -361,14 +545,20 @@ class _Cgroups:
         self.folders: list[Path] = []
         self.processes = limits.processes
         self._pids: Path | None = None
+        self._claims: list[int] = []
         values = {"pids": limits.processes, "memory": limits.memory_mb * 1024 * 1024}
+        _sweep_cgroups()
         for controller, (parent, name) in self.parents().items():
             folder = Path(tempfile.mkdtemp(prefix="gi-", dir=parent))
+            claim = _lock_folder(folder)  # unlocked, the age rule of remove_stale_cgroups still holds
+            if claim is not None:
+                self._claims.append(claim)
             try:
                 (folder / name).write_text(str(values[controller]))
                 self.folders.append(folder)
-            except OSError:
-                folder.rmdir()
+            except OSError:  # no limit then (or a sweeper took it: its clock jumped)
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
                 continue
             if controller == "pids":
                 self._pids = folder
@@ -417,6 +607,9 @@ class _Cgroups:
                     break
                 except OSError:
                     time.sleep(0.01)
+        for claim in self._claims:
+            os.close(claim)
+        self._claims.clear()
 
 
 class Sandbox:
@@ -468,7 +661,7 @@ class Sandbox:
 
     def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         if not self.isolated:
-            return [sys.executable, "-I", "-S", "-c", _REAPER, *argv]
+            return [sys.executable, "-I", "-S", "-c", _REAPER, str(os.getpid()), *argv]
         # The kernel lets uid 0 write sysctls whatever its capabilities, and uid 0 in the sandbox
         # is root outside: /proc/sys (and the other files of /proc that change the host) stay
         # read-only. /tmp is RAM: its size is capped like a file.
@@ -683,14 +876,18 @@ class LiveCommand:
 
 # --- without bubblewrap: no process may outlive its command ----------------------------------------
 
-#: Runs a command as its child and, when it ends or gi sends SIGTERM, kills every process the
-#: command left behind: as a child subreaper, it inherits the orphans, daemons included (Linux).
+#: Runs a command as its child and, when it ends, when gi sends SIGTERM or when gi (the process
+#: whose id comes first in its arguments) dies, kills every process the command left behind:
+#: as a child subreaper, it inherits the orphans, daemons included (Linux). gi's death is seen
+#: by its parent changing, not by PR_SET_PDEATHSIG, which fires when the *thread* that
+#: started it ends.
 _REAPER = """
-import ctypes, os, signal, sys
+import ctypes, os, signal, sys, threading, time
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+owner = int(sys.argv[1])
 child = os.fork()
 if child == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
+    os.execvp(sys.argv[2], sys.argv[2:])
 def descendants():
     found = set()
     for task in os.listdir("/proc/self/task"):
@@ -716,8 +913,13 @@ def finish(*_):
             except OSError:
                 pass
     os._exit(status)
+def orphaned():
+    while os.getppid() == owner:
+        time.sleep(0.25)
+    finish()
 status = 137
 signal.signal(signal.SIGTERM, finish)
+threading.Thread(target=orphaned, daemon=True).start()
 _, code = os.waitpid(child, 0)
 status = os.waitstatus_to_exitcode(code)
 status = 128 - status if status < 0 else status

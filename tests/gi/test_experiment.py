@@ -150,16 +150,24 @@ def test_a_killed_run_resumes_to_the_same_front(
     program = example_copy("grading")
     killed = write_small_config(tmp_path, program, tmp_path / "killed")
     store = tmp_path / "killed" / "grading-simplify-seed1" / "store.sqlite"
-    process = start_run(killed, store, 2)
+    scratch = tmp_path / "scratch"  # where both runs make their workspaces
+    scratch.mkdir()
+    environment = {**os.environ, "TMPDIR": str(scratch)}
+    process = start_run(killed, store, 2, env=environment)
     assert process.poll() is None, "the run ended before it could be killed"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert not (store.parent / "summary.json").exists()
+    left = [folder for folder in scratch.glob("gi-*") if not folder.name.startswith("gi-bundles-")]
+    assert left, "the killed run left its workers' workspaces behind"
 
-    assert main(["run", str(killed), "--quiet"]) == 0
+    command = [sys.executable, "-m", "gi.cli", "run", str(killed), "--quiet"]
+    again = subprocess.run(command, check=False, env=environment, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
     resumed = json.loads((store.parent / "summary.json").read_text())
     assert front(resumed) == front(expected)
     assert resumed["generalisation_gap"] == expected["generalisation_gap"]
+    assert not any(folder.exists() for folder in left), "the resumed run removed the killed one's workspaces"
 
 
 @pytest.mark.slow
