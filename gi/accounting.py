@@ -47,7 +47,7 @@ def count_by_operator(
         entry["front"] += identifier in on_front
     if llm is not None:
         entry = row(llm.name)
-        usage = llm.client.usage
+        usage = llm.usage
         entry["unparseable"] = llm.stats.unparseable
         entry["wrong_kind"] = llm.stats.wrong_kind
         entry["no_ops"] = llm.stats.no_ops

@@ -703,7 +703,7 @@ class Experiment:
         """
         if self.llm is None:
             return None
-        settings, usage, stats = self.llm.client.settings, self.llm.client.usage, self.llm.stats
+        settings, usage, stats = self.llm.client.settings, self.llm.usage, self.llm.stats
         return {
             "base_url": settings.base_url,
             "model": settings.model,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -26,10 +26,13 @@ class Action:
 
 @dataclass
 class ScriptedModel:
-    """The script: actions taken in order; when they run out, `default` answers."""
+    """The script: `respond` answers a request by its content when it returns an action (whatever
+    order concurrent requests arrive in); else actions are taken in order; when they run out,
+    `default` answers."""
 
     actions: list[Action] = field(default_factory=list)
     default: Action | None = None
+    respond: Callable[[dict[str, Any]], Action | None] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     #: When each request arrived (time.monotonic()).
@@ -41,6 +44,9 @@ class ScriptedModel:
             self.requests.append(body)
             self.headers.append(headers)
             self.arrivals.append(time.monotonic())
+            answer = self.respond(body) if self.respond is not None else None
+            if answer is not None:
+                return answer
             if self.actions:
                 return self.actions.pop(0)
             return self.default or Action(status=500)

@@ -1,17 +1,34 @@
 """The language-model client: the openai library against any OpenAI-compatible server.
 
 It adds what a search needs on top of the library's own timeouts and retries (exponential
-backoff on 429, 5xx, timeouts and lost connections): a cache of every reply, budgets on
-requests, tokens and money, a limit on requests in flight, and a verdict when the server
-stays down. The API key is read from the environment variable the config names, and never
-written anywhere.
+backoff on 429, 5xx, timeouts and lost connections): a cache of every reply, a pool that
+keeps up to `concurrency` requests in flight, budgets on requests, tokens and money shared by
+every model of a run, and a verdict when the server stays down. The API key is read from the
+environment variable the config names, and never written anywhere.
+
+A request is submitted (`submit`) and its reply taken (`Reply.result`) in the order the
+search makes them, so everything the search decides from them (a budget spent, the server
+down) falls at the same place however fast the replies come back: the requests in flight
+change the wall time, never the run. Budgets are checked when a request is submitted,
+against what the replies taken so far cost and the most that those in flight can cost.
+
+A run keeps its requests across an interruption: the usage is part of the operator's saved
+state, and the cache marks each entry with the session (the run) that asked for it. A resumed
+run that finds in the cache a reply its own session asked for after the last checkpoint
+counts it as the request it was, and a request its session sent without an answer coming
+back counts once more, so `max_requests` holds across any number of interruptions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import queue
 import threading
 import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +40,9 @@ if TYPE_CHECKING:
 
 #: Consecutive failed requests (after the library's retries) before the server counts as down.
 DOWN_AFTER = 3
+#: Characters per token assumed when a request's prompt tokens are estimated before it is sent
+#: (code runs at three to four; fewer is the safe side of a budget).
+CHARS_PER_TOKEN = 2
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,9 @@ class LLMSettings:
     price_prompt: float = 0.0
     price_completion: float = 0.0
     offline: bool = False
+    #: What the reply cache keys the model by besides its name: the server's URL, unless the
+    #: user names the model's revision (then a moved server keeps its cached replies).
+    revision: str | None = None
 
 
 class LLMStoppedError(Exception):
@@ -75,16 +98,118 @@ class Usage:
     stopped: str | None = None
     errors: list[str] = field(default_factory=list)
 
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "errors": self.errors[-20:]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+
+class RequestPool:
+    """Daemon threads that run up to `concurrency` requests at once.
+
+    Daemon threads, so that a run stopped with Ctrl-C does not wait for replies it will never
+    use (a request in flight when the run dies counts on resume; see the module's doc)."""
+
+    def __init__(self, concurrency: int) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency is at least 1, got {concurrency}")
+        self.concurrency = concurrency
+        self._work: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def run(self, job: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._lock:
+            if len(self._threads) < self.concurrency:
+                thread = threading.Thread(target=self._serve, name=f"gi-llm-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._work.put((future, job))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, job = self._work.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as error:  # handed to whoever takes the reply
+                future.set_exception(error)
+
+
+class Budget:
+    """The limits every model of a run shares, and what has been spent against them."""
+
+    def __init__(
+        self,
+        max_requests: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: float | None = None,
+    ) -> None:
+        self.max_requests = max_requests
+        self.max_total_tokens = max_total_tokens
+        self.max_cost = max_cost
+        self.usage = Usage()
+        #: Requests submitted whose replies have not been taken: their most tokens and cost.
+        self.outstanding_tokens = 0
+        self.outstanding_cost = 0.0
+        self.lock = threading.Lock()
+
+    def reserve(self, tokens: int, cost: float) -> None:
+        """Count a request about to be sent, or raise LLMStoppedError if a budget forbids it
+        (the caller holds `lock`)."""
+        u = self.usage
+        if u.stopped:
+            raise LLMStoppedError(u.stopped)
+        reason = None
+        if self.max_requests is not None and u.requests >= self.max_requests:
+            reason = f"the request budget is spent ({self.max_requests} requests)"
+        elif self.max_total_tokens is not None and (
+            u.tokens >= self.max_total_tokens or u.tokens + self.outstanding_tokens + tokens > self.max_total_tokens
+        ):
+            reason = f"the token budget is spent ({self.max_total_tokens} tokens)"
+        elif self.max_cost is not None and (
+            u.cost >= self.max_cost or u.cost + self.outstanding_cost + cost > self.max_cost
+        ):
+            reason = f"the money budget is spent (${self.max_cost:g})"
+        if reason:
+            u.stopped = reason
+            raise LLMStoppedError(reason)
+        u.requests += 1
+        self.outstanding_tokens += tokens
+        self.outstanding_cost += cost
+
 
 class LLMClient:
-    """Asks the model for samples of a request, through the cache."""
+    """Asks one model for samples of a request, through the cache, the pool and the budget."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        pool: RequestPool | None = None,
+        budget: Budget | None = None,
+        session: str | None = None,
+    ) -> None:
         self.settings = settings
         self.cache = ReplyCache(settings.cache)
+        #: This model's own usage; `budget.usage` is every model's.
         self.usage = Usage()
-        self._lock = threading.Lock()
-        self._in_flight = threading.BoundedSemaphore(settings.concurrency)
+        self.pool = pool or RequestPool(settings.concurrency)
+        self.budget = budget or Budget(settings.max_requests, settings.max_total_tokens, settings.max_cost)
+        #: The run that asks: a reply it asked for and finds again in the cache is its own request.
+        self.session = session or uuid.uuid4().hex
+        #: Keys of the requests this process sent: asking one again is a cache hit, not a reclaim.
+        self._sent: set[str] = set()
         self._consecutive_failures = 0
         key = os.environ.get(settings.api_key_env)
         #: The name of the key's variable when it is unset or empty (a 401 or 403 says so).
@@ -101,99 +226,194 @@ class LLMClient:
         #: The library's error for a failed request (after its retries).
         self.api_error: type[openai.APIError] = openai.APIError
 
+    @property
+    def stopped(self) -> str | None:
+        return self.budget.usage.stopped
+
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The full request for a payload (messages or prompt) with the sampling parameters."""
+        """The full request for a payload (messages or prompt) with the sampling parameters and
+        what the cache keys the model by (its revision, else the server's URL)."""
         s = self.settings
-        return {"model": s.model, "api": s.api, **payload, "temperature": s.temperature, "max_tokens": s.max_tokens}
+        where = {"revision": s.revision} if s.revision else {"base_url": s.base_url}
+        return {"model": s.model, **where, "api": s.api, **payload, "temperature": s.temperature,
+                "max_tokens": s.max_tokens}  # fmt: skip
 
     def sample(self, payload: dict[str, Any], index: int) -> Sample:
         """Sample number `index` of this request: from the cache, or asked of the model."""
+        return self.submit(payload, index).result()
+
+    def submit(self, payload: dict[str, Any], index: int) -> Reply:
+        """Start getting sample `index` of a request: answered from the cache at once, else
+        counted against the budget and sent through the pool. Raises LLMStoppedError when a
+        budget forbids the request, OfflineMissError when offline and not cached."""
         request = self.request(payload)
-        cached = self.cache.get({**request, "sample": index})
-        if cached is not None:
-            with self._lock:
+        keyed = {**request, "sample": index}
+        key = request_key(keyed)
+        entry = self.cache.entry(keyed)
+        earlier = entry is not None and entry.get("session") == self.session and key not in self._sent
+        if entry is not None and entry.get("reply") is not None:
+            reply = entry["reply"]
+            sample = Sample(reply["text"], reply["prompt_tokens"], reply["completion_tokens"], cached=True)
+            if earlier and entry.get("primary", True):
+                self._sent.add(key)
+                return self._reclaimed(sample)  # asked by this run before it was interrupted
+            with self.budget.lock:
                 self.usage.cache_hits += 1
-            return Sample(cached["text"], cached["prompt_tokens"], cached["completion_tokens"], cached=True)
+                self.budget.usage.cache_hits += 1
+            return Reply(self, sample=sample)
         if self.settings.offline:
             raise OfflineMissError(
-                f"--offline: no cached reply for request {request_key(request)[:12]} (sample {index}) to"
+                f"--offline: no cached reply for request {key[:12]} (sample {index}) to"
                 f" {self.settings.model} in {self.settings.cache}"
             )
-        self._check_budgets()
-        texts, prompt_tokens, completion_tokens = self._ask(request)
-        share = completion_tokens // max(1, len(texts))
+        tokens, cost = self._most(request)
+        with self.budget.lock:
+            if earlier:  # sent by this run before it was interrupted, and never answered: it counted
+                self.budget.usage.requests += 1
+                self.usage.requests += 1
+            self.budget.reserve(tokens, cost)
+            self.usage.requests += 1
+        self._sent.add(key)
+        self.cache.mark_sent(keyed, self.session)
+        future = self.pool.run(lambda: self._ask(request, index))
+        return Reply(self, future=future, reserved=(tokens, cost))
+
+    def _reclaimed(self, sample: Sample) -> Reply:
+        """A reply this run's own session asked for: it counts as the request it was."""
+        tokens = sample.prompt_tokens + sample.completion_tokens
+        with self.budget.lock:
+            self.budget.reserve(tokens, self.cost_of(sample.prompt_tokens, sample.completion_tokens))
+            self.usage.requests += 1
+        return Reply(self, sample=dataclasses.replace(sample, cached=False), reserved=(tokens, self.cost_of(
+            sample.prompt_tokens, sample.completion_tokens)))  # fmt: skip
+
+    def cost_of(self, prompt_tokens: int, completion_tokens: int) -> float:
+        s = self.settings
+        return (prompt_tokens * s.price_prompt + completion_tokens * s.price_completion) / 1e6
+
+    def _most(self, request: dict[str, Any]) -> tuple[int, float]:
+        """The most tokens and money a request can take: its prompt estimated generously, every
+        sample as long as `max_tokens` allows."""
+        text = request.get("prompt") or "".join(m["content"] for m in request.get("messages", ()))
+        prompt = len(text) // CHARS_PER_TOKEN + 16
+        completion = self.settings.max_tokens * self.settings.samples
+        return prompt + completion, self.cost_of(prompt, completion)
+
+    def _ask(self, request: dict[str, Any], index: int) -> tuple[Sample, float]:
+        """Send the request (in a pool thread); store every sample it gives in the cache."""
+        s = self.settings
+        started = time.perf_counter()
+        try:
+            if s.api == "chat":
+                chat = self._client.chat.completions.create(
+                    model=s.model, messages=request["messages"], temperature=s.temperature,
+                    max_tokens=s.max_tokens, n=s.samples,
+                )  # fmt: skip
+                texts = [choice.message.content or "" for choice in chat.choices]
+                usage = chat.usage
+            else:
+                completion = self._client.completions.create(
+                    model=s.model, prompt=request["prompt"], temperature=s.temperature,
+                    max_tokens=s.max_tokens, n=s.samples,
+                )  # fmt: skip
+                texts = [choice.text for choice in completion.choices]
+                usage = completion.usage
+        except self.api_error as error:
+            raise _FailedError(error, time.perf_counter() - started) from error
+        texts = texts or [""]
+        prompt_tokens = usage.prompt_tokens if usage else 0
+        completion_tokens = usage.completion_tokens if usage else 0
+        share = completion_tokens // len(texts)
         # One request gives `samples` replies; they are stored as consecutive sample indices.
         for offset, text in enumerate(texts):
             self.cache.put(
                 {**request, "sample": index + offset},
                 {"text": text, "prompt_tokens": prompt_tokens if offset == 0 else 0, "completion_tokens": share},
+                session=self.session,
+                primary=offset == 0,
             )
-        return Sample(texts[0], prompt_tokens, share, cached=False)
+        return Sample(texts[0], prompt_tokens, share, cached=False), time.perf_counter() - started
 
-    def _check_budgets(self) -> None:
-        s, u = self.settings, self.usage
-        with self._lock:
-            if u.stopped:
-                raise LLMStoppedError(u.stopped)
-            reason = None
-            if s.max_requests is not None and u.requests >= s.max_requests:
-                reason = f"the request budget is spent ({s.max_requests} requests)"
-            elif s.max_total_tokens is not None and u.prompt_tokens + u.completion_tokens >= s.max_total_tokens:
-                reason = f"the token budget is spent ({s.max_total_tokens} tokens)"
-            elif s.max_cost is not None and u.cost >= s.max_cost:
-                reason = f"the money budget is spent (${s.max_cost:g})"
-            if reason:
-                u.stopped = reason
-                raise LLMStoppedError(reason)
+    def settle(
+        self, sample: Sample | None, reserved: tuple[int, float], seconds: float, error: Exception | None
+    ) -> None:
+        """Take a reply into the accounts (in the order the search takes replies)."""
+        tokens, cost = reserved
+        with self.budget.lock:
+            self.budget.outstanding_tokens -= tokens
+            self.budget.outstanding_cost -= cost
+            for usage in (self.usage, self.budget.usage):
+                usage.seconds += seconds
+            if sample is not None:
+                self._consecutive_failures = 0
+                spent = self.cost_of(sample.prompt_tokens, sample.completion_tokens)
+                for usage in (self.usage, self.budget.usage):
+                    usage.prompt_tokens += sample.prompt_tokens
+                    usage.completion_tokens += sample.completion_tokens
+                    usage.cost += spent
+            elif error is not None:
+                self._failed(error)
 
-    def _ask(self, request: dict[str, Any]) -> tuple[list[str], int, int]:
-        s = self.settings
-        started = time.perf_counter()
-        with self._in_flight:
-            try:
-                if s.api == "chat":
-                    chat = self._client.chat.completions.create(
-                        model=s.model, messages=request["messages"], temperature=s.temperature,
-                        max_tokens=s.max_tokens, n=s.samples,
-                    )  # fmt: skip
-                    texts = [choice.message.content or "" for choice in chat.choices]
-                    usage = chat.usage
-                else:
-                    completion = self._client.completions.create(
-                        model=s.model, prompt=request["prompt"], temperature=s.temperature,
-                        max_tokens=s.max_tokens, n=s.samples,
-                    )  # fmt: skip
-                    texts = [choice.text for choice in completion.choices]
-                    usage = completion.usage
-            except self.api_error as error:
-                self._failed(error, time.perf_counter() - started)
-                raise
-        prompt_tokens = usage.prompt_tokens if usage else 0
-        completion_tokens = usage.completion_tokens if usage else 0
-        with self._lock:
-            u = self.usage
-            self._consecutive_failures = 0
-            u.requests += 1
-            u.prompt_tokens += prompt_tokens
-            u.completion_tokens += completion_tokens
-            u.cost += (prompt_tokens * s.price_prompt + completion_tokens * s.price_completion) / 1e6
-            u.seconds += time.perf_counter() - started
-        return texts or [""], prompt_tokens, completion_tokens
-
-    def _failed(self, error: openai.APIError, seconds: float) -> None:
-        """Record a failed request (never the key's value); the third in a row stops the model."""
+    def _failed(self, error: Exception) -> None:
+        """Record a failed request (never the key's value); the third in a row stops the model
+        (the caller holds the budget's lock)."""
         import openai
 
         status = error.status_code if isinstance(error, openai.APIStatusError) else None
         hint = f"; {self.key_missing} is not set" if status in (401, 403) and self.key_missing else ""
-        with self._lock:
-            u = self.usage
-            u.failures += 1
-            u.seconds += seconds
-            message = f"{status} from the server{hint}: " if hint else ""
-            message += f"{type(error).__name__}: {str(error)[:200]}"
-            key = os.environ.get(self.settings.api_key_env)
-            u.errors.append(message.replace(key, "***") if key else message)
-            self._consecutive_failures += 1
-            if self._consecutive_failures >= DOWN_AFTER:
-                u.stopped = f"the server failed {DOWN_AFTER} requests in a row ({type(error).__name__}{hint})"
+        message = f"{status} from the server{hint}: " if hint else ""
+        message += f"{type(error).__name__}: {str(error)[:200]}"
+        key = os.environ.get(self.settings.api_key_env)
+        message = message.replace(key, "***") if key else message
+        self._consecutive_failures += 1
+        for usage in (self.usage, self.budget.usage):
+            usage.failures += 1
+            usage.errors.append(message)
+        if self._consecutive_failures >= DOWN_AFTER:
+            self.budget.usage.stopped = self.usage.stopped = (
+                f"the server failed {DOWN_AFTER} requests in a row ({type(error).__name__}{hint})"
+            )
+
+
+class _FailedError(Exception):
+    """A request that failed after the library's retries, with the seconds it took."""
+
+    def __init__(self, error: openai.APIError, seconds: float) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.seconds = seconds
+
+
+class Reply:
+    """A submitted request's reply: `result()` waits for it and takes it into the accounts."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        sample: Sample | None = None,
+        future: Future[tuple[Sample, float]] | None = None,
+        reserved: tuple[int, float] = (0, 0.0),
+    ) -> None:
+        self.client = client
+        self._sample = sample
+        self._future = future
+        self._reserved = reserved
+        self._settled = future is None and reserved == (0, 0.0)
+        self._error: Exception | None = None
+
+    def result(self) -> Sample:
+        """The sample, once it has come (raises the library's APIError if the request failed)."""
+        if not self._settled:
+            self._settled = True
+            seconds = 0.0
+            if self._future is not None:
+                try:
+                    self._sample, seconds = self._future.result()
+                except _FailedError as failed:
+                    self._error, seconds = failed.error, failed.seconds
+            self.client.settle(self._sample, self._reserved, seconds, self._error)
+        if self._error is not None:
+            raise self._error
+        assert self._sample is not None
+        return self._sample

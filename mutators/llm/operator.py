@@ -1,158 +1,110 @@
-"""The language-model operator: a model rewrites one function, and the rewrite becomes an edit.
+"""The language-model operator: a model proposes a new version of one function, in one of its modes.
 
-The prompt shows the function as it stands in the variant (the patch so far applied), the
-lines above it, the goal, the variant's measurements and, for repair, the failing training
-tests' output (held-out tests never reach a prompt). The reply must parse, be one function
-of the same name, and differ from the current one in its syntax tree; then it is a
-`ReplaceFunction` edit carrying the new source, so applying it again never asks the model.
+Modes (weighted by `modes`): `rewrite` asks for the whole function anew; `diff` for
+SEARCH/REPLACE blocks against it (mutators.llm.diff); `crossover` shows the function as two
+archive members have it and asks for one version with the strengths of both. Any prompt may
+carry inspirations (the archive's best and most diverse versions of the function, with their
+measurements), the variant's measurements and, for repair, the failing training tests' output
+(held-out tests never reach a prompt).
+
+A proposal is made in two steps, so that many can be in flight: `prepare` takes every random
+choice (function, mode, model, partner) and submits the request; `finish` takes the reply (in
+the order proposals were prepared), reads it (mutators.llm.replies) and checks it: it must
+parse, be the same function, change it, and not be a version the operator already proposed
+there, nearly (mutators.llm.novelty); an optional reviewer pass asks the model to critique it.
+What fails goes back to the model in a bounded retry. A reply that passes becomes a
+`Proposal`, and `edits` turns that into edits of the patch, carrying the source so that
+applying them again never asks the model.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import itertools
 import json
-import re
-import textwrap
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
 import numpy as np
 
-from gi.edits import Edit, ReplaceFunction, RewritePlan
+from gi.edits import Edit, ReplaceFunction
 from gi.errors import EditError
-from gi.patch import Patch, Variant, apply, effective_edits
+from gi.patch import Patch, Variant, apply
 from gi.program import Location, Program, SiteKind, parse_quietly
 from mutators.base import MutationContext, choose_site
-from mutators.llm.client import LLMClient, LLMStoppedError
-from mutators.llm.prompts import GOALS, Prompts
+from mutators.llm.client import LLMClient, LLMStoppedError, Reply, Sample, Usage
+from mutators.llm.locate import function_in_variant, removed_by
+from mutators.llm.models import Arm, Models
+from mutators.llm.novelty import Novelty, normalised_tokens, similarity
+from mutators.llm.prompts import GOALS, MODES, Prompts
+from mutators.llm.replies import NewCode, RejectionError, apply_diff, extract_function, read_code
+from mutators.llm.stats import Counts, LLMStats
 
-FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
-#: Characters of failing test output a repair prompt may carry.
+#: Characters of failing test output a prompt may carry.
 FAILURE_CHARS = 3000
 #: Samples of one prompt that may give nothing new (the same function, or a program the
 #: search already has) before that prompt is not asked again.
 FRUITLESS_LIMIT = 2
-#: The name of the marker statement that finds a function in a variant.
-MARK = "__gi_function_here__"
+#: Lines above the function a prompt shows.
+CONTEXT_LINES = 12
+
+
+@dataclass(frozen=True)
+class Member:
+    """An archive member as the operator sees it, for inspirations and crossover partners."""
+
+    id: str
+    patch: Patch
+    #: The measured objective values, as a prompt shows them.
+    objectives: Mapping[str, float]
+    #: The same values each turned into one to minimise (in `objectives`' order).
+    minimised: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one offspring whose new edits the operator made (for `learn`)."""
+
+    edits: tuple[Edit, ...]
+    evaluated: bool
+    passing: bool
+    entered_archive: bool
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A reply that passed every check: the function's new code, and where it came from."""
+
+    mode: str
+    site: Location
+    code: NewCode
+    model: str
+    prompt_hash: str
+    prompt_tokens: int
+    completion_tokens: int
 
 
 @dataclass
-class LLMStats:
-    """What became of the operator's proposals."""
+class Pending:
+    """A proposal in flight: what `prepare` decided, and the reply to come."""
 
-    proposals: int = 0
-    #: Replies received (from the cache or the server): what `parse_rate` is a share of.
-    replies: int = 0
-    unparseable: int = 0
-    wrong_kind: int = 0
-    no_ops: int = 0
-    edits: int = 0
-    seconds: float = 0.0
-    rejected: list[str] = field(default_factory=list)
-
-    @property
-    def parse_rate(self) -> float | None:
-        """The share of replies that parsed; None when no reply came."""
-        return 1 - self.unparseable / self.replies if self.replies else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Mark(Edit):
-    """Not an edit of the search: a marker statement put just above a function, to find the
-    function in the variant a patch makes."""
-
-    def anchors(self) -> tuple[Location, ...]:
-        return ()
-
-    def positions(self) -> tuple[Location, ...]:
-        return (self.target,)
-
-    def contribute(self, plan: RewritePlan, program: Program) -> None:
-        plan.insert_before(self.target, cst.parse_statement(f"{MARK}\n"))
-
-
-class _MarkFinder(cst.CSTVisitor):
-    """Finds the statement right after the marker."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: cst.CSTNode | None = None
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.Module, cst.IndentedBlock)):
-            for first, second in itertools.pairwise(node.body):
-                if _is_mark(first):
-                    self.found = second
-        return self.found is None
-
-
-def _is_mark(statement: cst.CSTNode) -> bool:
-    """Whether `statement` is the marker's line alone (libcst.matchers would say so too, and
-    costs a quarter of a second to import)."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return False
-    line = statement.body[0]
-    return isinstance(line, cst.Expr) and isinstance(line.value, cst.Name) and line.value.value == MARK
-
-
-def removed_by(patch: Patch) -> list[Location]:
-    """The subtrees of the original whose content the effective edits of `patch` take away."""
-    return [
-        gone for edit, took in zip(patch.edits, effective_edits(patch), strict=True) if took for gone in edit.removes()
-    ]
-
-
-def function_in_variant(
-    program: Program, patch: Patch, location: Location
-) -> tuple[cst.Module, cst.FunctionDef, list[str]] | None:
-    """The function at `location` as it stands in the variant `patch` makes (its module, its
-    node, the lines above it), or None if the patch took it away.
-
-    The same `apply` puts a marker just above it, so it is found wherever the patch moved it
-    and whatever names it shares with its neighbours (a property's getter and setter).
-    """
-    if any(gone.contains(location) for gone in removed_by(patch)):
-        return None
-    source = apply(program, patch.appended(_Mark(location))).sources[location.file]
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError:
-        return None
-    finder = _MarkFinder()
-    module.visit(finder)
-    function = finder.found
-    if not isinstance(function, cst.FunctionDef):
-        return None
-    lines = source.splitlines()
-    above = lines[: next(i for i, line in enumerate(lines) if line.strip() == MARK)]
-    whole = module.code_for_node(function)
-    leading = whole[: len(whole) - len(module.code_for_node(function.with_changes(leading_lines=())))]
-    return module, function, above + leading.splitlines()
-
-
-def extract_function(reply: str, name: str, def_line: str | None = None) -> str:
-    """The function source in a reply: the first fenced block defining it, else the reply itself.
-
-    For a completion (`def_line` given: the `def ...:` line, maybe several) the reply
-    continues the def line, and ends where the code returns to column 0.
-    """
-    if def_line is not None:
-        lines = (def_line + reply).splitlines()
-        head = def_line.count("\n") + 1
-        kept = lines[:head]
-        for line in lines[head:]:
-            if line.strip() and not line[0].isspace():
-                break
-            kept.append(line)
-        return textwrap.dedent("\n".join(kept)).strip() + "\n"
-    blocks = FENCE.findall(reply) or [reply]
-    chosen = next((block for block in blocks if f"def {name}" in block), blocks[0])
-    return textwrap.dedent(chosen).strip() + "\n"
+    mode: str
+    site: Location
+    name: str
+    #: The function as the variant has it (no leading lines), and its file as the variant has it.
+    current: str
+    module: cst.Module
+    is_async: bool
+    def_line: str
+    decorators: str
+    payload: dict[str, Any]
+    prompt_hash: str
+    arm: Arm
+    reply: Reply
+    started: float = field(default_factory=time.perf_counter)
 
 
 def _same_tree(first: str, second: str) -> bool:
@@ -162,75 +114,138 @@ def _same_tree(first: str, second: str) -> bool:
         return False
 
 
+def prompt_hash(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
 class LLMOperator:
-    """Propose `ReplaceFunction` edits written by a language model."""
+    """Propose new versions of functions, written by one or several language models."""
 
     name = "llm"
-    description = "ask a language model to rewrite a function, for the run's goal (faster, simpler, repair)"
+    description = "ask a language model to rewrite, edit or merge a function, for the run's goal"
 
-    def __init__(self, client: LLMClient, goal: str, prompts: Prompts | None = None) -> None:
+    def __init__(
+        self,
+        models: Models | LLMClient,
+        goal: str,
+        prompts: Prompts | None = None,
+        *,
+        modes: Mapping[str, float] | None = None,
+        feedback_retries: int = 1,
+        reviewer: bool = False,
+        inspirations: int = 0,
+        novelty: float = 1.0,
+        patience: int | None = None,
+    ) -> None:
         if goal not in GOALS:
             raise ValueError(f"unknown goal {goal!r}; goals: {sorted(GOALS)}")
-        self.client = client
+        modes = dict(modes or {"rewrite": 1.0})
+        unknown = set(modes) - set(MODES)
+        if unknown or not any(weight > 0 for weight in modes.values()) or any(w < 0 for w in modes.values()):
+            raise ValueError(f"modes are weights (not all 0) of {list(MODES)}, got {modes}")
+        self.models = models if isinstance(models, Models) else Models([models])
         self.goal = goal
         self.prompts = prompts or Prompts()
+        self.modes = {mode: float(weight) for mode, weight in modes.items() if weight > 0}
+        self.feedback_retries = feedback_retries
+        self.reviewer = reviewer
+        self.inspirations = inspirations
+        self.novelty = Novelty(novelty)
+        self.patience = patience
         self.stats = LLMStats()
         #: How often each prompt was asked: the next ask takes the next sample.
         self.asked: dict[str, int] = {}
         #: Samples of each prompt that gave nothing new; see FRUITLESS_LIMIT.
         self.fruitless: dict[str, int] = {}
+        #: The archive as the last generation left it (`learn`), for inspirations and partners.
+        self.archive: tuple[Member, ...] = ()
+        #: The mode and model of the edits made since the last `learn`, by edit.
+        self._made: dict[Edit, tuple[str, str]] = {}
+        #: Offspring that entered the archive, per mode; requests when the last one did.
+        self.successes: dict[str, int] = {}
+        self.requests_at_success = 0
+        self.replanned = False
+        #: What the overseer did, for the run's warnings.
+        self.notes: list[str] = []
+        self._versions: dict[tuple[str, Location], str | None] = {}
+
+    # --- what the engine reads ---------------------------------------------------------------
+
+    @property
+    def client(self) -> LLMClient:
+        """The first model's client (its settings name the run's model in reports)."""
+        return self.models.first
+
+    @property
+    def usage(self) -> Usage:
+        """Every model's requests, tokens, cost and verdict, added up."""
+        return self.client.budget.usage
 
     @property
     def stopped(self) -> str | None:
-        return self.client.usage.stopped
+        return self.usage.stopped
 
-    def state(self) -> dict[str, dict[str, int]]:
-        """What a resumed run needs to ask the same prompts for the same samples (JSON)."""
-        return {"asked": dict(self.asked), "fruitless": dict(self.fruitless)}
+    def state(self) -> dict[str, Any]:
+        """Everything a resumed or replayed run needs to go on as this one would (JSON)."""
+        return {
+            "asked": dict(self.asked),
+            "fruitless": dict(self.fruitless),
+            "session": self.client.session,
+            "usage": self.usage.to_json(),
+            "models": self.models.state(),
+            "stats": self.stats.to_json(),
+            "novelty": self.novelty.state(),
+            "modes": dict(self.modes),
+            "successes": dict(self.successes),
+            "requests_at_success": self.requests_at_success,
+            "replanned": self.replanned,
+            "notes": list(self.notes),
+        }
 
-    def restore(self, state: Mapping[str, Mapping[str, int]]) -> None:
-        """Continue from `state()` saved by an interrupted run."""
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from `state()` saved by an interrupted run (an older run saved less)."""
         self.asked = dict(state.get("asked", {}))
         self.fruitless = dict(state.get("fruitless", {}))
+        if "session" in state:
+            for arm in self.models:
+                arm.client.session = state["session"]
+        if "usage" in state:
+            self.client.budget.usage = Usage.from_json(state["usage"])
+        self.models.restore(state.get("models", {}))
+        self.stats = LLMStats.from_json(state.get("stats", {}))
+        self.novelty.restore(state.get("novelty", {}))
+        self.modes = dict(state.get("modes", self.modes))
+        self.successes = dict(state.get("successes", {}))
+        self.requests_at_success = int(state.get("requests_at_success", 0))
+        self.replanned = bool(state.get("replanned", False))
+        self.notes = list(state.get("notes", []))
 
     def note_duplicate(self, edit: Edit) -> None:
         """The search already had the program `edit` made: a fruitless sample of its prompt."""
-        if isinstance(edit, ReplaceFunction) and edit.prompt_hash:
-            self.fruitless[edit.prompt_hash] = self.fruitless.get(edit.prompt_hash, 0) + 1
+        hashed = getattr(edit, "prompt_hash", "")
+        if hashed:
+            self.fruitless[hashed] = self.fruitless.get(hashed, 0) + 1
 
-    def _payload(
-        self, variant: Variant, file: str, module: cst.Module, function: cst.FunctionDef, above: list[str],
-        context: MutationContext,
-    ) -> tuple[dict[str, Any], str, str]:  # fmt: skip
-        """The request for a rewrite of `function`, its def line and its decorators."""
-        whole = module.code_for_node(function.with_changes(leading_lines=()))
-        bare = module.code_for_node(function.with_changes(leading_lines=(), decorators=(), lines_after_decorators=()))
-        decorators = whole[: len(whole) - len(bare)]
-        def_line = bare[: len(bare) - len(module.code_for_node(function.body))]
-        feedback = context.feedback(variant) if context.feedback is not None else None
-        objectives = ", ".join(f"{k} = {v:.4g}" for k, v in (feedback.objectives if feedback else {}).items())
-        failures = ""
-        if self.goal == "repair" and feedback is not None and feedback.failures:
-            failures = f"\nThe failing tests say:\n```\n{feedback.failures[-FAILURE_CHARS:]}\n```\n"
-        fields = {
-            "goal": GOALS[self.goal], "name": function.name.value, "file": file, "code": whole.strip("\n"),
-            "context": "\n".join(above[-12:]).strip("\n"), "objectives": objectives or "not measured yet",
-            "failures": failures, "def_line": def_line, "decorators": decorators,
-        }  # fmt: skip
-        if self.client.settings.api == "chat":
-            messages = [
-                {"role": "system", "content": self.prompts.chat_system.format(**fields)},
-                {"role": "user", "content": self.prompts.chat_user.format(**fields)},
-            ]
-            return {"messages": messages}, def_line, decorators
-        return {"prompt": self.prompts.completion.format(**fields)}, def_line, decorators
+    # --- proposing ----------------------------------------------------------------------------
 
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        """Ask the model to rewrite a function the patch has not taken away (weighted like any
-        site); None when the model is stopped, the prompt keeps giving nothing new, or the
-        reply is no usable rewrite."""
+        """Ask the model and wait: one edit, or None when the model is stopped, the prompt keeps
+        giving nothing new, or no usable reply came."""
+        pending = self.prepare(program, patch, rng, context)
+        proposal = None if pending is None else self.finish(pending)
+        if proposal is None:
+            return None
+        edits = self.edits(program, patch, proposal)
+        return edits[0] if len(edits) == 1 else None
+
+    def prepare(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Pending | None:
+        """Choose a function the patch has not taken away (weighted like any site), a mode, a
+        model and for crossover a partner, and submit the request; None when the model is
+        stopped or there is nothing to ask."""
         if self.stopped:
             return None
         removed = removed_by(patch)
@@ -240,49 +255,301 @@ class LLMOperator:
         )  # fmt: skip
         if site is None:
             return None
+        mode = self._mode(rng)
+        arm = self.models.choose(rng)
         found = function_in_variant(program, patch, site.location)
         if found is None:
             return None
         module, function, above = found
-        file = site.location.file
+        partner = self._partner(program, site.location, module.code_for_node(function.with_changes(leading_lines=())),
+                                rng) if mode == "crossover" else None  # fmt: skip
+        if mode == "crossover" and partner is None:
+            mode = "rewrite"  # no archive member has another version of this function yet
         variant = apply(program, patch)
-        payload, def_line, decorators = self._payload(variant, file, module, function, above, context)
-        prompt_hash = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-        if self.fruitless.get(prompt_hash, 0) >= FRUITLESS_LIMIT:
+        payload, fields = self._payload(
+            program, variant, site.location, module, function, above, context, arm.client, mode, partner
+        )
+        hashed = prompt_hash(payload)
+        if self.fruitless.get(hashed, 0) >= FRUITLESS_LIMIT:
             return None
-        index = self.asked.get(prompt_hash, 0)
-        self.asked[prompt_hash] = index + 1
-        self.stats.proposals += 1
-        started = time.perf_counter()
+        reply = self._submit(arm, payload)
+        if reply is None:
+            return None
+        mode_counts, model_counts = self.stats.of(mode, arm.name)
+        mode_counts.proposals += 1
+        model_counts.proposals += 1
+        return Pending(
+            mode, site.location, function.name.value, fields["code"], module, function.asynchronous is not None,
+            fields["def_line"], fields["decorators"], payload, hashed, arm, reply,
+        )  # fmt: skip
+
+    def _submit(self, arm: Arm, payload: dict[str, Any]) -> Reply | None:
+        hashed = prompt_hash(payload)
+        index = self.asked.get(hashed, 0)
         try:
-            sample = self.client.sample(payload, index)
-        except (LLMStoppedError, self.client.api_error):
+            reply = arm.client.submit(payload, index)
+        except LLMStoppedError:
+            return None
+        self.asked[hashed] = index + 1
+        return reply
+
+    def _mode(self, rng: np.random.Generator) -> str:
+        """The mode of the next proposal (with one mode, nothing is drawn)."""
+        if len(self.modes) == 1:
+            return next(iter(self.modes))
+        names = list(self.modes)
+        weights = np.array([self.modes[name] for name in names], dtype=float)
+        return names[int(rng.choice(len(names), p=weights / weights.sum()))]
+
+    def finish(self, pending: Pending) -> Proposal | None:
+        """Take the reply, read and check it, and feed a failure back to the model while the
+        retries last; the proposal, or None."""
+        mode_counts, model_counts = self.stats.of(pending.mode, pending.arm.name)
+        both = (mode_counts, model_counts)
+        payload, reply = pending.payload, pending.reply
+        try:
+            for attempt in range(self.feedback_retries + 1):
+                sample = self._take(reply, both)
+                if sample is None:
+                    return None
+                try:
+                    code = self._read(pending, sample.text)
+                    self._check(pending, code)
+                    if self.reviewer:
+                        self._review(pending, code, both)
+                except RejectionError as rejection:
+                    for counts in both:
+                        counts.reject(rejection.kind)
+                    self.stats.rejected.append(f"{pending.mode}: {rejection.kind}: {rejection}")
+                    if rejection.kind in ("no_op", "not_novel"):
+                        self.fruitless[pending.prompt_hash] = self.fruitless.get(pending.prompt_hash, 0) + 1
+                    if attempt == self.feedback_retries:
+                        return None
+                    payload = self._retry_payload(payload, sample.text, str(rejection))
+                    follow = self._submit(pending.arm, payload)
+                    if follow is None:
+                        return None
+                    reply = follow
+                    for counts in both:
+                        counts.retries += 1
+                    continue
+                for counts in both:
+                    counts.edits += 1
+                self.novelty.add(str(pending.site), code.function)
+                return Proposal(pending.mode, pending.site, code, pending.arm.name, pending.prompt_hash,
+                                sample.prompt_tokens, sample.completion_tokens)  # fmt: skip
             return None
         finally:
-            self.stats.seconds += time.perf_counter() - started
-        self.stats.replies += 1
-        if "prompt" in payload:  # a completion continues the def line; the decorators stay
-            new_source = decorators + extract_function(sample.text, function.name.value, def_line)
-        else:
-            new_source = extract_function(sample.text, function.name.value)
+            pending.arm.trials += 1
+            for counts in both:
+                counts.seconds += time.perf_counter() - pending.started
+
+    def _take(self, reply: Reply, counts: Sequence[Counts]) -> Sample | None:
+        """A reply's sample, counted; None when the request failed (the client counted that)."""
         try:
-            new = ReplaceFunction(
-                site.location, new_source, model=self.client.settings.model, prompt_hash=prompt_hash,
-                prompt_tokens=sample.prompt_tokens, completion_tokens=sample.completion_tokens,
+            sample = reply.result()
+        except reply.client.api_error:
+            return None
+        cost = reply.client.cost_of(sample.prompt_tokens, sample.completion_tokens) if not sample.cached else 0.0
+        for each in counts:
+            each.replies += 1
+            each.prompt_tokens += sample.prompt_tokens
+            each.completion_tokens += sample.completion_tokens
+            each.cost += cost
+        return sample
+
+    def _read(self, pending: Pending, text: str) -> NewCode:
+        """The reply's code, by mode and API."""
+        if "prompt" in pending.payload:  # a completion
+            if pending.mode == "diff":
+                source = pending.decorators + apply_diff("<<<<<<< SEARCH\n" + text, pending.current)
+            else:  # it continues the def line; the decorators stay
+                source = pending.decorators + extract_function(text, pending.name, pending.def_line)
+        elif pending.mode == "diff":
+            source = apply_diff(text, pending.current)
+        else:
+            source = extract_function(text, pending.name)
+        return read_code(source, pending.name, module=pending.module, is_async=pending.is_async)
+
+    def _check(self, pending: Pending, code: NewCode) -> None:
+        """Reject a version that changes nothing, or that the operator proposed there before."""
+        if not code.imports and not code.definitions and _same_tree(code.function, pending.current):
+            raise RejectionError("no_op", f"that is `{pending.name}` as it is; change it to {GOALS[self.goal]}")
+        if self.novelty.is_known(str(pending.site), code.function):
+            raise RejectionError("not_novel", f"that version of `{pending.name}` (or one differing only in names,"
+                            " comments or layout) was tried already; try another idea")  # fmt: skip
+
+    def _review(self, pending: Pending, code: NewCode, counts: Sequence[Counts]) -> None:
+        """Ask the model to critique the proposal: its objection, if any, is a rejection."""
+        fields = {"goal": GOALS[self.goal], "name": pending.name, "code": pending.current,
+                  "new": "\n".join([*code.imports, *code.definitions, code.function]).strip()}  # fmt: skip
+        payload = {"messages": [
+            {"role": "system", "content": self.prompts.review_system.format(**fields)},
+            {"role": "user", "content": self.prompts.review_user.format(**fields)},
+        ]}  # fmt: skip
+        reply = self._submit(pending.arm, payload)
+        if reply is None:
+            return  # no budget left for a review: the proposal stands on its own
+        for each in counts:
+            each.reviews += 1
+        sample = self._take(reply, counts)
+        if sample is None or "APPROVE" in sample.text.upper()[:200]:
+            return
+        raise RejectionError("reviewer", f"a reviewer objected: {sample.text.strip()[:1500]}")
+
+    def _retry_payload(self, payload: dict[str, Any], reply: str, error: str) -> dict[str, Any]:
+        """The request that feeds a failure back: the conversation so far and what went wrong
+        (for a completion, the rejected attempt as comments above the prompt)."""
+        if "messages" in payload:
+            return {"messages": [*payload["messages"], {"role": "assistant", "content": reply},
+                                 {"role": "user", "content": self.prompts.retry.format(error=error)}]}  # fmt: skip
+        rejected = "\n".join(f"# {line}" for line in reply.strip().splitlines()[:40])
+        return {"prompt": f"# A rejected attempt ({error.splitlines()[0]}):\n{rejected}\n\n{payload['prompt']}"}
+
+    # --- what goes into a prompt --------------------------------------------------------------
+
+    def _payload(
+        self, program: Program, variant: Variant, location: Location, module: cst.Module, function: cst.FunctionDef,
+        above: list[str], context: MutationContext, client: LLMClient, mode: str, partner: Member | None,
+    ) -> tuple[dict[str, Any], dict[str, str]]:  # fmt: skip
+        """The request for a proposal on `function`, and the fields its templates were given."""
+        whole = module.code_for_node(function.with_changes(leading_lines=()))
+        bare = module.code_for_node(function.with_changes(leading_lines=(), decorators=(), lines_after_decorators=()))
+        decorators = whole[: len(whole) - len(bare)]
+        def_line = bare[: len(bare) - len(module.code_for_node(function.body))]
+        feedback = context.feedback(variant) if context.feedback is not None else None
+        failures = ""
+        if self.goal == "repair" and feedback is not None and feedback.failures:
+            failures = f"\nThe failing tests say:\n```\n{feedback.failures[-FAILURE_CHARS:]}\n```\n"
+        other = other_objectives = ""
+        if partner is not None:
+            other = self._version(program, partner.patch, location) or ""
+            other_objectives = _measured(partner.objectives)
+        fields = {
+            "goal": GOALS[self.goal], "name": function.name.value, "file": location.file, "code": whole.strip("\n"),
+            "context": "\n".join(above[-CONTEXT_LINES:]).strip("\n"),
+            "objectives": _measured(feedback.objectives if feedback else {}), "failures": failures,
+            "inspirations": self._inspirations(program, location, whole, function.name.value),
+            "other": other.strip("\n"), "other_objectives": other_objectives, "def_line": def_line,
+            "decorators": decorators, "error": "", "new": "",
+        }  # fmt: skip
+        if client.settings.api == "chat":
+            system, user = self.prompts.chat(mode)
+            messages = [{"role": "system", "content": system.format(**fields)},
+                        {"role": "user", "content": user.format(**fields)}]  # fmt: skip
+            return {"messages": messages}, fields
+        return {"prompt": self.prompts.completion_for(mode).format(**fields)}, fields
+
+    def _version(self, program: Program, patch: Patch, location: Location) -> str | None:
+        """The function at `location` as the program `patch` makes has it (None if gone)."""
+        key = (patch.key(), location)
+        if key not in self._versions:
+            found = function_in_variant(program, patch, location)
+            self._versions[key] = (
+                None if found is None else found[0].code_for_node(found[1].with_changes(leading_lines=()))
+            )
+        return self._versions[key]
+
+    def _others(self, program: Program, location: Location, current: str) -> list[tuple[Member, str]]:
+        """Archive members whose version of the function differs from `current`, with it."""
+        seen = {current}
+        found = []
+        for member in self.archive:
+            version = self._version(program, member.patch, location)
+            if version is not None and version not in seen:
+                seen.add(version)
+                found.append((member, version))
+        return found
+
+    def _partner(self, program: Program, location: Location, current: str, rng: np.random.Generator) -> Member | None:
+        others = self._others(program, location, current)
+        return others[int(rng.integers(len(others)))][0] if others else None
+
+    def _inspirations(self, program: Program, location: Location, current: str, name: str) -> str:
+        """Up to `inspirations` other versions of the function from the archive: the best in
+        each objective first, then those least like the ones chosen (by normalised tokens)."""
+        if not self.inspirations:
+            return ""
+        others = self._others(program, location, current)
+        if not others:
+            return ""
+        chosen: list[tuple[Member, str]] = []
+        for index in range(len(others[0][0].minimised)):
+            best = min(others, key=lambda pair: pair[0].minimised[index])
+            if best not in chosen and len(chosen) < self.inspirations:
+                chosen.append(best)
+        tokens = {version: normalised_tokens(version) for _, version in others}
+        while len(chosen) < min(self.inspirations, len(others)):
+            rest = [pair for pair in others if pair not in chosen]
+            chosen.append(
+                min(rest, key=lambda pair: max(similarity(tokens[pair[1]], tokens[c[1]]) for c in chosen or [pair]))
+            )
+        shown = "".join(
+            f"\n({_measured(member.objectives)})\n```python\n{version.strip()}\n```\n" for member, version in chosen
+        )
+        return f"\nOther versions of `{name}` the search has found, with their measurements:\n{shown}"
+
+    # --- edits --------------------------------------------------------------------------------
+
+    def edits(self, program: Program, patch: Patch, proposal: Proposal) -> tuple[Edit, ...]:
+        """The edits a proposal makes; () when they cannot be made."""
+        if proposal.code.imports or proposal.code.definitions:
+            return ()
+        try:
+            edit = ReplaceFunction(
+                proposal.site, proposal.code.function, model=proposal.model, prompt_hash=proposal.prompt_hash,
+                prompt_tokens=proposal.prompt_tokens, completion_tokens=proposal.completion_tokens,
             )  # fmt: skip
-        except EditError as error:
-            kind = "unparseable" if "does not parse" in str(error) else "wrong_kind"
-            setattr(self.stats, kind, getattr(self.stats, kind) + 1)
-            self.stats.rejected.append(f"{kind}: {error}")
-            return None
-        new_name = cst.parse_module(new_source).body[0]
-        if not isinstance(new_name, cst.FunctionDef) or new_name.name.value != function.name.value:
-            self.stats.wrong_kind += 1
-            self.stats.rejected.append(f"wrong_kind: the reply defines another function than {function.name.value}")
-            return None
-        if _same_tree(new_source, module.code_for_node(function.with_changes(leading_lines=()))):
-            self.stats.no_ops += 1
-            self.fruitless[prompt_hash] = self.fruitless.get(prompt_hash, 0) + 1
-            return None
-        self.stats.edits += 1
-        return new
+        except EditError:
+            return ()
+        self._made[edit] = (proposal.mode, proposal.model)
+        return (edit,)
+
+    # --- learning from the generation ---------------------------------------------------------
+
+    def learn(self, outcomes: Sequence[Outcome], archive: Sequence[Member]) -> None:
+        """Take in what became of the generation's offspring: the archive for the next prompts,
+        each model's and mode's successes, and the overseer's verdict."""
+        self.archive = tuple(archive)
+        self._versions.clear()
+        for outcome in outcomes:
+            made = next((self._made[edit] for edit in outcome.edits if edit in self._made), None)
+            if made is None or not outcome.entered_archive:
+                continue
+            mode, model = made
+            self.successes[mode] = self.successes.get(mode, 0) + 1
+            arm = self.models.arm(model)
+            if arm is not None:
+                arm.successes += 1
+            self.requests_at_success = self.usage.requests
+        self._made.clear()
+        self._oversee()
+
+    def _oversee(self) -> None:
+        """After `patience` requests without an offspring entering the archive, re-plan the
+        modes once (towards those that succeeded; all modes if one was used), then stop."""
+        if self.patience is None or self.stopped:
+            return
+        idle = self.usage.requests - self.requests_at_success
+        if idle < self.patience:
+            return
+        if not self.replanned:
+            self.replanned = True
+            self.requests_at_success = self.usage.requests
+            used = list(self.modes) if len(self.modes) > 1 else list(MODES)
+            self.modes = {
+                mode: (self.successes.get(mode, 0) + 1) / (self.stats.modes.get(mode, Counts()).proposals + 2)
+                for mode in used
+            }
+            plan = ", ".join(f"{mode} {weight:.2f}" for mode, weight in self.modes.items())
+            self.notes.append(f"the overseer re-planned the model after {idle} requests without an offspring"
+                              f" entering the archive: modes {plan}")  # fmt: skip
+            return
+        self.usage.stopped = (
+            f"the overseer stopped it: {idle} requests without an offspring entering the archive"
+            f" (llm.patience = {self.patience})"
+        )
+
+
+def _measured(objectives: Mapping[str, float]) -> str:
+    return ", ".join(f"{name} = {value:.4g}" for name, value in objectives.items()) or "not measured yet"

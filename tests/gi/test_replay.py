@@ -192,10 +192,11 @@ def test_replaying_a_folder_without_a_run_is_a_clear_error(
     assert not nowhere.exists()
 
 
-def request_keys(body: dict[str, Any], samples: int = 20) -> set[str]:
+def request_keys(body: dict[str, Any], base_url: str, samples: int = 20) -> set[str]:
     """The reply cache's file names a request the server got can have been stored under (one per
     sample index): the cache keys a request by its content and sample index."""
     request = {key: body[key] for key in ("model", "messages", "temperature", "max_tokens")}
+    request["base_url"] = base_url
     return {f"{request_key({**request, 'api': 'chat', 'sample': index})}.json" for index in range(samples)}
 
 
@@ -207,7 +208,9 @@ def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(tmp_path: Path
     cache = config.parent / "runs" / "llm-cache"
     before = {path.name for path in cache.rglob("*.json")}
     first = recorded.requests
-    assert first and all(request_keys(body) & before for body in first), "the cache keys are not understood"
+    assert first and all(request_keys(body, recorded.server.base_url) & before for body in first), (
+        "the cache keys are not understood"
+    )
 
     earlier = len(recorded.scripted.requests)
     # The fewest rigorous processes: this run is about the reply cache, not its speed-ups.
@@ -221,7 +224,7 @@ def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(tmp_path: Path
     # Each request the server got stored a reply under a key the cache did not hold: none asked
     # for what was cached (it would have overwritten a file, not added one).
     assert len(new) == len(asked)
-    assert all(request_keys(body) & new for body in asked)
+    assert all(request_keys(body, recorded.server.base_url) & new for body in asked)
 
 
 @pytest.mark.slow

@@ -96,10 +96,19 @@ def test_budgets_stop_the_client(scripted: tuple[ScriptedModel, ModelServer], tm
     limited.sample({"messages": [{"role": "user", "content": "a"}]}, 0)
     with pytest.raises(LLMStoppedError, match="request budget"):
         limited.sample({"messages": [{"role": "user", "content": "b"}]}, 0)
-    costly = client(server, tmp_path / "other", max_cost=0.0001, price_prompt=1.0, price_completion=1.0)
+    # The most a request may cost (its prompt estimated, max_tokens of reply) fits the cap: it is sent.
+    costly = client(server, tmp_path / "other", max_cost=0.0001, price_prompt=1.0, price_completion=1.0,
+                    max_tokens=60)  # fmt: skip
     costly.sample({"messages": [{"role": "user", "content": "a"}]}, 0)  # 150 tokens at $1 a million: $0.00015
     with pytest.raises(LLMStoppedError, match="money budget"):
         costly.sample({"messages": [{"role": "user", "content": "b"}]}, 0)
+    # A request that could cost more than is left is never sent: the cap is hard.
+    model, _ = scripted
+    before = len(model.requests)
+    capped = client(server, tmp_path / "third", max_cost=0.0005, price_prompt=1.0, price_completion=1.0)
+    with pytest.raises(LLMStoppedError, match="money budget"):
+        capped.sample({"messages": [{"role": "user", "content": "a"}]}, 0)  # up to 1024 tokens: $0.001
+    assert len(model.requests) == before
 
 
 def test_a_server_that_keeps_failing_is_down(scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path) -> None:
@@ -127,9 +136,14 @@ def test_the_operator_rewrites_a_method_in_place(
     )
     prompt = model.requests[0]["messages"][1]["content"]
     assert "def total(self, items):" in prompt and "simpler" in prompt
-    # The same prompt again asks for the next sample, which is a new request.
-    operator.propose(program, Patch(), np.random.default_rng(0), MutationContext())
-    assert len(model.requests) == 2 and operator.stats.proposals == 2
+    # The same prompt again asks for the next sample, which is a new request. The same rewrite
+    # again is no news: the model is told so once (a retry), and then the proposal gives up.
+    assert operator.propose(program, Patch(), np.random.default_rng(0), MutationContext()) is None
+    assert len(model.requests) == 3 and operator.stats.proposals == 2
+    assert operator.stats.modes["rewrite"].not_novel == 2 and operator.stats.modes["rewrite"].retries == 1
+    retry = model.requests[2]["messages"]
+    assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]
+    assert "was tried already" in retry[3]["content"] and retry[2]["content"] == REWRITE
 
 
 def test_a_completion_of_a_decorated_function_keeps_its_decorators(
@@ -254,7 +268,8 @@ def test_a_prompt_that_keeps_giving_nothing_new_is_not_asked_again(
     # What a resumed run needs is JSON, and restores the same decisions.
     resumed = LLMOperator(client(server, tmp_path / "other"), "faster")
     resumed.restore(json.loads(json.dumps(fresh.state())))
-    assert resumed.state() == fresh.state() == {"asked": {edit.prompt_hash: 1}, "fruitless": {edit.prompt_hash: 2}}
+    assert resumed.state() == fresh.state()
+    assert fresh.state()["asked"] == {edit.prompt_hash: 1} and fresh.state()["fruitless"] == {edit.prompt_hash: 2}
     assert resumed.propose(program, Patch(), rng, MutationContext()) is None
 
 

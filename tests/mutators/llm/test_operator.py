@@ -1,0 +1,255 @@
+"""The model operator's modes, retries, reviewer, models and overseer, against a scripted server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gi.edits import ReplaceFunction
+from gi.patch import Patch, apply
+from gi.program import Program, SiteKind
+from mutators import MutationContext
+from mutators.llm import Budget, LLMClient, LLMOperator, LLMSettings, Member, Models, Outcome, RequestPool
+from tests.llm_server import Action, ModelServer, ScriptedModel, serve
+
+SOURCE = """\
+def total(items):
+    result = 0
+    for item in items:
+        result = result + item
+    return result
+
+
+def double(values):
+    return [value * 2 for value in values]
+"""
+
+DIFF = """\
+I'll replace the loop.
+
+<<<<<<< SEARCH
+  result = 0
+  for item in items:
+      result = result + item
+=======
+  result = sum(items)
+>>>>>>> REPLACE
+"""
+
+SUMMED = "def total(items):\n    result = sum(items)\n    return result\n"
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[ScriptedModel, ModelServer]]:
+    model = ScriptedModel(default=Action(reply=DIFF))
+    for server in serve(model):
+        yield model, server
+
+
+def client(server: ModelServer, tmp_path: Path, **changes: Any) -> LLMClient:
+    values: dict[str, Any] = {"base_url": server.base_url, "model": "scripted", "cache": tmp_path / "cache",
+                              "retries": 0, "timeout": 5, **changes}  # fmt: skip
+    return LLMClient(LLMSettings(**values))
+
+
+def total_only(program: Program) -> MutationContext:
+    """A context in which only `total` is ever chosen."""
+    return MutationContext(site_weights={"total": 1.0}, default_weight=0.0).bind(program)
+
+
+def function_of(program: Program, edit: ReplaceFunction | None) -> str:
+    assert isinstance(edit, ReplaceFunction)
+    return apply(program, Patch((edit,))).sources["mod.py"].split("\n\n\n")[0] + "\n"
+
+
+def test_a_diff_with_drifted_indentation_becomes_the_edited_function(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster", modes={"diff": 1.0})
+    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    assert "SEARCH/REPLACE" in model.requests[0]["messages"][0]["content"]
+    counts = operator.stats.modes["diff"]
+    assert (counts.proposals, counts.replies, counts.edits, counts.parse_rate, counts.apply_rate) == (1, 1, 1, 1, 1)
+
+
+def test_a_diff_that_does_not_apply_is_fed_back_and_the_retry_applies(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    model.actions = [Action(reply=DIFF.replace("for item in items:", "for item in item_list:")), Action(reply=DIFF)]
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster", modes={"diff": 1.0})
+    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    feedback = model.requests[1]["messages"][-1]["content"]
+    assert "its SEARCH text is not in the code" in feedback and "the nearest is `for item in items:`" in feedback
+    counts = operator.stats.modes["diff"]
+    assert (counts.replies, counts.not_applied, counts.retries, counts.edits) == (2, 1, 1, 1)
+    assert counts.apply_rate == 0.5
+
+    # With no retries left, the failure is counted and the proposal gives up.
+    model.actions = [Action(reply="<<<<<<< SEARCH\n    nothing = 1\n=======\n    x = 2\n>>>>>>> REPLACE")]
+    strict = LLMOperator(client(server, tmp_path / "other"), "faster", modes={"diff": 1.0}, feedback_retries=0)
+    assert strict.propose(program, Patch(), np.random.default_rng(0), total_only(program)) is None
+    assert strict.stats.modes["diff"].not_applied == 1 and strict.stats.modes["diff"].retries == 0
+
+
+def test_a_completion_model_continues_a_search_block(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    model.default = Action(reply=DIFF.split("<<<<<<< SEARCH\n", 1)[1])  # it continues after the marker
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path, api="completions"), "faster", modes={"diff": 1.0})
+    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    assert model.requests[0]["prompt"].endswith("<<<<<<< SEARCH\n")
+
+
+def archive_member(program: Program, identifier: str, source: str, objectives: dict[str, float]) -> Member:
+    edit = ReplaceFunction(program.sites_of(SiteKind.FUNCTION)[0].location, source)
+    return Member(identifier, Patch((edit,)), objectives, tuple(objectives.values()))
+
+
+def test_crossover_shows_two_versions_and_inspirations_show_the_archive(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    merged = "def total(items):\n    return sum(item for item in items)\n"
+    model.default = Action(reply=f"```python\n{merged}```")
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster", modes={"crossover": 1.0}, inspirations=2)
+    context = total_only(program)
+    # Without an archive there is no partner: the crossover is asked as a rewrite.
+    edit = operator.propose(program, Patch(), np.random.default_rng(0), context)
+    assert function_of(program, edit) == merged  # type: ignore[arg-type]
+    assert "combines the strengths of both" not in model.requests[0]["messages"][1]["content"]
+    assert operator.stats.modes["rewrite"].edits == 1
+
+    fast = "def total(items):\n    return sum(items)\n"
+    small = "def total(items):\n    r = 0\n    for i in items: r += i\n    return r\n"
+    members = [archive_member(program, "g1-i0", fast, {"runtime": 0.5, "size": 3.0}),
+               archive_member(program, "g1-i1", small, {"runtime": 0.9, "size": 1.0})]  # fmt: skip
+    operator.learn([], members)
+    # (The same merge with its loop variable renamed would be no news: novelty normalises names.)
+    model.default = Action(reply="```python\ndef total(items):\n    return sum(items, 0)\n```")
+    edit = operator.propose(program, Patch(), np.random.default_rng(1), context)
+    assert edit is not None and operator.stats.modes["crossover"].edits == 1
+    prompt = model.requests[-1]["messages"][1]["content"]
+    assert "combines the strengths of both" in prompt and "result = result + item" in prompt
+    partner = fast if "The second, measured runtime = 0.5" in prompt else small
+    assert partner.strip() in prompt.split("The second, measured")[1]
+    # The inspirations: the best member in each objective, with its measurements.
+    assert "Other versions of `total` the search has found" in prompt
+    assert "(runtime = 0.5, size = 3)" in prompt and "(runtime = 0.9, size = 1)" in prompt
+
+
+def test_the_reviewer_s_objection_goes_back_into_a_retry(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    broken = "def total(items):\n    return len(items)\n"
+    model.actions = [
+        Action(reply=f"```python\n{broken}```"),
+        Action(reply="This counts the items instead of adding them."),
+        Action(reply=f"```python\n{SUMMED}```"),
+        Action(reply="APPROVE"),
+    ]
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster", reviewer=True)
+    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    review = model.requests[1]["messages"]
+    assert "APPROVE" in review[0]["content"] and "return len(items)" in review[1]["content"]
+    assert "a reviewer objected: This counts the items" in model.requests[2]["messages"][-1]["content"]
+    counts = operator.stats.modes["rewrite"]
+    assert (counts.reviews, counts.reviewer, counts.retries, counts.edits) == (2, 1, 1, 1)
+    assert operator.usage.requests == 4
+
+
+def test_helpers_and_imports_beside_the_function_are_read_and_other_code_is_refused(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    from mutators.llm.operator import Pending
+    from mutators.llm.replies import RejectionError, read_code
+
+    program = make_program(SOURCE)
+    module = program.modules["mod.py"]
+    code = read_code(
+        "import math\nfrom itertools import chain\n\n\ndef _add(a, b):\n    return a + b\n\n\n"
+        "def total(items):\n    return math.fsum(items)\n",
+        "total", module=module,
+    )  # fmt: skip
+    assert code.imports == ("import math", "from itertools import chain")
+    assert code.definitions == ("def _add(a, b):\n    return a + b\n",)
+    assert code.function == "def total(items):\n    return math.fsum(items)\n"
+    for source, message in [
+        ("LIMIT = 3\n\ndef total(items):\n    return 0\n", "`LIMIT = 3` stands beside the function"),
+        ("def double(x):\n    return x\n\ndef total(items):\n    return 0\n", "`double` is already defined"),
+        ("def other(items):\n    return 0\n", "defines no function `total`"),
+        ("def total(items:\n", "does not parse"),
+    ]:
+        with pytest.raises(RejectionError, match=message):
+            read_code(source, "total", module=module)
+    assert Pending  # the type the engine holds between prepare and finish
+
+
+def test_the_bandit_favours_the_model_whose_offspring_succeed(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path
+) -> None:
+    _, server = scripted
+    pool, budget = RequestPool(2), Budget()
+    clients = [client(server, tmp_path, model=name) for name in ("weak", "strong")]
+    for each in clients:
+        each.pool, each.budget = pool, budget
+    weighted = Models(clients, [3.0, 1.0])
+    rng = np.random.default_rng(0)
+    drawn = [weighted.choose(rng).name for _ in range(400)]
+    assert 0.68 < drawn.count("weak") / 400 < 0.82
+
+    bandit = Models(clients, choice="bandit")
+    weak, strong = bandit.arms
+    weak.trials, weak.successes = 40, 1
+    strong.trials, strong.successes = 40, 20
+    drawn = [bandit.choose(rng).name for _ in range(200)]
+    assert drawn.count("strong") > 190
+    restored = Models([client(server, tmp_path, model=name) for name in ("weak", "strong")], choice="bandit")
+    restored.restore(json.loads(json.dumps(bandit.state())))
+    assert [(arm.trials, arm.successes) for arm in restored.arms] == [(40, 1), (40, 20)]
+
+
+def test_the_overseer_replans_then_stops_a_model_that_spends_without_progress(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(SOURCE)
+    replies = iter(range(1000))
+    model.respond = lambda body: Action(reply=f"```python\ndef total(items):\n    return {next(replies)}\n```")
+    operator = LLMOperator(client(server, tmp_path), "faster", patience=3)
+    rng, context = np.random.default_rng(0), total_only(program)
+
+    def generation(successful: bool = False) -> None:
+        edits = [operator.propose(program, Patch(), rng, context) for _ in range(2)]
+        outcomes = [Outcome((edit,), True, True, successful) for edit in edits if edit is not None]
+        operator.learn(outcomes, [])
+
+    generation(successful=True)
+    generation()
+    assert not operator.notes and operator.stopped is None
+    generation()  # four requests since the last success
+    assert operator.notes and "re-planned" in operator.notes[0] and set(operator.modes) == {"rewrite", "diff",
+                                                                                           "crossover"}  # fmt: skip
+    generation()
+    generation()
+    assert operator.stopped is not None and "the overseer stopped it" in operator.stopped
+    asked = len(model.requests)
+    assert operator.propose(program, Patch(), rng, context) is None and len(model.requests) == asked
+    assert operator.successes == {"rewrite": 2}
