@@ -72,6 +72,43 @@ class Outcome:
     evaluated: bool
     passing: bool
     entered_archive: bool
+    #: The failing training tests' output when it did not pass (never held-out tests).
+    failures: str = ""
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A proposal whose offspring failed its tests, to be asked again with their output."""
+
+    mode: str
+    site: Location
+    model: str
+    #: The failed version, which a diff in the reply edits.
+    version: str
+    payload: dict[str, Any]
+    attempts: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "site": self.site.to_json(), "model": self.model, "version": self.version,
+                "payload": self.payload, "attempts": self.attempts}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FollowUp:
+        return cls(data["mode"], Location.from_json(data["site"]), data["model"], data["version"], data["payload"],
+                   int(data["attempts"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Made:
+    """What the operator remembers of an edit it made, until the generation's outcomes come."""
+
+    mode: str
+    model: str
+    site: Location
+    version: str
+    payload: dict[str, Any]
+    reply: str
+    attempts: int
 
 
 @dataclass(frozen=True)
@@ -85,6 +122,14 @@ class Proposal:
     prompt_hash: str
     prompt_tokens: int
     completion_tokens: int
+    #: The request and reply that gave it, and the retries it took (for a follow-up).
+    payload: dict[str, Any] = field(default_factory=dict, compare=False)
+    reply: str = field(default="", compare=False)
+    attempts: int = 0
+
+
+#: Follow-ups (offspring that failed their tests) waiting to be asked; older ones are dropped.
+FOLLOW_UPS = 8
 
 
 @dataclass
@@ -104,7 +149,14 @@ class Pending:
     prompt_hash: str
     arm: Arm
     reply: Reply
+    #: Retries already spent on this proposal (a follow-up's earlier attempts).
+    attempts: int = 0
     started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def label(self) -> str:
+        """How the search names the offspring it makes: the operator and the mode."""
+        return f"llm.{self.mode}"
 
 
 def _same_tree(first: str, second: str) -> bool:
@@ -159,8 +211,10 @@ class LLMOperator:
         self.fruitless: dict[str, int] = {}
         #: The archive as the last generation left it (`learn`), for inspirations and partners.
         self.archive: tuple[Member, ...] = ()
-        #: The mode and model of the edits made since the last `learn`, by edit.
-        self._made: dict[Edit, tuple[str, str]] = {}
+        #: The edits made since the last `learn`, and where each came from.
+        self._made: dict[Edit, _Made] = {}
+        #: Proposals whose offspring failed their tests: asked again first (see `learn`).
+        self.follow_ups: list[FollowUp] = []
         #: Offspring that entered the archive, per mode; requests when the last one did.
         self.successes: dict[str, int] = {}
         self.requests_at_success = 0
@@ -200,6 +254,7 @@ class LLMOperator:
             "requests_at_success": self.requests_at_success,
             "replanned": self.replanned,
             "notes": list(self.notes),
+            "follow_ups": [follow.to_json() for follow in self.follow_ups],
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -219,6 +274,7 @@ class LLMOperator:
         self.requests_at_success = int(state.get("requests_at_success", 0))
         self.replanned = bool(state.get("replanned", False))
         self.notes = list(state.get("notes", []))
+        self.follow_ups = [FollowUp.from_json(follow) for follow in state.get("follow_ups", [])]
 
     def note_duplicate(self, edit: Edit) -> None:
         """The search already had the program `edit` made: a fruitless sample of its prompt."""
@@ -248,6 +304,10 @@ class LLMOperator:
         stopped or there is nothing to ask."""
         if self.stopped:
             return None
+        while self.follow_ups:
+            pending = self._follow_up(program, patch, self.follow_ups.pop(0))
+            if pending is not None:
+                return pending
         removed = removed_by(patch)
         site = choose_site(
             program.sites_of(SiteKind.FUNCTION), rng, context,
@@ -283,6 +343,30 @@ class LLMOperator:
             fields["def_line"], fields["decorators"], payload, hashed, arm, reply,
         )  # fmt: skip
 
+    def _follow_up(self, program: Program, patch: Patch, follow: FollowUp) -> Pending | None:
+        """Ask again about a version whose tests failed, with their output, for the function as
+        `patch` has it (None when the patch took the function away)."""
+        found = function_in_variant(program, patch, follow.site)
+        arm = self.models.arm(follow.model)
+        if found is None or arm is None:
+            return None
+        module, function, _ = found
+        reply = self._submit(arm, follow.payload)
+        if reply is None:
+            return None
+        mode_counts, model_counts = self.stats.of(follow.mode, arm.name)
+        for counts in (mode_counts, model_counts):
+            counts.proposals += 1
+            counts.retries += 1
+        whole = module.code_for_node(function.with_changes(leading_lines=()))
+        bare = module.code_for_node(function.with_changes(leading_lines=(), decorators=(), lines_after_decorators=()))
+        def_line = bare[: len(bare) - len(module.code_for_node(function.body))]
+        return Pending(
+            follow.mode, follow.site, function.name.value, follow.version.strip("\n"), module,
+            function.asynchronous is not None, def_line, whole[: len(whole) - len(bare)], follow.payload,
+            prompt_hash(follow.payload), arm, reply, attempts=follow.attempts,
+        )  # fmt: skip
+
     def _submit(self, arm: Arm, payload: dict[str, Any]) -> Reply | None:
         hashed = prompt_hash(payload)
         index = self.asked.get(hashed, 0)
@@ -308,7 +392,7 @@ class LLMOperator:
         both = (mode_counts, model_counts)
         payload, reply = pending.payload, pending.reply
         try:
-            for attempt in range(self.feedback_retries + 1):
+            for attempt in range(pending.attempts, self.feedback_retries + 1):
                 sample = self._take(reply, both)
                 if sample is None:
                     return None
@@ -337,7 +421,8 @@ class LLMOperator:
                     counts.edits += 1
                 self.novelty.add(str(pending.site), code.function)
                 return Proposal(pending.mode, pending.site, code, pending.arm.name, pending.prompt_hash,
-                                sample.prompt_tokens, sample.completion_tokens)  # fmt: skip
+                                sample.prompt_tokens, sample.completion_tokens, payload, sample.text,
+                                attempt)  # fmt: skip
             return None
         finally:
             pending.arm.trials += 1
@@ -502,7 +587,8 @@ class LLMOperator:
             )  # fmt: skip
         except EditError:
             return ()
-        self._made[edit] = (proposal.mode, proposal.model)
+        self._made[edit] = _Made(proposal.mode, proposal.model, proposal.site, proposal.code.function,
+                                 proposal.payload, proposal.reply, proposal.attempts)  # fmt: skip
         return (edit,)
 
     # --- learning from the generation ---------------------------------------------------------
@@ -514,11 +600,21 @@ class LLMOperator:
         self._versions.clear()
         for outcome in outcomes:
             made = next((self._made[edit] for edit in outcome.edits if edit in self._made), None)
-            if made is None or not outcome.entered_archive:
+            if made is None:
                 continue
-            mode, model = made
-            self.successes[mode] = self.successes.get(mode, 0) + 1
-            arm = self.models.arm(model)
+            if outcome.evaluated and not outcome.passing and made.attempts < self.feedback_retries:
+                failures = outcome.failures[-FAILURE_CHARS:] or "(no output)"
+                error = f"with this version the tests fail:\n```\n{failures}\n```"
+                payload = self._retry_payload(made.payload, made.reply, error)
+                self.follow_ups.append(FollowUp(made.mode, made.site, made.model, made.version, payload,
+                                                made.attempts + 1))  # fmt: skip
+                for counts in self.stats.of(made.mode, made.model):
+                    counts.failed_tests += 1
+                del self.follow_ups[:-FOLLOW_UPS]
+            if not outcome.entered_archive:
+                continue
+            self.successes[made.mode] = self.successes.get(made.mode, 0) + 1
+            arm = self.models.arm(made.model)
             if arm is not None:
                 arm.successes += 1
             self.requests_at_success = self.usage.requests

@@ -253,3 +253,34 @@ def test_the_overseer_replans_then_stops_a_model_that_spends_without_progress(
     asked = len(model.requests)
     assert operator.propose(program, Patch(), rng, context) is None and len(model.requests) == asked
     assert operator.successes == {"rewrite": 2}
+
+
+def test_a_version_whose_tests_fail_is_asked_again_with_their_output(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    broken = "def total(items):\n    return len(items)\n"
+    model.actions = [Action(reply=f"```python\n{broken}```"), Action(reply=f"```python\n{SUMMED}```")]
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster")
+    rng, context = np.random.default_rng(0), total_only(program)
+    edit = operator.propose(program, Patch(), rng, context)
+    assert function_of(program, edit) == broken  # type: ignore[arg-type]
+    assert edit is not None
+    operator.learn([Outcome((edit,), True, False, False, "E   assert 3 == 6")], [])
+    saved = json.loads(json.dumps(operator.state()))
+    assert len(saved["follow_ups"]) == 1
+
+    # A resumed run asks the same follow-up, first, for the patch it is given.
+    resumed = LLMOperator(client(server, tmp_path), "faster")
+    resumed.restore(saved)
+    fixed = resumed.propose(program, Patch(), rng, context)
+    assert function_of(program, fixed) == SUMMED  # type: ignore[arg-type]
+    asked = model.requests[1]["messages"]
+    assert [m["role"] for m in asked] == ["system", "user", "assistant", "user"]
+    assert "with this version the tests fail" in asked[3]["content"] and "assert 3 == 6" in asked[3]["content"]
+    assert resumed.stats.modes["rewrite"].failed_tests == 1 and resumed.stats.modes["rewrite"].retries == 1
+    # One retry allowed (feedback_retries = 1): a failure of the follow-up is not asked again.
+    assert fixed is not None
+    resumed.learn([Outcome((fixed,), True, False, False, "E   still failing")], [])
+    assert resumed.follow_ups == []
