@@ -20,7 +20,8 @@ from typing import Literal
 
 import libcst as cst
 
-from gi.program import Location, Program, SiteKind
+from gi.model.program import Program
+from gi.model.sites import Location, SiteKind
 
 #: Changes beyond which a new version counts as a rewrite of the whole function.
 LIMIT = 4

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gi.edits import Edit, ReplaceFunction, RewritePlan
-from gi.patch import Patch, apply, effective_edits
-from gi.program import Location, Program
+from gi.model.edits import Edit, ReplaceFunction, RewritePlan
+from gi.model.patch import Patch, apply, effective_edits
+from gi.model.program import Program
+from gi.model.sites import Location
 
 #: The name of the marker statement that finds a function in a variant.
 MARK = "__gi_function_here__"

@@ -30,10 +30,11 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
-from gi.edits import Edit, ReplaceFunction
-from gi.errors import EditError
-from gi.patch import Patch, Variant, apply
-from gi.program import Location, Program, SiteKind, parse_quietly
+from gi.model.edits import Edit, ReplaceFunction
+from gi.model.errors import EditError
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program, parse_quietly
+from gi.model.sites import Location, SiteKind
 from mutators.base import MutationContext, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError, Reply, Sample, Usage
 from mutators.llm.locate import function_in_variant, removed_by

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gi.program import Location, Program, SiteKind
+from gi.model.program import Program
+from gi.model.sites import Location, SiteKind
 from mutators.llm.local import Change, local_changes
 
 SOURCE = """\

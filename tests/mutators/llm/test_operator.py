@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gi.edits import ReplaceFunction
-from gi.patch import Patch, apply
-from gi.program import Program, SiteKind
+from gi.model.edits import ReplaceFunction
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
+from gi.model.sites import SiteKind
 from mutators import MutationContext
 from mutators.llm import Budget, LLMClient, LLMOperator, LLMSettings, Member, Models, Outcome, RequestPool
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
