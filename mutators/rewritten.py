@@ -23,6 +23,8 @@ from mutators.base import MutationContext, Operator
 
 #: The file name the rewritten function stands in when it is made a program of its own.
 ALONE = "rewritten.py"
+#: The mode of a rewrite a classic operator made (its `model` names the operator).
+CLASSIC = "classic"
 
 
 def rewritten_functions(patch: Patch) -> list[ReplaceFunction]:
@@ -74,6 +76,6 @@ def in_rewritten(
         function = cst.parse_module(source).body
         if len(function) != 1 or not isinstance(function[0], cst.FunctionDef):
             return None
-        return ReplaceFunction(chosen.target, source.strip() + "\n", model=f"{operator.name} (in a rewrite)")
+        return ReplaceFunction(chosen.target, source.strip() + "\n", model=operator.name, mode=CLASSIC)
     except (EditError, cst.ParserSyntaxError):
         return None

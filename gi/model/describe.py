@@ -14,10 +14,14 @@ import libcst as cst
 
 from gi.model.edits import (
     AddCheck,
+    AddDefinition,
+    AddImport,
+    AppendCode,
     Clamp,
     DeleteStatement,
     Edit,
     ExtendCondition,
+    InsertCode,
     InsertControl,
     InsertGuard,
     InsertStatement,
@@ -34,6 +38,8 @@ from gi.model.edits import (
     ReplaceStatement,
     SwapArguments,
     SwapStatements,
+    WriteStatement,
+    WrittenCode,
     operator_node,
     operator_of,
 )
@@ -164,9 +170,34 @@ def _number(edit: ReplaceNumber, program: Program) -> str:
     return f"{old} becomes {edit.value} in {_source_line(program, edit.target)}"
 
 
+def _by(edit: WrittenCode) -> str:
+    return f" by {edit.model}" if edit.model else " by the language model"
+
+
+def _write(edit: WriteStatement, program: Program) -> str:
+    return f"{quote(program, edit.target)} becomes {_quoted(edit.source)}{_by(edit)}"
+
+
+def _insert_code(edit: InsertCode | AppendCode, program: Program) -> str:
+    side = "after" if isinstance(edit, AppendCode) else "before"
+    return f"insert {_quoted(edit.source)} {side} {quote(program, edit.target)}{_by(edit)}"
+
+
+def _add_import(edit: AddImport, program: Program) -> str:
+    return f"add {_quoted(edit.source)}{_by(edit)}"
+
+
+def _add_definition(edit: AddDefinition, program: Program) -> str:
+    [definition] = edit.statements()
+    what = f"class {edit.name}" if isinstance(definition, cst.ClassDef) else f"helper {edit.name}()"
+    return f"add {what}{_by(edit)}"
+
+
 def _function(edit: ReplaceFunction, program: Program) -> str:
     node = program.node(edit.target)
     name = node.name.value if isinstance(node, cst.FunctionDef) else str(edit.target)
+    if edit.mode == "classic":  # a classic operator's edit inside a function the model rewrote
+        return f"edit the rewritten function {name}() with {edit.model}"
     by = f" by {edit.model}" if edit.model else " by the language model"
     return f"rewrite function {name}(){by}"
 
@@ -183,6 +214,9 @@ class _Rewritten:
         raise EditError("an expression edit deletes no statement")
 
     def insert_before(self, target: Location, statement: cst.BaseStatement) -> None:
+        self.inserted.append(statement)
+
+    def insert_after(self, target: Location, statement: cst.BaseStatement) -> None:
         self.inserted.append(statement)
 
     def replace(self, target: Location, statement: cst.BaseStatement) -> None:
@@ -274,6 +308,11 @@ _WORDINGS: dict[type[Edit], Callable[..., str]] = {
     RemoveUnary: _unary,
     ReplaceNumber: _number,
     ReplaceFunction: _function,
+    WriteStatement: _write,
+    InsertCode: _insert_code,
+    AppendCode: _insert_code,
+    AddImport: _add_import,
+    AddDefinition: _add_definition,
     ReplaceName: _name,
     SwapArguments: _arguments,
     ReplaceExpression: _expression,

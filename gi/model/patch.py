@@ -2,8 +2,9 @@
 
 `apply` resolves every edit against the *original* trees, then rewrites each touched file
 in one libcst pass, so formatting and comments outside the edited nodes survive byte for
-byte. An edit whose site an earlier edit removed is a no-op; an edit whose work a later
-edit removes or overwrites has no effect either. The variant records which edits took
+byte. An edit whose site an earlier edit removed is a no-op (unless it writes that very
+subtree anew whole: a function rewritten again); an edit whose work a later edit removes or
+overwrites has no effect either. The variant records which edits took
 effect: they are what the patch-size objective counts.
 """
 
@@ -68,6 +69,7 @@ class Patch:
 @dataclass
 class _StatementAction:
     before: list[cst.BaseStatement] = field(default_factory=list)
+    after: list[cst.BaseStatement] = field(default_factory=list)
     deleted: bool = False
     replacement: cst.BaseStatement | None = None
 
@@ -93,6 +95,9 @@ class _Plan:
 
     def insert_before(self, target: Location, statement: cst.BaseStatement) -> None:
         self._action(target).before.append(statement)
+
+    def insert_after(self, target: Location, statement: cst.BaseStatement) -> None:
+        self._action(target).after.append(statement)
 
     def replace(self, target: Location, statement: cst.BaseStatement) -> None:
         self._action(target).replacement = statement
@@ -139,6 +144,7 @@ class _Rewriter(cst.CSTTransformer):
             kept: list[cst.CSTNode] = list(action.before)
             if not action.deleted:
                 kept.append(action.replacement if action.replacement is not None else updated_node)
+            kept.extend(action.after)
             if not kept:
                 return cst.RemovalSentinel.REMOVE
             return kept[0] if len(kept) == 1 else cst.FlattenSentinel(kept)
@@ -158,8 +164,14 @@ def effective_edits(patch: Patch) -> tuple[bool, ...]:
     effective = [True] * len(edits)
     removed: list[tuple[int, Location]] = []
     for index, edit in enumerate(edits):
+        anew = edit.supersedes()
         if (
-            any(_blocked(anchor, gone, position=False) for anchor in edit.anchors() for _, gone in removed)
+            any(
+                _blocked(anchor, gone, position=False)
+                for anchor in edit.anchors()
+                for _, gone in removed
+                if not (anchor == gone and anchor in anew)  # written anew whole, over an earlier removal
+            )
             or any(_blocked(pos, gone, position=True) for pos in edit.positions() for _, gone in removed)
             or any(_blocked(target, gone, position=False) for target in edit.rewrites() for _, gone in removed)
         ):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gi.model.edits import Edit, ReplaceFunction, RewritePlan
+from gi.model.edits import Edit, RewritePlan
 from gi.model.patch import Patch, apply, effective_edits
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -66,9 +66,13 @@ def removals(patch: Patch) -> list[tuple[Edit, Location]]:
     return [(edit, gone) for edit, took in zip(patch.edits, effective, strict=True) if took for gone in edit.removes()]
 
 
-def removed_by(patch: Patch) -> list[Location]:
-    """The subtrees of the original whose content the effective edits of `patch` take away."""
-    return [gone for _, gone in removals(patch)]
+def gone(location: Location, taken: list[tuple[Edit, Location]]) -> bool:
+    """Whether the function at `location` is gone with what `removals` took: a function written
+    anew whole (by an edit that supersedes it) is still there."""
+    return any(
+        subtree.contains(location) and not (subtree == location and location in edit.supersedes())
+        for edit, subtree in taken
+    )
 
 
 def function_in_variant(
@@ -81,11 +85,8 @@ def function_in_variant(
     The same `apply` puts a marker just above it, so it is found wherever the patch moved it
     and whatever names it shares with its neighbours (a property's getter and setter).
     """
-    if any(
-        gone.contains(location) and not (gone == location and isinstance(edit, ReplaceFunction))
-        for edit, gone in removals(patch)
-    ):
-        return None  # the function is gone (a new version of it is still the function)
+    if gone(location, removals(patch)):
+        return None
     source = apply(program, patch.appended(_Mark(location))).sources[location.file]
     try:
         module = cst.parse_module(source)

@@ -20,6 +20,7 @@ applying them again never asks the model.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 import time
@@ -30,14 +31,26 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
-from gi.model.edits import Edit, ReplaceFunction
+from gi.model.edits import (
+    AddDefinition,
+    AddImport,
+    AppendCode,
+    DeleteStatement,
+    Edit,
+    InsertCode,
+    ReplaceFunction,
+    WriteStatement,
+    WrittenCode,
+)
 from gi.model.errors import EditError
+from gi.model.guard import risky_names
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, parse_quietly
 from gi.model.sites import Location, SiteKind
 from mutators.base import MutationContext, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError, Reply, Sample, Usage
-from mutators.llm.locate import function_in_variant, removed_by
+from mutators.llm.local import Change, local_changes
+from mutators.llm.locate import function_in_variant, gone, removals
 from mutators.llm.models import Arm, Models
 from mutators.llm.novelty import Novelty, normalised_tokens, similarity
 from mutators.llm.prompts import GOALS, MODES, Prompts
@@ -288,14 +301,32 @@ class LLMOperator:
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        """Ask the model and wait: one edit, or None when the model is stopped, the prompt keeps
-        giving nothing new, or no usable reply came."""
+        """Ask the model and wait: one edit (a change of several statements as one rewrite of
+        the function), or None when the model is stopped, the prompt keeps giving nothing new,
+        no usable reply came, or the reply adds imports or helpers (`propose_edits` has them)."""
+        edits = self.propose_edits(program, patch, rng, context)
+        if len(edits) <= 1:
+            return edits[0] if edits else None
+        if not all(isinstance(edit, WrittenCode | DeleteStatement) for edit in edits) or any(
+            isinstance(edit, AddImport | AddDefinition) for edit in edits
+        ):
+            return None
+        made = self._made[edits[0]]
+        carrier = next(edit for edit in edits if isinstance(edit, WrittenCode))
+        whole = ReplaceFunction(
+            made.site, made.version, model=made.model, mode=made.mode,
+            prompt_tokens=carrier.prompt_tokens, completion_tokens=carrier.completion_tokens,
+        )  # fmt: skip
+        self._made[whole] = made
+        return whole
+
+    def propose_edits(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> tuple[Edit, ...]:
+        """Ask the model and wait: the edits its reply makes, () for none."""
         pending = self.prepare(program, patch, rng, context)
         proposal = None if pending is None else self.finish(pending)
-        if proposal is None:
-            return None
-        edits = self.edits(program, patch, proposal)
-        return edits[0] if len(edits) == 1 else None
+        return () if proposal is None else self.edits(program, patch, proposal)
 
     def prepare(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
@@ -309,10 +340,9 @@ class LLMOperator:
             pending = self._follow_up(program, patch, self.follow_ups.pop(0))
             if pending is not None:
                 return pending
-        removed = removed_by(patch)
+        taken = removals(patch)
         site = choose_site(
-            program.sites_of(SiteKind.FUNCTION), rng, context,
-            lambda s: not any(gone.contains(s.location) for gone in removed),
+            program.sites_of(SiteKind.FUNCTION), rng, context, lambda s: not gone(s.location, taken)
         )  # fmt: skip
         if site is None:
             return None
@@ -461,6 +491,11 @@ class LLMOperator:
         """Reject a version that changes nothing, or that the operator proposed there before."""
         if not code.imports and not code.definitions and _same_tree(code.function, pending.current):
             raise RejectionError("no_op", f"that is `{pending.name}` as it is; change it to {GOALS[self.goal]}")
+        added = "\n".join([*code.imports, *code.definitions, code.function])
+        risky = sorted(risky_names(added) - risky_names(pending.module.code))
+        if risky:
+            raise RejectionError("tampering", f"the code uses {', '.join(risky)}, which code under test has no use"
+                                 " for; do without")  # fmt: skip
         if self.novelty.is_known(str(pending.site), code.function):
             raise RejectionError("not_novel", f"that version of `{pending.name}` (or one differing only in names,"
                             " comments or layout) was tried already; try another idea")  # fmt: skip
@@ -578,19 +613,45 @@ class LLMOperator:
     # --- edits --------------------------------------------------------------------------------
 
     def edits(self, program: Program, patch: Patch, proposal: Proposal) -> tuple[Edit, ...]:
-        """The edits a proposal makes; () when they cannot be made."""
-        if proposal.code.imports or proposal.code.definitions:
-            return ()
+        """The edits a proposal makes to `patch`: its imports and helpers, each an edit of its
+        own, then the function's change as statement edits where it is local (checked: with
+        them the patch makes exactly the proposed function), else as a rewrite of the whole
+        function. The reply's tokens are carried by the first of them; () when none can be made."""
+        site, code = proposal.site, proposal.code
+        origin: dict[str, Any] = {"model": proposal.model, "prompt_hash": proposal.prompt_hash, "mode": proposal.mode}
         try:
-            edit = ReplaceFunction(
-                proposal.site, proposal.code.function, model=proposal.model, prompt_hash=proposal.prompt_hash,
-                prompt_tokens=proposal.prompt_tokens, completion_tokens=proposal.completion_tokens,
-            )  # fmt: skip
+            added: list[Edit] = [AddImport(_import_position(program, site.file), line, **origin)
+                                 for line in code.imports]  # fmt: skip
+            top = Location(site.file, site.path.split(".")[0])
+            added += [AddDefinition(top, definition, **origin) for definition in code.definitions]
+            function = self._function_edits(program, Patch((*patch.edits, *added)), proposal, origin)
         except EditError:
             return ()
-        self._made[edit] = _Made(proposal.mode, proposal.model, proposal.site, proposal.code.function,
-                                 proposal.payload, proposal.reply, proposal.attempts)  # fmt: skip
-        return (edit,)
+        made = [*added, *function]
+        if not made:
+            return ()
+        carrier = next((i for i, edit in enumerate(made) if isinstance(edit, WrittenCode | ReplaceFunction)), None)
+        if carrier is not None:  # (a change that only deletes statements carries no code)
+            made[carrier] = _with_tokens(made[carrier], proposal.prompt_tokens, proposal.completion_tokens)
+        remembered = _Made(proposal.mode, proposal.model, site, code.function, proposal.payload, proposal.reply,
+                           proposal.attempts)  # fmt: skip
+        for edit in made:
+            self._made[edit] = remembered
+        return tuple(made)
+
+    def _function_edits(self, program: Program, patch: Patch, proposal: Proposal, origin: dict[str, Any]) -> list[Edit]:
+        """The edits that give the function its new version after `patch`."""
+        site, source = proposal.site, proposal.code.function
+        current = self._version(program, patch, site)
+        if current is not None and _same_tree(current, source):
+            return []  # only imports or helpers changed
+        changes = local_changes(program, site, source)
+        if changes:
+            local = [_change_edit(change, origin) for change in changes]
+            made = self._version(program, Patch((*patch.edits, *local)), site)
+            if made is not None and _same_tree(made, source):
+                return local
+        return [ReplaceFunction(site, source, **origin)]
 
     # --- learning from the generation ---------------------------------------------------------
 
@@ -646,6 +707,36 @@ class LLMOperator:
             f"the overseer stopped it: {idle} requests without an offspring entering the archive"
             f" (llm.patience = {self.patience})"
         )
+
+
+def _with_tokens(edit: Edit, prompt_tokens: int, completion_tokens: int) -> Edit:
+    """The edit carrying what its reply cost (an edit of model-written code)."""
+    assert isinstance(edit, WrittenCode | ReplaceFunction)
+    return dataclasses.replace(edit, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+def _change_edit(change: Change, origin: dict[str, Any]) -> Edit:
+    """The edit that makes one local change, carrying where the code came from."""
+    if change.action == "delete":
+        return DeleteStatement(change.target)
+    kind = {"write": WriteStatement, "insert": InsertCode, "append": AppendCode}[change.action]
+    return kind(change.target, change.source, **origin)
+
+
+def _import_position(program: Program, file: str) -> Location:
+    """Where an added import goes: before the file's first statement that is neither its
+    docstring nor a `from __future__` import."""
+    body = program.modules[file].body
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            small = statement.body[0]
+            if index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString):
+                continue
+            module = small.module if isinstance(small, cst.ImportFrom) else None
+            if isinstance(module, cst.Name) and module.value == "__future__":
+                continue
+        return Location(file, f"body[{index}]")
+    raise EditError(f"{file} has no statement an import could go before")
 
 
 def _measured(objectives: Mapping[str, float]) -> str:

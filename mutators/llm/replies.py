@@ -20,10 +20,12 @@ from mutators.llm.diff import DiffError, apply_blocks, parse_blocks
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 
-RejectionKind = Literal["unparseable", "not_applied", "wrong_kind", "no_op", "not_novel", "reviewer", "failed_tests"]
+RejectionKind = Literal[
+    "unparseable", "not_applied", "wrong_kind", "tampering", "no_op", "not_novel", "reviewer", "failed_tests"
+]
 #: What a rejection of each kind is counted as.
 REJECTIONS: tuple[RejectionKind, ...] = (
-    "unparseable", "not_applied", "wrong_kind", "no_op", "not_novel", "reviewer", "failed_tests",
+    "unparseable", "not_applied", "wrong_kind", "tampering", "no_op", "not_novel", "reviewer", "failed_tests",
 )  # fmt: skip
 
 

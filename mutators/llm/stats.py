@@ -20,6 +20,8 @@ class Counts:
     unparseable: int = 0
     not_applied: int = 0
     wrong_kind: int = 0
+    #: Code that reaches for the test machinery (gi.model.guard): never evaluated.
+    tampering: int = 0
     no_ops: int = 0
     not_novel: int = 0
     reviewer: int = 0

@@ -11,10 +11,14 @@ import pytest
 from gi.model.edits import (
     EDIT_KINDS,
     AddCheck,
+    AddDefinition,
+    AddImport,
+    AppendCode,
     Clamp,
     DeleteStatement,
     Edit,
     ExtendCondition,
+    InsertCode,
     InsertControl,
     InsertGuard,
     InsertStatement,
@@ -31,6 +35,7 @@ from gi.model.edits import (
     ReplaceStatement,
     SwapArguments,
     SwapStatements,
+    WriteStatement,
 )
 from gi.model.errors import EditError
 from gi.model.patch import Patch, apply
@@ -174,7 +179,12 @@ def every_kind(program: Program) -> list[Edit]:
         ReplaceOperator(program.sites_of(SiteKind.COMPARISON)[0].location, "LessThan"),
         RemoveUnary(program.sites_of(SiteKind.UNARY_OPERATOR)[0].location),
         ReplaceNumber(program.sites_of(SiteKind.NUMBER)[0].location, "0.5"),
-        ReplaceFunction(s[0], "def f(x):\n    return x\n", model="m", prompt_hash="h", prompt_tokens=3),
+        ReplaceFunction(s[0], "def f(x):\n    return x\n", model="m", prompt_hash="h", prompt_tokens=3, mode="diff"),
+        WriteStatement(s[1], "y = x + x\n", model="m", mode="diff", prompt_tokens=4),
+        InsertCode(s[2], "x = abs(x)\n", model="m"),
+        AppendCode(s[5], "w = 1\n"),
+        AddImport(s[0], "import math\n", mode="rewrite"),
+        AddDefinition(s[0], "def g(x):\n    return x\n", model="m"),
     ]
 
 

@@ -223,10 +223,26 @@ def test_a_function_the_patch_took_away_is_not_asked_about(
     model, server = scripted
     program = make_program(CLASS_SOURCE)
     (total,) = (site.location for site in program.sites_of(SiteKind.FUNCTION))
-    rewritten = Patch((ReplaceFunction(total, "def total(self, items):\n    return sum(items)\n"),))
+    deleted = Patch((DeleteStatement(total),))
     operator = LLMOperator(client(server, tmp_path), "simpler")
-    assert operator.propose(program, rewritten, np.random.default_rng(0), MutationContext()) is None
+    assert operator.propose(program, deleted, np.random.default_rng(0), MutationContext()) is None
     assert model.requests == []
+
+
+def test_a_function_the_model_rewrote_is_asked_about_as_rewritten_and_rewritten_again(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    program = make_program(CLASS_SOURCE)
+    (total,) = (site.location for site in program.sites_of(SiteKind.FUNCTION))
+    first = ReplaceFunction(total, "def total(self, items):\n    return sum(item for item in items)\n")
+    model.default = Action(reply="```python\ndef total(self, items):\n    return sum(items, 0)\n```")
+    operator = LLMOperator(client(server, tmp_path), "simpler")
+    again = operator.propose(program, Patch((first,)), np.random.default_rng(0), MutationContext())
+    assert "return sum(item for item in items)" in model.requests[0]["messages"][1]["content"]
+    assert isinstance(again, ReplaceFunction)
+    variant = apply(program, Patch((first, again)))
+    assert "return sum(items, 0)" in variant.sources["mod.py"] and variant.effective == (False, True)
 
 
 def test_the_model_never_rewrites_an_excluded_function(

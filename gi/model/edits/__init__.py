@@ -4,7 +4,7 @@ Every edit is plain data (locations, operator names, source text) and round-trip
 JSON. How an edit changes the tree is said through a small `RewritePlan` interface that
 `gi.model.patch.apply` implements, so the kinds of edit stay in one place and `apply` stays one
 generic pass over each file. The kinds live in this package's modules by what they touch
-(statements, operators, expressions, the fix templates); importing the package registers
+(statements, operators, expressions, the fix templates, code a model wrote); importing the package registers
 them all (`EDIT_KINDS`), so `Edit.from_json` knows every kind.
 """
 
@@ -42,6 +42,15 @@ from gi.model.edits.templates import (
     InsertGuard,
     KeepOperand,
 )
+from gi.model.edits.written import (
+    AddDefinition,
+    AddImport,
+    AppendCode,
+    InsertCode,
+    WriteStatement,
+    WrittenCode,
+    parse_statements,
+)
 
 __all__ = [
     "BOOLEAN_SIDES",
@@ -49,11 +58,15 @@ __all__ = [
     "EDIT_KINDS",
     "GUARD_ACTIONS",
     "AddCheck",
+    "AddDefinition",
+    "AddImport",
+    "AppendCode",
     "Clamp",
     "ControlKeyword",
     "DeleteStatement",
     "Edit",
     "ExtendCondition",
+    "InsertCode",
     "InsertControl",
     "InsertGuard",
     "InsertStatement",
@@ -71,6 +84,8 @@ __all__ = [
     "RewritePlan",
     "SwapArguments",
     "SwapStatements",
+    "WriteStatement",
+    "WrittenCode",
     "fitted",
     "node_at",
     "number_node",
@@ -78,5 +93,6 @@ __all__ = [
     "operator_of",
     "parent_of",
     "parse_function",
+    "parse_statements",
     "path_nodes",
 ]

@@ -22,6 +22,8 @@ class RewritePlan(Protocol):
 
     def insert_before(self, target: Location, statement: cst.BaseStatement) -> None: ...
 
+    def insert_after(self, target: Location, statement: cst.BaseStatement) -> None: ...
+
     def replace(self, target: Location, statement: cst.BaseStatement) -> None: ...
 
     def rewrite(self, target: Location, change: Callable[[cst.CSTNode], cst.CSTNode]) -> None: ...
@@ -36,7 +38,9 @@ class Edit:
 
     `removes()` names the subtrees whose original content the edit takes away (they block
     later edits inside them and void earlier ones); `rewrites()` names nodes rewritten in
-    place, where the last rewrite wins.
+    place, where the last rewrite wins; `supersedes()` names subtrees the edit writes anew
+    whole, so that it takes effect even where an earlier edit removed exactly that subtree
+    (a function rewritten again).
     """
 
     kind: ClassVar[str] = ""
@@ -59,6 +63,9 @@ class Edit:
         return ()
 
     def rewrites(self) -> tuple[Location, ...]:
+        return ()
+
+    def supersedes(self) -> tuple[Location, ...]:
         return ()
 
     def ingredients(self) -> tuple[Location, ...]:

@@ -173,10 +173,12 @@ def parse_function(source: str) -> cst.FunctionDef:
 
 @dataclass(frozen=True, slots=True)
 class ReplaceFunction(Edit):
-    """Replace a whole function with new source, as a language model wrote it.
+    """Replace a whole function with new source, as a language model wrote it (or a classic
+    operator edited a rewritten one: `model` names it then).
 
     The edit carries everything needed to apply it again without the model: the source,
-    and for the record the model's name, a hash of the prompt and the tokens it cost.
+    and for the record the model's name, the mode that asked for it, a hash of the prompt
+    and the tokens it cost. A later rewrite of the same function supersedes it.
     """
 
     kind: ClassVar[str] = "replace_function"
@@ -185,11 +187,15 @@ class ReplaceFunction(Edit):
     prompt_hash: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    mode: str = ""
 
     def __post_init__(self) -> None:
         parse_function(self.source)
 
     def removes(self) -> tuple[Location, ...]:
+        return (self.target,)
+
+    def supersedes(self) -> tuple[Location, ...]:
         return (self.target,)
 
     def contribute(self, plan: RewritePlan, program: Program) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gi.model.edits import ReplaceFunction
+from gi.model.edits import AddDefinition, AddImport, DeleteStatement, Edit, ReplaceFunction, WriteStatement
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
@@ -63,9 +63,10 @@ def total_only(program: Program) -> MutationContext:
     return MutationContext(site_weights={"total": 1.0}, default_weight=0.0).bind(program)
 
 
-def function_of(program: Program, edit: ReplaceFunction | None) -> str:
-    assert isinstance(edit, ReplaceFunction)
-    return apply(program, Patch((edit,))).sources["mod.py"].split("\n\n\n")[0] + "\n"
+def function_of(program: Program, edits: tuple[Edit, ...]) -> str:
+    """`total` as the edits make it."""
+    assert edits
+    return apply(program, Patch(edits)).sources["mod.py"].split("\n\n\n")[0] + "\n"
 
 
 def test_a_diff_with_drifted_indentation_becomes_the_edited_function(
@@ -74,9 +75,14 @@ def test_a_diff_with_drifted_indentation_becomes_the_edited_function(
     model, server = scripted
     program = make_program(SOURCE)
     operator = LLMOperator(client(server, tmp_path), "faster", modes={"diff": 1.0})
-    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
-    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    edits = operator.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edits) == SUMMED
     assert "SEARCH/REPLACE" in model.requests[0]["messages"][0]["content"]
+    # A local change: edits at the statements it touched, so the return stays the original's.
+    write, delete = edits
+    assert isinstance(write, WriteStatement) and write.source == "result = sum(items)\n"
+    assert (write.mode, write.model, write.prompt_tokens, write.completion_tokens) == ("diff", "scripted", 100, 50)
+    assert isinstance(delete, DeleteStatement) and delete.target.path == "body[0].body.body[1]"
     counts = operator.stats.modes["diff"]
     assert (counts.proposals, counts.replies, counts.edits, counts.parse_rate, counts.apply_rate) == (1, 1, 1, 1, 1)
 
@@ -88,8 +94,8 @@ def test_a_diff_that_does_not_apply_is_fed_back_and_the_retry_applies(
     model.actions = [Action(reply=DIFF.replace("for item in items:", "for item in item_list:")), Action(reply=DIFF)]
     program = make_program(SOURCE)
     operator = LLMOperator(client(server, tmp_path), "faster", modes={"diff": 1.0})
-    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
-    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    edit = operator.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED
     feedback = model.requests[1]["messages"][-1]["content"]
     assert "its SEARCH text is not in the code" in feedback and "the nearest is `for item in items:`" in feedback
     counts = operator.stats.modes["diff"]
@@ -99,7 +105,7 @@ def test_a_diff_that_does_not_apply_is_fed_back_and_the_retry_applies(
     # With no retries left, the failure is counted and the proposal gives up.
     model.actions = [Action(reply="<<<<<<< SEARCH\n    nothing = 1\n=======\n    x = 2\n>>>>>>> REPLACE")]
     strict = LLMOperator(client(server, tmp_path / "other"), "faster", modes={"diff": 1.0}, feedback_retries=0)
-    assert strict.propose(program, Patch(), np.random.default_rng(0), total_only(program)) is None
+    assert strict.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program)) == ()
     assert strict.stats.modes["diff"].not_applied == 1 and strict.stats.modes["diff"].retries == 0
 
 
@@ -110,8 +116,8 @@ def test_a_completion_model_continues_a_search_block(
     model.default = Action(reply=DIFF.split("<<<<<<< SEARCH\n", 1)[1])  # it continues after the marker
     program = make_program(SOURCE)
     operator = LLMOperator(client(server, tmp_path, api="completions"), "faster", modes={"diff": 1.0})
-    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
-    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    edit = operator.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED
     assert model.requests[0]["prompt"].endswith("<<<<<<< SEARCH\n")
 
 
@@ -130,8 +136,8 @@ def test_crossover_shows_two_versions_and_inspirations_show_the_archive(
     operator = LLMOperator(client(server, tmp_path), "faster", modes={"crossover": 1.0}, inspirations=2)
     context = total_only(program)
     # Without an archive there is no partner: the crossover is asked as a rewrite.
-    edit = operator.propose(program, Patch(), np.random.default_rng(0), context)
-    assert function_of(program, edit) == merged  # type: ignore[arg-type]
+    edit = operator.propose_edits(program, Patch(), np.random.default_rng(0), context)
+    assert function_of(program, edit) == merged
     assert "combines the strengths of both" not in model.requests[0]["messages"][1]["content"]
     assert operator.stats.modes["rewrite"].edits == 1
 
@@ -142,7 +148,7 @@ def test_crossover_shows_two_versions_and_inspirations_show_the_archive(
     operator.learn([], members)
     # (The same merge with its loop variable renamed would be no news: novelty normalises names.)
     model.default = Action(reply="```python\ndef total(items):\n    return sum(items, 0)\n```")
-    edit = operator.propose(program, Patch(), np.random.default_rng(1), context)
+    edit = operator.propose_edits(program, Patch(), np.random.default_rng(1), context)
     assert edit is not None and operator.stats.modes["crossover"].edits == 1
     prompt = model.requests[-1]["messages"][1]["content"]
     assert "combines the strengths of both" in prompt and "result = result + item" in prompt
@@ -166,8 +172,8 @@ def test_the_reviewer_s_objection_goes_back_into_a_retry(
     ]
     program = make_program(SOURCE)
     operator = LLMOperator(client(server, tmp_path), "faster", reviewer=True)
-    edit = operator.propose(program, Patch(), np.random.default_rng(0), total_only(program))
-    assert function_of(program, edit) == SUMMED  # type: ignore[arg-type]
+    edit = operator.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert function_of(program, edit) == SUMMED
     review = model.requests[1]["messages"]
     assert "APPROVE" in review[0]["content"] and "return len(items)" in review[1]["content"]
     assert "a reviewer objected: This counts the items" in model.requests[2]["messages"][-1]["content"]
@@ -238,8 +244,8 @@ def test_the_overseer_replans_then_stops_a_model_that_spends_without_progress(
     rng, context = np.random.default_rng(0), total_only(program)
 
     def generation(successful: bool = False) -> None:
-        edits = [operator.propose(program, Patch(), rng, context) for _ in range(2)]
-        outcomes = [Outcome((edit,), True, True, successful) for edit in edits if edit is not None]
+        made = [operator.propose_edits(program, Patch(), rng, context) for _ in range(2)]
+        outcomes = [Outcome(edits, True, True, successful) for edits in made if edits]
         operator.learn(outcomes, [])
 
     generation(successful=True)
@@ -252,7 +258,7 @@ def test_the_overseer_replans_then_stops_a_model_that_spends_without_progress(
     generation()
     assert operator.stopped is not None and "the overseer stopped it" in operator.stopped
     asked = len(model.requests)
-    assert operator.propose(program, Patch(), rng, context) is None and len(model.requests) == asked
+    assert operator.propose_edits(program, Patch(), rng, context) == () and len(model.requests) == asked
     assert operator.successes == {"rewrite": 2}
 
 
@@ -265,23 +271,63 @@ def test_a_version_whose_tests_fail_is_asked_again_with_their_output(
     program = make_program(SOURCE)
     operator = LLMOperator(client(server, tmp_path), "faster")
     rng, context = np.random.default_rng(0), total_only(program)
-    edit = operator.propose(program, Patch(), rng, context)
-    assert function_of(program, edit) == broken  # type: ignore[arg-type]
-    assert edit is not None
-    operator.learn([Outcome((edit,), True, False, False, "E   assert 3 == 6")], [])
+    edits = operator.propose_edits(program, Patch(), rng, context)
+    assert function_of(program, edits) == broken
+    operator.learn([Outcome(edits, True, False, False, "E   assert 3 == 6")], [])
     saved = json.loads(json.dumps(operator.state()))
     assert len(saved["follow_ups"]) == 1
 
     # A resumed run asks the same follow-up, first, for the patch it is given.
     resumed = LLMOperator(client(server, tmp_path), "faster")
     resumed.restore(saved)
-    fixed = resumed.propose(program, Patch(), rng, context)
-    assert function_of(program, fixed) == SUMMED  # type: ignore[arg-type]
+    fixed = resumed.propose_edits(program, Patch(), rng, context)
+    assert function_of(program, fixed) == SUMMED
     asked = model.requests[1]["messages"]
     assert [m["role"] for m in asked] == ["system", "user", "assistant", "user"]
     assert "with this version the tests fail" in asked[3]["content"] and "assert 3 == 6" in asked[3]["content"]
     assert resumed.stats.modes["rewrite"].failed_tests == 1 and resumed.stats.modes["rewrite"].retries == 1
     # One retry allowed (feedback_retries = 1): a failure of the follow-up is not asked again.
-    assert fixed is not None
-    resumed.learn([Outcome((fixed,), True, False, False, "E   still failing")], [])
+    resumed.learn([Outcome(fixed, True, False, False, "E   still failing")], [])
     assert resumed.follow_ups == []
+
+
+def test_imports_and_helpers_in_a_reply_become_edits_of_their_own(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    reply = (
+        "```python\nimport math\n\n\ndef _add_all(items):\n    return math.fsum(items)\n\n\n"
+        "def total(items):\n    return _add_all(items)\n```"
+    )
+    model.default = Action(reply=reply)
+    program = make_program('"""Sums."""\n\n' + SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster")
+    edits = operator.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program))
+    kinds = [type(edit) for edit in edits]
+    assert kinds == [AddImport, AddDefinition, ReplaceFunction]
+    assert edits[0].prompt_tokens == 100 and edits[1].prompt_tokens == 0  # type: ignore[attr-defined]
+    source = apply(program, Patch(edits)).sources["mod.py"]
+    assert source.startswith('"""Sums."""\n\nimport math\n')
+    assert "\n\n\ndef _add_all(items):\n    return math.fsum(items)\n\ndef total(items):\n" in source
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "mod.py", "exec"), namespace)
+    assert namespace["total"]([1, 2, 3]) == 6
+    # Each is an edit like any other: without the helper, the rewrite alone breaks the program.
+    assert "_add_all" not in apply(program, Patch(edits[2:])).sources["mod.py"].split("def total")[0]
+
+
+def test_a_reply_that_reaches_for_the_test_machinery_is_refused_and_plain_stdlib_is_not(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    model, server = scripted
+    forged = "```python\nimport os\n\n\ndef total(items):\n    os._exit(0)\n```"
+    honest = (
+        "```python\nimport heapq\nfrom collections import Counter\n\n\ndef total(items):\n    return sum(items)\n```"
+    )
+    model.actions = [Action(reply=forged), Action(reply=honest)]
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster")
+    edits = operator.propose_edits(program, Patch(), np.random.default_rng(0), total_only(program))
+    assert [type(edit) for edit in edits] == [AddImport, AddImport, ReplaceFunction]
+    assert operator.stats.modes["rewrite"].tampering == 1
+    assert "os._exit" in model.requests[1]["messages"][-1]["content"]
