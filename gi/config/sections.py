@@ -15,7 +15,8 @@ from fitness.runtime import RIGOROUS
 from gi.algorithms import ALGORITHMS
 from gi.model.registry import suggest
 from mutators import CROSSOVERS, OPERATORS
-from mutators.llm import Prompts
+from mutators.llm import MODES, Prompts
+from mutators.llm.prompts import FIELDS
 
 
 class _Section(BaseModel):
@@ -239,22 +240,58 @@ class WorkloadSection(_Section):
 
 
 class PromptsSection(_Section):
-    chat_system: Annotated[str, Field(description="the system message (chat API)")] = Prompts.chat_system
-    chat_user: Annotated[str, Field(description="the user message (chat API)")] = Prompts.chat_user
-    completion: Annotated[str, Field(description="the prompt (completions API)")] = Prompts.completion
+    chat_system: Annotated[str, Field(description="the system message of rewrite and crossover (chat API)")] = (
+        Prompts.chat_system
+    )
+    chat_user: Annotated[str, Field(description="the user message of a rewrite (chat API)")] = Prompts.chat_user
+    completion: Annotated[str, Field(description="the prompt of a rewrite (completions API)")] = Prompts.completion
+    diff_system: Annotated[str, Field(description="the system message of a diff (chat API)")] = Prompts.diff_system
+    diff_user: Annotated[str, Field(description="the user message of a diff (chat API)")] = Prompts.diff_user
+    diff_completion: Annotated[str, Field(description="the prompt of a diff (completions API)")] = (
+        Prompts.diff_completion
+    )
+    crossover_user: Annotated[str, Field(description="the user message of a crossover (chat API)")] = (
+        Prompts.crossover_user
+    )
+    crossover_completion: Annotated[str, Field(description="the prompt of a crossover (completions API)")] = (
+        Prompts.crossover_completion
+    )
+    retry: Annotated[str, Field(description="the message that feeds a failure back, with {error}")] = Prompts.retry
+    review_system: Annotated[str, Field(description="the reviewer's system message")] = Prompts.review_system
+    review_user: Annotated[str, Field(description="the reviewer's user message, with {code} and {new}")] = (
+        Prompts.review_user
+    )
 
     @model_validator(mode="after")
     def _formats(self) -> PromptsSection:
         try:
-            Prompts(self.chat_system, self.chat_user, self.completion).check()
+            Prompts(**self.model_dump()).check()
         except (KeyError, IndexError, ValueError) as error:
             raise PydanticCustomError(
                 "template",
-                "a prompt template has an unknown field or stray braces ({error}); fields: goal, name, file, code,"
-                " context, objectives, failures, decorators, def_line",
-                {"error": str(error)},
+                "a prompt template has an unknown field or stray braces ({error}); fields: {fields}",
+                {"error": str(error), "fields": ", ".join(FIELDS)},
             ) from None
         return self
+
+
+class ModelSection(_Section):
+    """One of several models: what differs from the [llm] section's own keys."""
+
+    model: Annotated[str, Field(min_length=1, description="the model's name on its server")]
+    base_url: Annotated[str | None, Field(pattern=r"^https?://", description="its server (default: llm.base_url)")] = (
+        None
+    )
+    api_key_env: Annotated[
+        str | None, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the NAME of its key's variable")
+    ] = None
+    api: Annotated[Literal["chat", "completions"] | None, Field(description="'chat' or 'completions'")] = None
+    weight: Annotated[float, Field(ge=0, description="how often it is asked (llm.model_choice = 'weighted')")] = 1.0
+    price_prompt: Annotated[float | None, Field(ge=0, description="USD per million prompt tokens")] = None
+    price_completion: Annotated[float | None, Field(ge=0, description="USD per million completion tokens")] = None
+    temperature: Annotated[float | None, Field(ge=0, le=2, description="its sampling temperature")] = None
+    max_tokens: Annotated[int | None, Field(ge=1, description="tokens its reply may have")] = None
+    revision: Annotated[str | None, Field(min_length=1, description="its revision, for the reply cache")] = None
 
 
 class LLMSection(_Section):
@@ -282,7 +319,55 @@ class LLMSection(_Section):
     cache: Annotated[
         Path | None, Field(description="the reply cache folder (default: llm-cache in experiment.output)")
     ] = None
+    revision: Annotated[
+        str | None,
+        Field(min_length=1, description="the model's revision: the reply cache keys by it instead of base_url"),
+    ] = None
+    modes: Annotated[
+        dict[str, float], Field(description="weights of the modes: rewrite, diff, crossover (e.g. {diff = 0.6, ...})")
+    ] = {"rewrite": 1.0}
+    models: Annotated[
+        list[ModelSection], Field(description="several models, each a table of what differs from [llm]")
+    ] = []
+    model_choice: Annotated[
+        Literal["weighted", "bandit"], Field(description="'weighted', or 'bandit' (success per cost)")
+    ] = "weighted"
+    feedback_retries: Annotated[
+        int, Field(ge=0, le=5, description="retries that feed a failure back to the model, per proposal")
+    ] = 1
+    reviewer: Annotated[bool, Field(description="ask the model to review each proposal before it is evaluated")] = False
+    inspirations: Annotated[
+        int, Field(ge=0, le=8, description="archive versions of the function a prompt shows, with their measures")
+    ] = 0
+    novelty: Annotated[
+        float, Field(gt=0, le=1, description="similarity (normalised tokens) from which a proposal is no news")
+    ] = 1.0
+    patience: Annotated[
+        int | None, Field(ge=1, description="requests without an offspring entering the archive before re-planning")
+    ] = 50
     prompts: PromptsSection = PromptsSection()
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, modes: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(modes) - set(MODES))
+        if unknown or not any(weight > 0 for weight in modes.values()) or any(w < 0 for w in modes.values()):
+            raise PydanticCustomError(
+                "modes",
+                "modes are weights, not all 0 and none negative, of {known}; got {modes}",
+                {"known": ", ".join(MODES), "modes": modes},
+            )
+        return modes
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, models: list[ModelSection]) -> list[ModelSection]:
+        names = [model.model for model in models]
+        if len(set(names)) != len(names):
+            raise PydanticCustomError("models", "two models have the same name: {names}", {"names": names})
+        if models and not any(model.weight > 0 for model in models):
+            raise PydanticCustomError("models", "every model's weight is 0", {})
+        return models
 
 
 class EvaluationSection(_Section):

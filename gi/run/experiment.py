@@ -49,7 +49,8 @@ from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 from gi.reports.document import write_report_or_warn
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
-from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
+from mutators.llm import LLMOperator, OfflineMissError
+from mutators.llm.factory import operator_from_section
 from populations import Individual
 
 if TYPE_CHECKING:
@@ -363,17 +364,12 @@ class Experiment:
             names = self.config.objectives.names()
             repairing = baseline.measures.get("failed_tests", 0) > 0
             goal = "faster" if "runtime" in names else "repair" if repairing else "simpler"
-        # The [llm] keys are LLMSettings' fields; goal, cache and prompts are the run's to settle.
-        settings = LLMSettings(
-            **section.model_dump(exclude={"goal", "cache", "prompts"}),
-            cache=self.config.llm_cache,
-            offline=self.offline,
-        )
-        prompts = Prompts(section.prompts.chat_system, section.prompts.chat_user, section.prompts.completion)
-        operator = LLMOperator(LLMClient(settings), goal, prompts)
+        operator = operator_from_section(section.model_dump(), goal, self.config.llm_cache, self.offline)
         saved = self.store.get_meta("llm_state")
         if saved is not None:  # resuming: the same prompts must take the same next samples
             operator.restore(saved)
+        else:  # its session, at once: a run killed before its first checkpoint still owns its requests
+            self.store.set_meta("llm_state", operator.state())
         missing = operator.client.key_missing
         if missing:
             self.progress.warnings.append(f"{missing} (llm.api_key_env) is not set: requests go without an API key")
