@@ -729,7 +729,7 @@ class Experiment:
             ),
             "stopped": usage.stopped,
             "errors": usage.errors[:10],
-            "rejected": stats.rejected[:10],
+            "rejected": stats.rejected[:20],
         }
 
     def _finish(self, search: Search, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:

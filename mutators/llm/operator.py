@@ -491,7 +491,8 @@ class LLMOperator:
         """Reject a version that changes nothing, or that the operator proposed there before."""
         if not code.imports and not code.definitions and _same_tree(code.function, pending.current):
             raise RejectionError("no_op", f"that is `{pending.name}` as it is; change it to {GOALS[self.goal]}")
-        added = "\n".join([*code.imports, *code.definitions, code.function])
+        # Judged beside the file as the variant has it: its imports say what `sys.` names.
+        added = "\n".join([pending.module.code, *code.imports, *code.definitions, code.function])
         risky = sorted(risky_names(added) - risky_names(pending.module.code))
         if risky:
             raise RejectionError("tampering", f"the code uses {', '.join(risky)}, which code under test has no use"

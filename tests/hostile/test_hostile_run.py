@@ -327,19 +327,21 @@ engine = "{engine}"
     for secret in secret_texts:
         assert secret not in requests and secret not in out + err
 
-    # Every attack was served and judged; no forgery passes, the guard refused the forgeries.
+    # Every attack was served and judged; no forgery passes, the guard refused the forgeries:
+    # the model's operator before evaluating them (it tells the model why), or the engine.
     assert len(model.requests) >= len(hostile)
     folder = tmp_path / "runs" / "hostile-seed1"
     log = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
     tampered = [entry for entry in log if entry["status"] == "tampered"]
     assert all("reaches for the test machinery" in entry["detail"] for entry in tampered), tampered
+    summary = json.loads((folder / "summary.json").read_text())
     refused = " ".join(entry["detail"] for entry in tampered)
+    refused += " ".join(reason for reason in summary["llm"]["rejected"] if "tampering" in reason)
     for forgery in ("sys.modules", "GI_CHANNEL", "sys.exit"):  # each of the three forgeries was refused
         assert forgery in refused, refused
     if stops_fork_bombs():  # the fork bomb was stopped as one, not at the time limit
         [bomb] = [entry for entry in log if "a fork bomb" in entry["detail"]]
         assert bomb["status"] == "crashed", bomb
-    summary = json.loads((folder / "summary.json").read_text())
     assert summary["sandbox"].startswith("bubblewrap")
     for member in summary["front"]:
         diff = (folder / member["diff"]).read_text() if member["diff"] else ""
