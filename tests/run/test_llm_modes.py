@@ -1,0 +1,252 @@
+"""The model's modes in whole runs, against a scripted server that answers by the prompt's content.
+
+Each mode's edit reaches the front where only that mode's reply improves the program; requests
+are in flight while candidates are evaluated, and how fast replies come changes no front; a
+request budget holds across an interruption; a run that used every mode replays offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gi.cli.main import main
+from tests.llm_server import Action, ModelServer, ScriptedModel, serve
+from tests.run.test_llm_runs import LINEAR, PROGRAM, TESTS
+
+#: A diff that makes the inner loop start after i: no pair is counted twice, no `i != j` test.
+DIFF = """\
+The inner loop can start after i:
+
+<<<<<<< SEARCH
+        for j in range(len(values)):
+            if i != j and values[i] + values[j] == target:
+=======
+        for j in range(i + 1, len(values)):
+            if values[i] + values[j] == target:
+>>>>>>> REPLACE
+"""
+
+#: A merge of two versions (the crossover's reply).
+MERGED = """\
+```python
+def has_pair_with_sum(values, target):
+    \"\"\"True if two different entries of values add up to target.\"\"\"
+    return any(target - value in values[i + 1 :] for i, value in enumerate(values))
+```
+"""
+
+#: A rewrite that changes the function without improving it (a partner for crossover).
+PADDED = """\
+```python
+def has_pair_with_sum(values, target):
+    \"\"\"True if two different entries of values add up to target.\"\"\"
+    values = list(values)
+    for i in range(len(values)):
+        for j in range(len(values)):
+            if i != j and values[i] + values[j] == target:
+                return True
+    return False
+```
+"""
+
+UNCHANGED = f"```python\n{PROGRAM}```"
+
+
+def mode_of(body: dict[str, Any]) -> str:
+    """Which mode asked: the prompts say it."""
+    text = json.dumps(body)
+    if "SEARCH/REPLACE" in text:
+        return "diff"
+    if "combines the strengths of both" in text:
+        return "crossover"
+    return "rewrite"
+
+
+def answering(replies: dict[str, str], delay: float = 0.0) -> Callable[[dict[str, Any]], Action]:
+    def respond(body: dict[str, Any]) -> Action:
+        return Action(reply=replies.get(mode_of(body), UNCHANGED), delay=delay)
+
+    return respond
+
+
+def write_experiment(
+    tmp_path: Path, base_url: str, *, llm: str = "", search: str = "", objectives: str = ""
+) -> Path:  # fmt: skip
+    program = tmp_path / "pairs"
+    (program / "tests").mkdir(parents=True, exist_ok=True)
+    (program / "pairs.py").write_text(PROGRAM)
+    (program / "tests" / "test_pairs.py").write_text(TESTS)
+    config = tmp_path / "pairs.toml"
+    config.write_text(f"""\
+[experiment]
+name = "pairs"
+seed = 3
+output = "runs"
+
+[program]
+root = "pairs"
+files = ["pairs.py"]
+
+[tests]
+train = ["tests"]
+timeout = 20
+
+[evaluation]
+workers = 2
+
+[objectives]
+minimize = {objectives or '["failed_tests", "complexity", "size"]'}
+
+[search]
+population = 6
+generations = 3
+{search}
+
+[mutators]
+operators = ["statement_delete", "constant"]
+llm = 1.0
+
+[llm]
+base_url = "{base_url}"
+model = "scripted"
+api_key_env = "GI_TEST_KEY"
+timeout = 20
+retries = 0
+max_requests = 200
+modes = {{ rewrite = 1, diff = 1, crossover = 1 }}
+{llm}
+""")
+    return config
+
+
+@pytest.fixture
+def model() -> Iterator[tuple[ScriptedModel, ModelServer]]:
+    scripted = ScriptedModel()
+    for server in serve(scripted):
+        yield scripted, server
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GI_TEST_KEY", "sk-test")
+
+
+def summary_of(tmp_path: Path, run: str = "pairs-seed3") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((tmp_path / "runs" / run / "summary.json").read_text())
+    return data
+
+
+def front_modes(summary: dict[str, Any]) -> set[str]:
+    """The modes of the model's edits on the front."""
+    return {edit["mode"] for member in summary["front"] for edit in member["edits"] if edit.get("model")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("mode", "replies"),
+    [
+        ("rewrite", {"rewrite": LINEAR}),
+        ("diff", {"diff": DIFF}),
+        ("crossover", {"crossover": MERGED, "rewrite": PADDED}),
+    ],
+)
+def test_each_mode_s_edit_reaches_the_front_where_only_it_improves_the_program(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer], mode: str, replies: dict[str, str]
+) -> None:
+    scripted, server = model
+    scripted.respond = answering(replies)
+    assert main(["run", str(write_experiment(tmp_path, server.base_url)), "--quiet"]) == 0
+    summary = summary_of(tmp_path)
+    assert mode in front_modes(summary), summary["front"]
+    improved = [m for m in summary["front"] if m["objectives"]["failed_tests"] == 0 and m["id"] != "original"]
+    assert any(m["objectives"]["complexity"] < summary["baseline"]["objectives"]["complexity"] for m in improved)
+    counts = summary["llm"]["modes"][mode]
+    assert counts["edits"] >= 1 and counts["apply_rate"] > 0
+    assert summary["operators"][f"llm.{mode}"]["front"] >= 1
+
+
+@pytest.mark.slow
+def test_requests_fly_while_candidates_are_evaluated_and_reply_speed_changes_no_front(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    """`concurrency = 8` against a server that takes a while: the requests of a generation are in
+    the air together, and the front is the one `concurrency = 1` finds (benchmarks/llm_speed.py
+    times the two side by side)."""
+    scripted, server = model
+    replies = {"rewrite": LINEAR, "diff": DIFF, "crossover": MERGED}
+    scripted.respond = answering(replies, delay=0.5)
+    search = "crossover_rate = 0.0"
+    fast = write_experiment(tmp_path / "eight", server.base_url, llm="concurrency = 8", search=search)
+    assert main(["run", str(fast), "--quiet"]) == 0
+    arrivals = sorted(scripted.arrivals)
+    # Several requests arrived within one reply's delay of each other: they were in flight together.
+    assert any(later - earlier < 0.25 for earlier, later in zip(arrivals, arrivals[3:], strict=False))
+    slow = write_experiment(tmp_path / "one", server.base_url, llm="concurrency = 1", search=search)
+    assert main(["run", str(slow), "--quiet"]) == 0
+    eight, one = summary_of(tmp_path / "eight"), summary_of(tmp_path / "one")
+    assert [(m["id"], m["edits"]) for m in eight["front"]] == [(m["id"], m["edits"]) for m in one["front"]]
+    assert eight["generations"] == one["generations"]
+    assert eight["llm"]["requests"] == one["llm"]["requests"]
+
+
+@pytest.mark.slow
+def test_a_request_budget_holds_across_an_interruption_and_a_resume(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    scripted, server = model
+    budget = 6
+    scripted.respond = answering({"rewrite": LINEAR, "diff": DIFF, "crossover": MERGED}, delay=0.4)
+    config = write_experiment(tmp_path, server.base_url, llm=f"max_requests = {budget}\nconcurrency = 2")
+    config.write_text(config.read_text().replace("max_requests = 200\n", ""))
+    environment = {**os.environ, "GI_TEST_KEY": "sk-test"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"],
+        cwd=tmp_path, env=environment, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(scripted.requests) < 3 and time.monotonic() < deadline:  # killed with requests in flight
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = len(scripted.requests)
+    assert 3 <= before <= budget
+    assert main(["run", str(config), "--quiet"]) == 0  # resumes
+    summary = summary_of(tmp_path)
+    assert len(scripted.requests) <= budget, f"{len(scripted.requests)} requests reached the server"
+    assert summary["llm"]["requests"] >= len(scripted.requests) - before
+    assert summary["llm"]["stopped"] == f"the request budget is spent ({budget} requests)"
+
+
+@pytest.mark.slow
+def test_a_run_that_used_every_mode_replays_offline_to_its_front(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    scripted, server = model
+    helper = LINEAR.replace("    seen = set()\n", "    seen = _empty()\n").replace(
+        "```python\n", "```python\ndef _empty():\n    return set()\n\n\n"
+    )
+    scripted.respond = answering({"rewrite": helper, "diff": DIFF, "crossover": MERGED})
+    config = write_experiment(tmp_path, server.base_url, llm="inspirations = 2\nreviewer = false")
+    assert main(["run", str(config), "--quiet"]) == 0
+    made = summary_of(tmp_path)
+    kinds = {edit["kind"] for member in made["front"] for edit in member["edits"]}
+    used = {mode for mode, counts in made["llm"]["modes"].items() if counts["edits"]}
+    assert used == {"rewrite", "diff", "crossover"}, made["llm"]["modes"]
+    assert "add_definition" in kinds or made["llm"]["modes"]["rewrite"]["edits"], kinds
+    asked = len(scripted.requests)
+    server.stop()
+    assert main(["replay", str(config), "--quiet"]) == 0
+    assert len(scripted.requests) == asked, "a replay asks the model nothing"
+    replay = summary_of(tmp_path, "pairs-seed3/replay")
+    assert replay["replay"] == {"front": True, "history": True}
+    assert [(m["id"], m["edits"]) for m in replay["front"]] == [(m["id"], m["edits"]) for m in made["front"]]
