@@ -2,16 +2,19 @@
 
 An operator looks at the original program (and the patch so far) and proposes one edit,
 or None when it finds no legal place. Classic syntax operators and the language-model
-operator come through the same door, so a config file can name any of them.
+operator come through the same door (`Operator`, with hooks for what some operators need:
+a share of the mutations, state to resume, usage to report), so the engine treats them alike
+and never names one; `BaseOperator` gives every hook a default that does nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import libcst as cst
 import libcst.metadata
@@ -167,8 +170,74 @@ class MutationContext:
         )
 
 
+@dataclass(frozen=True)
+class OperatorUsage:
+    """What an operator that asks something outside gi (a language model) spent, and what became
+    of its tries beyond the counts every operator has: for the run's accounting and report."""
+
+    requests: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    #: Seconds spent waiting on the outside (the variation counts each operator's whole time).
+    seconds: float = 0.0
+    #: Counts by column of tries that became no proposal, beyond "no_site" (a model's replies
+    #: that did not parse, were the wrong kind of code, or changed nothing).
+    outcomes: Mapping[str, float] = field(default_factory=dict)
+    #: The same, per label the operator gives its offspring ("llm.diff"): the accounting's rows.
+    parts: Mapping[str, OperatorUsage] = field(default_factory=dict)
+
+
+class Deferred(Protocol):
+    """A proposal made in two steps (`Operator.prepare`, then `Operator.finish`)."""
+
+    @property
+    def label(self) -> str:
+        """How the search names the offspring it makes (the operator, maybe a mode after a dot)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A proposal whose edit was there at once (an operator that does not wait)."""
+
+    label: str
+    edit: Edit | None
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of the archive or the population, as an operator that learns from them sees it."""
+
+    id: str
+    patch: Patch
+    #: The measured objective values by name (None for a broken variant).
+    objectives: Mapping[str, float] | None
+    #: The same values each turned into one to minimise, in the objectives' order.
+    minimised: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one offspring of the generation, for the operator that made its new edits."""
+
+    #: The offspring's label ("uniform+replace:llm.diff") and its new edits.
+    label: str
+    edits: tuple[Edit, ...]
+    evaluated: bool
+    #: It passed every training test (held-out tests never reach an operator).
+    passing: bool
+    entered_archive: bool
+    #: It entered the archive, passes, and beats the original in an objective other than patch size.
+    improved: bool = False
+    #: The failing training tests' output when it did not pass.
+    failures: str = ""
+    #: Evaluations the run had made when it was evaluated (in the order the batch was bred).
+    evaluations: int = 0
+
+
 class Operator(Protocol):
-    """A mutation operator: `propose` one edit for `patch`, or None."""
+    """A mutation operator: `propose` one edit for `patch`, or None; and the hooks the engine
+    calls on every operator (`BaseOperator` gives each a default that does nothing)."""
 
     @property
     def name(self) -> str: ...
@@ -176,9 +245,139 @@ class Operator(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def waits(self) -> bool:
+        """Whether proposing waits on something outside gi (a model server), so that the run
+        breeds in a thread of its own and evaluates what is bred meanwhile."""
+        ...
+
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None: ...
+
+    def share(self) -> float | None:
+        """The share of a generation's new edits this operator makes (drawn before the others,
+        while its budget for the generation lasts), or None: one of the operators drawn
+        uniformly for the rest."""
+        ...
+
+    def state(self) -> Any:
+        """What a resumed run needs to continue as this one would have (JSON), or None."""
+        ...
+
+    def restore(self, state: Any) -> None:
+        """Continue from `state()` saved by an interrupted run."""
+        ...
+
+    def usage(self) -> OperatorUsage | None:
+        """What the operator spent outside gi, or None for an operator that asks nothing outside."""
+        ...
+
+    def stopped(self) -> str | None:
+        """Why the operator proposes nothing more for the rest of the run, or None."""
+        ...
+
+    def warnings(self) -> list[str]:
+        """What the run should tell the user about this operator: at its start, and after each
+        generation (each sentence once; the model's overseer says here when it re-planned)."""
+        ...
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """The search already had the program `edit` made (a fruitless proposal)."""
+        ...
+
+    def report(self, accounting: Mapping[str, Mapping[str, float]]) -> dict[str, Any] | None:
+        """What summary.json says of this operator under its name (its settings, usage and
+        verdict), given its rows of the run's accounting (its name's, and those of its labels,
+        such as "llm.diff"); None: nothing beyond the rows."""
+        ...
+
+    def prepare(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Deferred | None:
+        """The first step of a proposal that waits: every random choice now (so the search does
+        not depend on how fast the outside answers), the answer later, in `finish`; None when
+        there is nothing to propose. The variation calls it for an operator that `waits`."""
+        ...
+
+    def finish(self, deferred: Deferred, program: Program, patch: Patch) -> tuple[Edit, ...]:
+        """The second step: the edits the proposal makes to `patch` (the one `prepare` was
+        given), waiting for the outside if need be; () for none."""
+        ...
+
+    def learn(self, outcomes: Sequence[Outcome], members: Sequence[Member]) -> None:
+        """After each generation: what became of the offspring of this operator's edits, and the
+        archive and population as they stand (for prompts, bandits and overseers)."""
+        ...
+
+
+class OfflineMissError(Exception):
+    """--offline (or a replay), and an operator's cache has no reply for what it would ask outside gi."""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run tells an operator it builds from a config section of the operator's own."""
+
+    #: What the run's objectives ask for: "faster", "simpler" or "repair".
+    goal: str
+    #: Where replies from outside are kept, so that a replay asks nothing again.
+    cache: Path
+    #: Never ask outside: take replies from the cache, and stop with an error on a miss.
+    offline: bool
+
+
+#: Builds an operator from its config section (as a mapping), its share of mutations and the run's facts.
+OperatorFactory = Callable[[Mapping[str, Any], float, RunFacts], Operator]
+
+#: Operators built from a config section of their own, by name: "llm" from `[llm]`, with the share
+#: `mutators.llm` gives it. The engine builds whichever a config asks for, never naming one.
+CONFIGURED: Registry[OperatorFactory] = Registry("configured operator")
+
+
+class BaseOperator:
+    """The hooks of `Operator`, each doing nothing: classic operators subclass this and write
+    only `name`, `description` and `propose`."""
+
+    waits: bool = False
+
+    def share(self) -> float | None:
+        return None
+
+    def state(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Nothing to restore."""
+
+    def usage(self) -> OperatorUsage | None:
+        return None
+
+    def stopped(self) -> str | None:
+        return None
+
+    def warnings(self) -> list[str]:
+        return []
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """Nothing to learn from a duplicate."""
+
+    def report(self, accounting: Mapping[str, Mapping[str, float]]) -> dict[str, Any] | None:
+        return None
+
+    def prepare(
+        self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
+    ) -> Deferred | None:
+        """Propose at once (an operator that does not wait)."""
+        name = self.name  # type: ignore[attr-defined]
+        return Ready(name, self.propose(program, patch, rng, context))  # type: ignore[attr-defined]
+
+    def finish(self, deferred: Deferred, program: Program, patch: Patch) -> tuple[Edit, ...]:
+        edit = deferred.edit if isinstance(deferred, Ready) else None
+        return () if edit is None else (edit,)
+
+    def learn(self, outcomes: Sequence[Outcome], members: Sequence[Member]) -> None:
+        """Nothing to learn."""
 
 
 OPERATORS: Registry[Operator] = Registry("operator")

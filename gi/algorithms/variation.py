@@ -1,14 +1,15 @@
 """Variation: how a search makes new patches, apart from how it keeps or ranks them.
 
 Every algorithm makes its candidates here: a new edit from a uniformly chosen operator (or
-from the language model, for its share), mutation of a patch (append, replace or drop an
-edit), crossover of two patches, a random patch of a given size; and a `Batch` that
-applies each proposal, leaves out programs already present and counts, per operator, what
-was proposed. Every random choice comes from the one `numpy.random.Generator` given.
+from an operator with a share of the mutations, such as the language model's), mutation of
+a patch (append, replace or drop an edit), crossover of two patches, a random patch of a
+given size; and a `Batch` that applies each proposal, leaves out programs already present
+and counts, per operator, what was proposed. Every random choice comes from the one `numpy.random.Generator` given.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -20,15 +21,16 @@ from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from mutators import Crossover, MutationContext, Operator
-from mutators.llm import LLMOperator
+from mutators.base import Deferred
+from mutators.rewritten import in_rewritten, rewritten_share
 
 #: Tries at an operator that finds no legal site before the search gives up on one mutation.
 MUTATION_TRIES = 10
 #: Candidates tried per slot before a generation is allowed to come out smaller.
 BREEDING_TRIES = 20
-#: Uses of the language model a generation may make beyond its share of mutations (for
-#: replies that give nothing new); past that, its mutations come from classic operators.
-LLM_MARGIN = 2
+#: Uses an operator with a share of the mutations (the language model) may make in a generation
+#: beyond its share (for replies that give nothing new); past that, the others make its mutations.
+SHARE_MARGIN = 2
 #: Tree hashes of patches `Variation` remembers before it forgets them all and starts again.
 HASHES = 4096
 
@@ -47,20 +49,70 @@ class Candidate:
     variant: Variant
     parents: tuple[str, ...]
     operator: str
+    #: The edits the offspring's operator made (its operator learns what became of them).
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Later:
+    """New edits still to come from an operator that waits (`Operator.prepare`): the operator,
+    its prepared proposal, the patch it was given, and where the edits go in the offspring."""
+
+    operator: Operator
+    deferred: Deferred
+    base: Patch
+    #: The index of the edit the new ones replace in `base`; None: they are appended.
+    index: int | None = None
+
+    def place(self, edits: tuple[Edit, ...]) -> Patch:
+        return placed(self.base, edits, self.index)
+
+
+def placed(base: Patch, edits: tuple[Edit, ...], index: int | None) -> Patch:
+    """`base` with `edits` appended (`index` None) or in place of its edit `index`."""
+    if index is None:
+        return Patch((*base.edits, *edits))
+    return Patch((*base.edits[:index], *edits, *base.edits[index + 1 :]))
 
 
 @dataclass(frozen=True)
 class Offspring:
-    """A proposed patch before it is applied: its parents, label and new edit (if any)."""
+    """A proposed patch before it is applied: its parents, label and new edits (if any); or, while
+    an operator's answer is awaited, what will make its patch (`later`)."""
 
     patch: Patch
     parents: tuple[str, ...]
     operator: str
     edit: Edit | None
+    #: Every new edit (an operator may make several: a model's change of three statements).
+    edits: tuple[Edit, ...] = ()
+    later: Later | None = None
+
+    @property
+    def new(self) -> tuple[Edit, ...]:
+        return self.edits or ((self.edit,) if self.edit is not None else ())
+
+
+@dataclass(frozen=True)
+class New:
+    """What `Variation.new_edit` made: the edits at once, or a proposal to finish later."""
+
+    edits: tuple[Edit, ...]
+    label: str
+    later: tuple[Operator, Deferred] | None = None
+
+    def offspring(self, base: Patch, parents: tuple[str, ...], label: str, index: int | None = None) -> Offspring:
+        """The offspring the new edits make of `base` (appended, or in place of edit `index`)."""
+        if self.later is not None:
+            operator, deferred = self.later
+            return Offspring(base, parents, label, None, (), Later(operator, deferred, base, index))
+        return Offspring(placed(base, self.edits, index), parents, label, self.edits[-1], self.edits)
 
 
 class Variation:
-    """Operators, crossovers and the language model, with per-operator accounting."""
+    """Operators and crossovers, with per-operator accounting. Operators with a share of the
+    mutations (`Operator.share`, the language model's) are drawn first, for their share and
+    while their budget for the generation lasts; the others uniformly."""
 
     def __init__(
         self,
@@ -70,20 +122,20 @@ class Variation:
         rng: np.random.Generator,
         *,
         context: MutationContext | None = None,
-        llm: LLMOperator | None = None,
-        llm_share: float = 0.0,
     ) -> None:
-        if not operators:
-            raise ValueError("a search needs at least one mutation operator")
         self.program = program
         self.operators = tuple(operators)
+        #: Operators drawn for a share of the mutations, and those drawn uniformly for the rest.
+        self.shared = tuple(operator for operator in self.operators if operator.share() is not None)
+        self.uniform = tuple(operator for operator in self.operators if operator.share() is None)
+        if not self.uniform:
+            raise ValueError("a search needs at least one mutation operator")
+        self.by_name = {operator.name: operator for operator in self.operators}
         self.crossovers = tuple(crossovers)
         self.rng = rng
         self.context = (context or MutationContext()).bind(program)
-        self.llm = llm
-        self.llm_share = llm_share if llm is not None else 0.0
-        #: Uses of the language model left in this generation (`start_generation` sets it).
-        self.llm_left = 0
+        #: Uses left in this generation of each operator with a share (`start_generation` sets them).
+        self.left: dict[str, int] = {}
         #: Per operator: edits proposed, tries that found no site, offspring that repeated a
         #: program already in the population, offspring whose new edit changed nothing, and
         #: seconds spent proposing.
@@ -93,8 +145,10 @@ class Variation:
         self._hashes: dict[str, str] = {}
 
     def start_generation(self, size: int) -> None:
-        """Allow the language model its share of a generation of `size` mutations, plus a margin."""
-        self.llm_left = math.ceil(size * self.llm_share) + LLM_MARGIN if self.llm is not None else 0
+        """Allow each operator with a share that share of a generation of `size` mutations, plus a margin."""
+        self.left = {
+            operator.name: math.ceil(size * (operator.share() or 0.0)) + SHARE_MARGIN for operator in self.shared
+        }
 
     def count(self, operator: str, key: str, amount: float = 1.0) -> None:
         """Add to an operator's count (a run resumed from an older store may lack the key)."""
@@ -119,65 +173,103 @@ class Variation:
         self._hashes[patch.key()] = tree_hash
 
     def changed_nothing(self, offspring: Offspring, variant: Variant) -> bool:
-        """Whether the offspring's new edit left the program as it was without that edit: it
-        took no effect (its site was gone, a later edit overwrote it) or made the same program."""
-        edits = offspring.patch.edits
-        at = [index for index, edit in enumerate(edits) if edit is offspring.edit]
-        at = at or [index for index, edit in enumerate(edits) if edit == offspring.edit]
+        """Whether the offspring's new edits left the program as it was without them: none took
+        effect (their sites were gone, a later edit overwrote them) or they made the same program."""
+        edits, new = offspring.patch.edits, offspring.new
+        at = [index for index, edit in enumerate(edits) if any(edit is mine for mine in new)]
+        at = at or [index for index, edit in enumerate(edits) if edit in new]
         if not at:
             return False
-        index = at[-1]
-        if not variant.effective[index]:
+        if not any(variant.effective[index] for index in at):
             return True
-        return self.tree_hash(Patch(edits[:index] + edits[index + 1 :])) == variant.tree_hash
+        kept = tuple(edit for index, edit in enumerate(edits) if index not in at)
+        return self.tree_hash(Patch(kept)) == variant.tree_hash
 
-    def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
-        """One edit: from the language model for a `llm_share` of mutations (while the
-        generation's uses of it last), else from a uniformly chosen classic operator (also
-        when the model gives nothing usable)."""
+    def new_edit(self, patch: Patch) -> New | None:
+        """New edits: from an operator with a share of the mutations for that share (while its uses
+        in the generation last), else from a uniformly chosen operator (also when the shared one
+        finds nothing to propose). An operator that waits only prepares its proposal here
+        (`Operator.prepare`: every random choice now); its edits come in `resolve`."""
         for attempt in range(MUTATION_TRIES):
-            use_llm = attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share
-            operator: Operator
-            if use_llm and self.llm is not None and self.llm_left > 0:
-                self.llm_left -= 1
-                operator = self.llm
-            else:
-                operator = self.operators[int(self.rng.integers(len(self.operators)))]
+            operator = self._shared_choice() if attempt == 0 and self.shared else None
+            if operator is None:
+                operator = self.uniform[int(self.rng.integers(len(self.uniform)))]
             started = time.perf_counter()
-            edit = operator.propose(self.program, patch, self.rng, self.context)
-            self.count(operator.name, "seconds", time.perf_counter() - started)
-            if edit is not None:
-                self.count(operator.name, "proposals")
-                return edit, operator.name
+            if operator.waits:
+                deferred = operator.prepare(self.program, patch, self.rng, self.context)
+                if deferred is not None:
+                    self.count(deferred.label, "seconds", time.perf_counter() - started)
+                    return New((), deferred.label, (operator, deferred))
+                self.count(operator.name, "seconds", time.perf_counter() - started)
+            else:
+                edit = self._propose(operator, patch)
+                self.count(operator.name, "seconds", time.perf_counter() - started)
+                if edit is not None:
+                    self.count(operator.name, "proposals")
+                    return New((edit,), operator.name)
             self.count(operator.name, "no_site")
         return None
 
-    def mutate(self, patch: Patch) -> tuple[Patch, str, Edit | None] | None:
-        """Change a patch: append a new edit, replace a random edit with a new one, or drop a
-        random edit, a third of the time each (an empty patch can only grow). Returns the
-        patch, a label and the new edit.
+    def _propose(self, operator: Operator, patch: Patch) -> Edit | None:
+        """The operator's edit; inside a function the patch rewrote whole for the share of the
+        variant's statements such functions hold (mutators.rewritten), so that classic
+        operators reach the model's code too (no draw when the patch rewrote none)."""
+        share = rewritten_share(self.program, patch)
+        if share > 0 and self.rng.random() < share:
+            return in_rewritten(operator, self.program, patch, self.rng)
+        return operator.propose(self.program, patch, self.rng, self.context)
+
+    def resolve(self, offspring: Offspring) -> Offspring | None:
+        """The offspring with the edits its operator's answer makes (waiting for it), or None
+        when the answer gave none."""
+        later = offspring.later
+        if later is None:
+            return offspring
+        name = operator_of_label(offspring.operator)
+        started = time.perf_counter()
+        edits = later.operator.finish(later.deferred, self.program, later.base)
+        self.count(name, "seconds", time.perf_counter() - started)
+        if not edits:
+            self.count(name, "no_site")
+            return None
+        self.count(name, "proposals")
+        return Offspring(later.place(edits), offspring.parents, offspring.operator, edits[-1], edits)
+
+    def _shared_choice(self) -> Operator | None:
+        """The operator with a share whose turn one draw says it is, if its uses last; else None."""
+        draw, bound = self.rng.random(), 0.0
+        for operator in self.shared:
+            bound += operator.share() or 0.0
+            if draw < bound:
+                if self.left.get(operator.name, 0) <= 0:
+                    return None
+                self.left[operator.name] -= 1
+                return operator
+        return None
+
+    def mutate(self, patch: Patch, parents: tuple[str, ...], label: str = "") -> Offspring | None:
+        """Change a patch: append new edits, replace a random edit with new ones, or drop a
+        random edit, a third of the time each (an empty patch can only grow). The offspring's
+        label is `label` (the crossover that made `patch`, if any), then what the mutation did.
 
         Replacing and dropping let a useful edit shed the harmful ones it arrived with.
         """
+        before = f"{label}+" if label else ""
         choice = self.rng.random() if patch.edits else 0.0
         if choice >= 2 / 3:
             index = int(self.rng.integers(len(patch)))
-            return Patch(patch.edits[:index] + patch.edits[index + 1 :]), "drop", None
+            return Offspring(Patch(patch.edits[:index] + patch.edits[index + 1 :]), parents, f"{before}drop", None)
         made = self.new_edit(patch)
         if made is None:
             return None
-        edit, name = made
         if choice >= 1 / 3:
             index = int(self.rng.integers(len(patch)))
-            return Patch((*patch.edits[:index], edit, *patch.edits[index + 1 :])), f"replace:{name}", edit
-        return patch.appended(edit), name, edit
+            return made.offspring(patch, parents, f"{before}replace:{made.label}", index)
+        return made.offspring(patch, parents, f"{before}{made.label}")
 
     def neighbour(self, patch: Patch, parent: str) -> Offspring | None:
         """A mutation of one patch (a local-search move or a mutation-only offspring)."""
-        mutated = self.mutate(patch)
-        if mutated is None:
-            return None
-        return Offspring(mutated[0], (parent,), mutated[1], mutated[2])
+        return self.mutate(patch, (parent,))
 
     def breed(
         self, first: tuple[str, Patch], second: tuple[str, Patch], crossover_rate: float, mutation_rate: float
@@ -187,33 +279,39 @@ class Variation:
         if self.crossovers and self.rng.random() < crossover_rate:
             crossover = self.crossovers[int(self.rng.integers(len(self.crossovers)))]
             child = crossover.combine(first[1], second[1], self.rng)
-            label, edit = crossover.name, None
+            parents = (first[0], second[0])
             if self.rng.random() < mutation_rate:
-                mutated = self.mutate(child)
+                mutated = self.mutate(child, parents, crossover.name)
                 if mutated is not None:
-                    child, label, edit = mutated[0], f"{label}+{mutated[1]}", mutated[2]
-            return Offspring(child, (first[0], second[0]), label, edit)
+                    return mutated
+            return Offspring(child, parents, crossover.name, None)
         return self.neighbour(first[1], first[0])
 
     def random_patch(self, size: int) -> Offspring | None:
         """A patch of `size` edits, each from a uniformly chosen operator, built without
         looking at any measurement. Its label names the operators in order."""
-        patch, names = Patch(), list[str]()
+        patch, names, new = Patch(), list[str](), tuple[Edit, ...]()
         for _ in range(size):
             made = self.new_edit(patch)
-            if made is None:
+            resolved = None if made is None else self.resolve(made.offspring(patch, (), made.label))
+            if made is None or resolved is None:  # (the next edit goes on the patch: it waits for this one)
                 break
-            patch, names = patch.appended(made[0]), [*names, made[1]]
+            patch, names, new = resolved.patch, [*names, made.label], resolved.new
         if not names:
             return None
-        last = patch.edits[-1]
-        return Offspring(patch, (), "+".join(names), last)
+        return Offspring(patch, (), "+".join(names), new[-1], new)
 
 
 class Batch:
     """One generation's candidates: each proposal applied, too-long patches and programs
     already present left out (counted as duplicates of the operator that made them, or, when
-    the offspring's new edit changed nothing, as unchanged: one count per offspring)."""
+    the offspring's new edit changed nothing, as unchanged: one count per offspring).
+
+    An offspring whose edits an operator is still waiting for (the model's) is queued, and so is
+    every offspring bred after it: offspring are offered in the order they were bred, each as
+    soon as those before it are, so which reply serves which candidate, and so the batch, is
+    fixed by the seed, however fast the replies come. `waiting` is how many are queued;
+    `settle_one` waits for the oldest."""
 
     def __init__(
         self,
@@ -229,27 +327,51 @@ class Batch:
         self.max_edits = max_edits
         self.on_candidate = on_candidate
         self.candidates: list[Candidate] = []
+        self.queue: collections.deque[Offspring] = collections.deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self.queue)
 
     def offer(self, offspring: Offspring) -> bool:
-        """Add the offspring unless its patch is too long or its program is already here."""
+        """Add the offspring unless its patch is too long or its program is already here; queue
+        it behind one still waiting for its edits (True: queued)."""
+        if offspring.later is not None or self.queue:
+            self.queue.append(offspring)
+            return True
+        return self._add(offspring)
+
+    def settle_one(self) -> None:
+        """Wait for the oldest queued offspring's edits, offer it, and every offspring behind it
+        that waits for nothing."""
+        if self.queue:
+            resolved = self.variation.resolve(self.queue.popleft())
+            if resolved is not None:
+                self._add(resolved)
+        while self.queue and self.queue[0].later is None:
+            self._add(self.queue.popleft())
+
+    def _add(self, offspring: Offspring) -> bool:
         if len(offspring.patch) > self.max_edits:
             return False
         variant = apply(self.variation.program, offspring.patch)
         self.variation.remember(offspring.patch, variant.tree_hash)
         name = operator_of_label(offspring.operator)
-        unchanged = offspring.edit is not None and self.variation.changed_nothing(offspring, variant)
+        unchanged = bool(offspring.new) and self.variation.changed_nothing(offspring, variant)
         if unchanged:
             self.variation.count(name, "unchanged")
         if variant.tree_hash in self.seen:
             if not unchanged:
                 self.variation.count(name, "duplicates")
-            llm = self.variation.llm
-            if llm is not None and offspring.edit is not None and name == llm.name:
-                llm.note_duplicate(offspring.edit)
+            operator = self.variation.by_name.get(name.split(".")[0])  # "llm.diff": the model's
+            if operator is not None and offspring.new:
+                operator.note_duplicate(offspring.new[-1])
             return False  # the same program is already here: not worth a slot
         self.seen.add(variant.tree_hash)
         identifier = f"g{self.generation}-i{len(self.candidates)}"
-        candidate = Candidate(identifier, offspring.patch, variant, offspring.parents, offspring.operator)
+        candidate = Candidate(
+            identifier, offspring.patch, variant, offspring.parents, offspring.operator, offspring.new
+        )
         self.candidates.append(candidate)
         if self.on_candidate is not None:
             self.on_candidate(candidate)

@@ -3,28 +3,32 @@
 Classic and language-model operators are counted alike: edits proposed, tries that found
 no site, offspring that repeated a program, offspring whose new edit changed nothing (took no
 effect, or made the program it was added to), programs evaluated, those passing every
-training test, those on the final front, and seconds spent proposing; the model adds its
-replies that did not parse, were the wrong kind of code or changed nothing (none of which
-became a proposal: they count among the tries without a site), and its tokens and cost.
+training test, those on the final front, and seconds spent proposing; an operator that asks
+outside gi adds what its `usage()` says: the model, one row per mode ("llm.diff"), its replies
+that did not parse, did not apply, were the wrong kind of code, reached for the test machinery,
+changed nothing, were no news or were refused by the reviewer (none of which became a proposal:
+they count among the tries without a site), the offspring whose tests failed, and its tokens
+and cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gi.algorithms.variation import operator_of_label
-from mutators.llm import LLMOperator
+from mutators import Operator
 
-COLUMNS = ("proposals", "no_site", "duplicates", "unchanged", "unparseable", "wrong_kind", "no_ops", "evaluated",
-           "passing", "front", "tokens", "cost", "seconds")  # fmt: skip
+COLUMNS = ("proposals", "no_site", "duplicates", "unchanged", "unparseable", "not_applied", "wrong_kind",
+           "tampering", "no_ops", "not_novel", "reviewer", "failed_tests", "evaluated", "passing", "front", "tokens",
+           "cost", "seconds")  # fmt: skip
 
 
 def count_by_operator(
     proposals: Mapping[str, Mapping[str, float]],
     lineage: Iterable[tuple[str, str, bool, dict[str, Any] | None]],
     front: Iterable[str],
-    llm: LLMOperator | None,
+    operators: Sequence[Operator],
 ) -> dict[str, dict[str, float]]:
     """One row per operator (and per crossover that made offspring without a new edit)."""
     table: dict[str, dict[str, float]] = {}
@@ -45,14 +49,15 @@ def count_by_operator(
             ok = evaluation["status"] == "ok" and evaluation["measures"].get("failed_tests", 1) == 0
             entry["passing"] += ok
         entry["front"] += identifier in on_front
-    if llm is not None:
-        entry = row(llm.name)
-        usage = llm.usage
-        entry["unparseable"] = llm.stats.unparseable
-        entry["wrong_kind"] = llm.stats.wrong_kind
-        entry["no_ops"] = llm.stats.no_ops
-        entry["tokens"] = usage.prompt_tokens + usage.completion_tokens
-        entry["cost"] = round(usage.cost, 6)
+    for operator in operators:  # what those that ask outside gi spent (the language model)
+        usage = operator.usage()
+        if usage is None:
+            continue
+        for name, part in (usage.parts or {operator.name: usage}).items():  # the model: one row a mode
+            entry = row(name)
+            entry.update(part.outcomes)
+            entry["tokens"] = part.tokens
+            entry["cost"] = round(part.cost, 6)
     for entry in table.values():
         entry["seconds"] = round(entry["seconds"], 3)
     return dict(sorted(table.items()))

@@ -29,7 +29,7 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point, violation
+from fitness.objectives import Constraint, Objective, objective_values, recorded_objective, reference_point, violation
 from gi.engine.run_folder import LOG_NAME, STORE_NAME, SUMMARY_NAME, read_summary
 from gi.engine.store import RunStore
 from gi.model.errors import StoreError, UsageError
@@ -77,7 +77,7 @@ class RunData:
 
     @property
     def objectives(self) -> list[Objective]:
-        return [OBJECTIVES.get(entry["name"]) for entry in self.summary["objectives"]]
+        return [recorded_objective(entry["name"], entry["direction"]) for entry in self.summary["objectives"]]
 
     @property
     def test_count(self) -> int:

@@ -183,7 +183,7 @@ def _operator_section(doc: _Document, rows: Mapping[str, Mapping[str, float]], s
         " less the edits that changed nothing and those that repeated a program), for every operator alike.",
         note=True,
     )
-    model = {name: row for name, row in rows.items() if row.get("tokens") or name == "llm"}
+    model = {name: row for name, row in rows.items() if row.get("tokens") or name.split(".")[0] == "llm"}
     if model:
         sides = {"language model": model, "classic": {n: r for n, r in rows.items() if n not in model}}
         summed = []

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mutators.base import OfflineMissError
 from mutators.llm.cache import ReplyCache, request_key
 
 if TYPE_CHECKING:
@@ -72,10 +73,6 @@ class LLMSettings:
 
 class LLMStoppedError(Exception):
     """The model can no longer be asked: a budget is spent or the server stays down."""
-
-
-class OfflineMissError(Exception):
-    """--offline, and the cache has no reply for a request."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mutators.base import Operator, RunFacts
 from mutators.llm.client import Budget, LLMClient, LLMSettings, RequestPool
 from mutators.llm.models import Models
 from mutators.llm.operator import LLMOperator
@@ -20,7 +21,16 @@ OPERATOR_KEYS = frozenset({
 })  # fmt: skip
 
 
-def operator_from_section(section: Mapping[str, Any], goal: str, cache: Path, offline: bool) -> LLMOperator:
+def operator_for_run(section: Mapping[str, Any], share: float, run: RunFacts) -> Operator:
+    """The operator a run's `[llm]` section asks for, with its share of mutations; `goal =
+    "auto"` takes the run's goal, and the reply cache and offline mode are the run's."""
+    goal = run.goal if section.get("goal", "auto") == "auto" else str(section["goal"])
+    return operator_from_section(section, goal, run.cache, run.offline, share=share)
+
+
+def operator_from_section(
+    section: Mapping[str, Any], goal: str, cache: Path, offline: bool, *, share: float = 0.0
+) -> LLMOperator:
     """The operator of an `[llm]` section (its keys as a mapping, validated by the config):
     one client per model (the section's own model, or each of `models` with what it sets
     differently), all on one pool of `concurrency` requests and one budget."""
@@ -48,4 +58,5 @@ def operator_from_section(section: Mapping[str, Any], goal: str, cache: Path, of
         inspirations=int(section.get("inspirations", 0)),
         novelty=float(section.get("novelty", 1.0)),
         patience=section.get("patience"),
+        share=share,
     )

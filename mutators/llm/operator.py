@@ -47,7 +47,7 @@ from gi.model.guard import risky_names
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, parse_quietly
 from gi.model.sites import Location, SiteKind
-from mutators.base import MutationContext, choose_site
+from mutators.base import BaseOperator, Deferred, Member, MutationContext, OperatorUsage, Outcome, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError, Reply, Sample, Usage
 from mutators.llm.local import Change, local_changes
 from mutators.llm.locate import function_in_variant, gone, removals
@@ -64,30 +64,6 @@ FAILURE_CHARS = 3000
 FRUITLESS_LIMIT = 2
 #: Lines above the function a prompt shows.
 CONTEXT_LINES = 12
-
-
-@dataclass(frozen=True)
-class Member:
-    """An archive member as the operator sees it, for inspirations and crossover partners."""
-
-    id: str
-    patch: Patch
-    #: The measured objective values, as a prompt shows them.
-    objectives: Mapping[str, float]
-    #: The same values each turned into one to minimise (in `objectives`' order).
-    minimised: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of one offspring whose new edits the operator made (for `learn`)."""
-
-    edits: tuple[Edit, ...]
-    evaluated: bool
-    passing: bool
-    entered_archive: bool
-    #: The failing training tests' output when it did not pass (never held-out tests).
-    failures: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +99,8 @@ class _Made:
     payload: dict[str, Any]
     reply: str
     attempts: int
+    #: What every model had spent when the reply was taken: requests, tokens, money.
+    spent: tuple[int, int, float]
 
 
 @dataclass(frozen=True)
@@ -141,6 +119,10 @@ class Proposal:
     reply: str = field(default="", compare=False)
     attempts: int = 0
 
+
+#: The columns of the run's accounting a mode's rejected replies fill (see `Counts`).
+OUTCOME_COLUMNS = ("unparseable", "not_applied", "wrong_kind", "tampering", "no_ops", "not_novel", "reviewer",
+                   "failed_tests", "retries", "reviews")  # fmt: skip
 
 #: Follow-ups (offspring that failed their tests) waiting to be asked; older ones are dropped.
 FOLLOW_UPS = 8
@@ -184,11 +166,12 @@ def prompt_hash(payload: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class LLMOperator:
+class LLMOperator(BaseOperator):
     """Propose new versions of functions, written by one or several language models."""
 
     name = "llm"
     description = "ask a language model to rewrite, edit or merge a function, for the run's goal"
+    waits = True
 
     def __init__(
         self,
@@ -202,6 +185,7 @@ class LLMOperator:
         inspirations: int = 0,
         novelty: float = 1.0,
         patience: int | None = None,
+        share: float = 0.0,
     ) -> None:
         if goal not in GOALS:
             raise ValueError(f"unknown goal {goal!r}; goals: {sorted(GOALS)}")
@@ -218,6 +202,8 @@ class LLMOperator:
         self.inspirations = inspirations
         self.novelty = Novelty(novelty)
         self.patience = patience
+        #: The share of a generation's new edits the model makes (`mutators.llm`).
+        self.fraction = share
         self.stats = LLMStats()
         #: How often each prompt was asked: the next ask takes the next sample.
         self.asked: dict[str, int] = {}
@@ -231,6 +217,11 @@ class LLMOperator:
         self.follow_ups: list[FollowUp] = []
         #: Offspring that entered the archive, per mode; requests when the last one did.
         self.successes: dict[str, int] = {}
+        #: Offspring that improved on the original (see `Outcome.improved`), per mode; the first
+        #: one of the run and of each mode, with what it took to get there.
+        self.improvements: dict[str, int] = {}
+        self.first_improvement: dict[str, Any] | None = None
+        self.firsts: dict[str, dict[str, Any]] = {}
         self.requests_at_success = 0
         self.replanned = False
         #: What the overseer did, for the run's warnings.
@@ -245,13 +236,13 @@ class LLMOperator:
         return self.models.first
 
     @property
-    def usage(self) -> Usage:
+    def spent(self) -> Usage:
         """Every model's requests, tokens, cost and verdict, added up."""
         return self.client.budget.usage
 
-    @property
     def stopped(self) -> str | None:
-        return self.usage.stopped
+        reason = self.spent.stopped
+        return None if reason is None else f"the language model stopped: {reason}"
 
     def state(self) -> dict[str, Any]:
         """Everything a resumed or replayed run needs to go on as this one would (JSON)."""
@@ -259,12 +250,15 @@ class LLMOperator:
             "asked": dict(self.asked),
             "fruitless": dict(self.fruitless),
             "session": self.client.session,
-            "usage": self.usage.to_json(),
+            "usage": self.spent.to_json(),
             "models": self.models.state(),
             "stats": self.stats.to_json(),
             "novelty": self.novelty.state(),
             "modes": dict(self.modes),
             "successes": dict(self.successes),
+            "improvements": dict(self.improvements),
+            "first_improvement": self.first_improvement,
+            "firsts": dict(self.firsts),
             "requests_at_success": self.requests_at_success,
             "replanned": self.replanned,
             "notes": list(self.notes),
@@ -285,10 +279,80 @@ class LLMOperator:
         self.novelty.restore(state.get("novelty", {}))
         self.modes = dict(state.get("modes", self.modes))
         self.successes = dict(state.get("successes", {}))
+        self.improvements = dict(state.get("improvements", {}))
+        self.first_improvement = state.get("first_improvement")
+        self.firsts = dict(state.get("firsts", {}))
         self.requests_at_success = int(state.get("requests_at_success", 0))
         self.replanned = bool(state.get("replanned", False))
         self.notes = list(state.get("notes", []))
         self.follow_ups = [FollowUp.from_json(follow) for follow in state.get("follow_ups", [])]
+
+    def share(self) -> float | None:
+        return self.fraction
+
+    def warnings(self) -> list[str]:
+        missing = sorted({arm.client.key_missing for arm in self.models if arm.client.key_missing})
+        keys = [f"{name} (llm.api_key_env) is not set: requests go without an API key" for name in missing]
+        return keys + self.notes
+
+    def usage(self) -> OperatorUsage:
+        """Every model's spending, and per mode (the accounting's rows "llm.rewrite", ...) what
+        its replies came to besides proposals."""
+        parts = {
+            f"{self.name}.{mode}": OperatorUsage(
+                tokens=counts.prompt_tokens + counts.completion_tokens,
+                cost=counts.cost,
+                outcomes={kind: getattr(counts, kind) for kind in OUTCOME_COLUMNS},
+            )
+            for mode, counts in self.stats.modes.items()
+        }
+        total = self.spent
+        return OperatorUsage(total.requests, total.tokens, total.cost, total.seconds, parts=parts)
+
+    def report(self, accounting: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+        """summary.json's `llm`: the model's settings (the key's variable name, never its value),
+        usage and verdict; per mode and per model, what became of the proposals (`parse_rate`:
+        replies whose code could be read; `apply_rate`: of those, the ones whose change fitted;
+        `pass_rate`: evaluated offspring that passed every training test); the improvements, what
+        each cost, and what the first one took."""
+        settings, usage, stats = self.client.settings, self.spent, self.stats
+        rows = [row for name, row in accounting.items() if name.split(".")[0] == self.name]
+        evaluated, passing = sum(r.get("evaluated", 0) for r in rows), sum(r.get("passing", 0) for r in rows)
+        improvements = sum(self.improvements.values())
+        modes = {}
+        for mode, counts in stats.modes.items():
+            row = accounting.get(f"{self.name}.{mode}", {})
+            modes[mode] = {**counts.to_json(), **{key: row.get(key, 0) for key in ("evaluated", "passing", "front")},
+                           "pass_rate": _rate(row.get("passing", 0), row.get("evaluated", 0)),
+                           "improvements": self.improvements.get(mode, 0),
+                           "first_improvement": self.firsts.get(mode)}  # fmt: skip
+        models = {
+            arm.name: {
+                **stats.models.get(arm.name, Counts()).to_json(),
+                "requests": arm.client.usage.requests,
+                "successes": arm.successes,
+                "weight": arm.weight,
+            }
+            for arm in self.models
+        }
+        return {
+            "base_url": settings.base_url, "model": settings.model, "api": settings.api,
+            "api_key_env": settings.api_key_env, "goal": self.goal, "requests": usage.requests,
+            "cache_hits": usage.cache_hits, "failures": usage.failures, "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens, "cost": round(usage.cost, 6),
+            "seconds": round(usage.seconds, 3), "proposals": stats.proposals, "edits": stats.edits,
+            "replies": stats.replies,
+            "parse_rate": None if stats.parse_rate is None else round(stats.parse_rate, 4),
+            "apply_rate": None if stats.total.apply_rate is None else round(stats.total.apply_rate, 4),
+            "pass_rate": _rate(passing, evaluated),
+            "improvements": improvements,
+            "tokens_per_improvement": round(usage.tokens / improvements) if improvements else None,
+            "cost_per_improvement": round(usage.cost / improvements, 6) if improvements else None,
+            "first_improvement": self.first_improvement,
+            "modes": modes, "models": models, "model_choice": self.models.choice,
+            "stopped": usage.stopped, "notes": list(self.notes),
+            "errors": usage.errors[:10], "rejected": stats.rejected[:20],
+        }  # fmt: skip
 
     def note_duplicate(self, edit: Edit) -> None:
         """The search already had the program `edit` made: a fruitless sample of its prompt."""
@@ -325,7 +389,7 @@ class LLMOperator:
     ) -> tuple[Edit, ...]:
         """Ask the model and wait: the edits its reply makes, () for none."""
         pending = self.prepare(program, patch, rng, context)
-        proposal = None if pending is None else self.finish(pending)
+        proposal = None if pending is None else self.answer(pending)
         return () if proposal is None else self.edits(program, patch, proposal)
 
     def prepare(
@@ -334,7 +398,7 @@ class LLMOperator:
         """Choose a function the patch has not taken away (weighted like any site), a mode, a
         model and for crossover a partner, and submit the request; None when the model is
         stopped or there is nothing to ask."""
-        if self.stopped:
+        if self.spent.stopped:
             return None
         while self.follow_ups:
             pending = self._follow_up(program, patch, self.follow_ups.pop(0))
@@ -416,7 +480,13 @@ class LLMOperator:
         weights = np.array([self.modes[name] for name in names], dtype=float)
         return names[int(rng.choice(len(names), p=weights / weights.sum()))]
 
-    def finish(self, pending: Pending) -> Proposal | None:
+    def finish(self, deferred: Deferred, program: Program, patch: Patch) -> tuple[Edit, ...]:
+        """The edits the prepared proposal makes to `patch`, once its reply has come."""
+        assert isinstance(deferred, Pending)
+        proposal = self.answer(deferred)
+        return () if proposal is None else self.edits(program, patch, proposal)
+
+    def answer(self, pending: Pending) -> Proposal | None:
         """Take the reply, read and check it, and feed a failure back to the model while the
         retries last; the proposal, or None."""
         mode_counts, model_counts = self.stats.of(pending.mode, pending.arm.name)
@@ -634,8 +704,9 @@ class LLMOperator:
         carrier = next((i for i, edit in enumerate(made) if isinstance(edit, WrittenCode | ReplaceFunction)), None)
         if carrier is not None:  # (a change that only deletes statements carries no code)
             made[carrier] = _with_tokens(made[carrier], proposal.prompt_tokens, proposal.completion_tokens)
+        spent = (self.spent.requests, self.spent.tokens, self.spent.cost)
         remembered = _Made(proposal.mode, proposal.model, site, code.function, proposal.payload, proposal.reply,
-                           proposal.attempts)  # fmt: skip
+                           proposal.attempts, spent)  # fmt: skip
         for edit in made:
             self._made[edit] = remembered
         return tuple(made)
@@ -656,10 +727,11 @@ class LLMOperator:
 
     # --- learning from the generation ---------------------------------------------------------
 
-    def learn(self, outcomes: Sequence[Outcome], archive: Sequence[Member]) -> None:
-        """Take in what became of the generation's offspring: the archive for the next prompts,
-        each model's and mode's successes, and the overseer's verdict."""
-        self.archive = tuple(archive)
+    def learn(self, outcomes: Sequence[Outcome], members: Sequence[Member]) -> None:
+        """Take in what became of the generation's offspring: the archive and population for the
+        next prompts, each model's and mode's successes and improvements, failures to feed
+        back, and the overseer's verdict."""
+        self.archive = tuple(member for member in members if member.objectives is not None)
         self._versions.clear()
         for outcome in outcomes:
             made = next((self._made[edit] for edit in outcome.edits if edit in self._made), None)
@@ -676,25 +748,33 @@ class LLMOperator:
                 del self.follow_ups[:-FOLLOW_UPS]
             if not outcome.entered_archive:
                 continue
+            if outcome.improved:
+                self.improvements[made.mode] = self.improvements.get(made.mode, 0) + 1
+                requests, tokens, cost = made.spent
+                first = {"mode": made.mode, "model": made.model, "evaluations": outcome.evaluations,
+                         "requests": requests, "tokens": tokens, "cost": round(cost, 6)}  # fmt: skip
+                self.firsts.setdefault(made.mode, first)
+                if self.first_improvement is None:
+                    self.first_improvement = first
             self.successes[made.mode] = self.successes.get(made.mode, 0) + 1
             arm = self.models.arm(made.model)
             if arm is not None:
                 arm.successes += 1
-            self.requests_at_success = self.usage.requests
+            self.requests_at_success = self.spent.requests
         self._made.clear()
         self._oversee()
 
     def _oversee(self) -> None:
         """After `patience` requests without an offspring entering the archive, re-plan the
         modes once (towards those that succeeded; all modes if one was used), then stop."""
-        if self.patience is None or self.stopped:
+        if self.patience is None or self.spent.stopped:
             return
-        idle = self.usage.requests - self.requests_at_success
+        idle = self.spent.requests - self.requests_at_success
         if idle < self.patience:
             return
         if not self.replanned:
             self.replanned = True
-            self.requests_at_success = self.usage.requests
+            self.requests_at_success = self.spent.requests
             used = list(self.modes) if len(self.modes) > 1 else list(MODES)
             self.modes = {
                 mode: (self.successes.get(mode, 0) + 1) / (self.stats.modes.get(mode, Counts()).proposals + 2)
@@ -704,7 +784,7 @@ class LLMOperator:
             self.notes.append(f"the overseer re-planned the model after {idle} requests without an offspring"
                               f" entering the archive: modes {plan}")  # fmt: skip
             return
-        self.usage.stopped = (
+        self.spent.stopped = (
             f"the overseer stopped it: {idle} requests without an offspring entering the archive"
             f" (llm.patience = {self.patience})"
         )
@@ -740,5 +820,11 @@ def _import_position(program: Program, file: str) -> Location:
     raise EditError(f"{file} has no statement an import could go before")
 
 
-def _measured(objectives: Mapping[str, float]) -> str:
+def _rate(part: float, whole: float) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _measured(objectives: Mapping[str, float] | None) -> str:
+    if objectives is None:
+        return "broken"
     return ", ".join(f"{name} = {value:.4g}" for name, value in objectives.items()) or "not measured yet"

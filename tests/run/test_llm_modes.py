@@ -171,8 +171,10 @@ def test_each_mode_s_edit_reaches_the_front_where_only_it_improves_the_program(
     improved = [m for m in summary["front"] if m["objectives"]["failed_tests"] == 0 and m["id"] != "original"]
     assert any(m["objectives"]["complexity"] < summary["baseline"]["objectives"]["complexity"] for m in improved)
     counts = summary["llm"]["modes"][mode]
-    assert counts["edits"] >= 1 and counts["apply_rate"] > 0
-    assert summary["operators"][f"llm.{mode}"]["front"] >= 1
+    assert counts["edits"] >= 1 and counts["apply_rate"] > 0 and counts["improvements"] >= 1
+    assert summary["llm"]["first_improvement"]["mode"] == mode
+    # (The member on the front may be a later offspring that kept the mode's edit: a drop of
+    # another edit, say; the row of the mode counts the offspring it made itself.)
 
 
 @pytest.mark.slow

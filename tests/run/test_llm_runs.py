@@ -16,12 +16,13 @@ import pytest
 
 from fitness.objectives import OBJECTIVES, Constraint
 from gi.algorithms import NSGA2, SearchSettings
-from gi.algorithms.variation import LLM_MARGIN
+from gi.algorithms.variation import SHARE_MARGIN
 from gi.cli.main import main
 from gi.config import load_config
+from gi.engine.progress import Progress
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
-from gi.run.experiment import Progress, run_experiment
+from gi.run.experiment import run_experiment
 from mutators import CROSSOVERS, OPERATORS
 from mutators.llm import LLMClient, LLMOperator, LLMSettings
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
@@ -157,11 +158,12 @@ def test_the_linear_rewrite_reaches_the_front_and_is_accounted_for(
     assert edit["kind"] == "write_statement", edit
     assert "seen = set()" in edit["source"] and edit["model"] == "scripted" and edit["prompt_tokens"] == 100
     assert members[0]["objectives"]["complexity"] < summary["baseline"]["objectives"]["complexity"]
-    row = summary["operators"]["llm"]
+    row = summary["operators"]["llm.rewrite"]  # the model's rows are by mode: here only rewrites
     assert row["proposals"] >= 1 and row["evaluated"] >= 1 and row["passing"] >= 1 and row["front"] >= 1
     assert row["tokens"] == 150 * summary["llm"]["requests"]
-    # Each of the 4 generations asks the model at most its share of 6 mutations, plus a margin.
-    assert summary["llm"]["requests"] <= 4 * (math.ceil(6 * 0.5) + LLM_MARGIN)
+    # Each of the 4 generations asks the model at most its share of 6 mutations, plus a margin,
+    # each proposal with at most one retry that feeds its failure back (llm.feedback_retries).
+    assert summary["llm"]["requests"] <= 4 * (math.ceil(6 * 0.5) + SHARE_MARGIN) * 2
     assert summary["llm"]["cost"] == pytest.approx(summary["llm"]["requests"] * (100 * 1.0 + 50 * 2.0) / 1e6)
     # The prompt carried the function and the goal, and never a held-out test.
     prompt = scripted.requests[0]["messages"][1]["content"]
@@ -219,7 +221,7 @@ def test_bad_replies_are_counted_and_cost_no_evaluation(
     config.write_text(config.read_text().replace("max_requests = 200", "max_requests = 40"))
     assert main(["run", str(config), "--quiet"]) == 0
     summary = summary_of(tmp_path)
-    row = summary["operators"]["llm"]
+    row = summary["operators"]["llm.rewrite"]
     # Once the rewrite is in a patch, asking again gives the same code back: more no-ops follow.
     assert row["unparseable"] == 1 and row["wrong_kind"] == 2 and row["no_ops"] >= 1
     assert summary["llm"]["requests"] >= 5
@@ -261,20 +263,20 @@ def test_replies_that_repeat_programs_are_not_asked_for_endlessly(
     scripted, server = model  # every reply is the same rewrite
     client = LLMClient(LLMSettings(base_url=server.base_url, model="scripted", cache=tmp_path / "cache", retries=0))
     population, share = 6, 1.0
+    model_operator = LLMOperator(client, "faster", share=share)
     search = NSGA2(
         make_program(PROGRAM),
         [OBJECTIVES.get("failed_tests"), OBJECTIVES.get("size")],
         Constraint.TRAIN_PASS,
-        [OPERATORS.get("statement_delete"), OPERATORS.get("constant")],
+        [OPERATORS.get("statement_delete"), OPERATORS.get("constant"), model_operator],
         [CROSSOVERS.get("uniform")],
         SearchSettings(population=population),
         np.random.default_rng(0),
         reference=(4.0, 11.0),
         test_count=3,
-        llm=LLMOperator(client, "faster"),
-        llm_share=share,
     )
-    most = math.ceil(population * share) + LLM_MARGIN
+    # Its share of the mutations plus a margin, each with one retry that feeds its failure back.
+    most = (math.ceil(population * share) + SHARE_MARGIN) * 2
     for generation in range(3):
         before = len(scripted.requests)
         batch = search.ask()
@@ -287,8 +289,8 @@ def test_replies_that_repeat_programs_are_not_asked_for_endlessly(
         ]
         search.tell(batch, evaluations)
     # The same rewrite again is not evaluated: the operator knows it (novelty), or the batch does.
-    rewrite = search.llm.stats.modes["rewrite"] if search.llm is not None else None
-    assert rewrite is not None and rewrite.not_novel + search.accounting["llm"]["duplicates"] >= 1
+    rewrite = model_operator.stats.modes["rewrite"]
+    assert rewrite.not_novel + search.accounting.get("llm.rewrite", {}).get("duplicates", 0) >= 1
 
 
 @pytest.mark.slow

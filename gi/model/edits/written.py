@@ -19,6 +19,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _in_place_of, _statement
+from gi.model.edits.words import quote, quoted
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -52,6 +53,9 @@ class WrittenCode(Edit):
     def statements(self) -> list[cst.BaseStatement]:
         return parse_statements(self.source)
 
+    def by(self) -> str:
+        return f" by {self.model}" if self.model else " by the language model"
+
 
 @dataclass(frozen=True, slots=True)
 class WriteStatement(WrittenCode):
@@ -71,6 +75,9 @@ class WriteStatement(WrittenCode):
         for statement in first:
             plan.insert_before(self.target, statement)
         plan.replace(self.target, last)
+
+    def words(self, program: Program) -> str:
+        return f"{quote(program, self.target)} becomes {quoted(self.source)}{self.by()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +101,9 @@ class InsertCode(_PutBeside):
         for statement in self.statements():
             plan.insert_before(self.target, statement)
 
+    def words(self, program: Program) -> str:
+        return f"insert {quoted(self.source)} before {quote(program, self.target)}{self.by()}"
+
 
 @dataclass(frozen=True, slots=True)
 class AppendCode(_PutBeside):
@@ -104,6 +114,9 @@ class AppendCode(_PutBeside):
     def contribute(self, plan: RewritePlan, program: Program) -> None:
         for statement in self.statements():
             plan.insert_after(self.target, statement)
+
+    def words(self, program: Program) -> str:
+        return f"insert {quoted(self.source)} after {quote(program, self.target)}{self.by()}"
 
 
 def _is_import(statement: cst.BaseStatement) -> bool:
@@ -132,6 +145,9 @@ class AddImport(_PutBeside):
         for statement in rest:
             plan.insert_before(self.target, statement)
 
+    def words(self, program: Program) -> str:
+        return f"add {quoted(self.source)}{self.by()}"
+
 
 @dataclass(frozen=True, slots=True)
 class AddDefinition(_PutBeside):
@@ -156,3 +172,8 @@ class AddDefinition(_PutBeside):
         assert isinstance(definition, (cst.FunctionDef, cst.ClassDef))
         two_blank_lines = [cst.EmptyLine(), cst.EmptyLine()] if self.target.path.count(".") == 0 else []
         plan.insert_before(self.target, definition.with_changes(leading_lines=two_blank_lines))
+
+    def words(self, program: Program) -> str:
+        [definition] = self.statements()
+        what = f"class {self.name}" if isinstance(definition, cst.ClassDef) else f"helper {self.name}()"
+        return f"add {what}{self.by()}"

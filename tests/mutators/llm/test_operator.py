@@ -179,7 +179,7 @@ def test_the_reviewer_s_objection_goes_back_into_a_retry(
     assert "a reviewer objected: This counts the items" in model.requests[2]["messages"][-1]["content"]
     counts = operator.stats.modes["rewrite"]
     assert (counts.reviews, counts.reviewer, counts.retries, counts.edits) == (2, 1, 1, 1)
-    assert operator.usage.requests == 4
+    assert operator.spent.requests == 4
 
 
 def test_helpers_and_imports_beside_the_function_are_read_and_other_code_is_refused(
@@ -245,18 +245,20 @@ def test_the_overseer_replans_then_stops_a_model_that_spends_without_progress(
 
     def generation(successful: bool = False) -> None:
         made = [operator.propose_edits(program, Patch(), rng, context) for _ in range(2)]
-        outcomes = [Outcome(edits, True, True, successful) for edits in made if edits]
+        outcomes = [Outcome("llm.rewrite", edits, True, True, successful) for edits in made if edits]
         operator.learn(outcomes, [])
 
     generation(successful=True)
     generation()
-    assert not operator.notes and operator.stopped is None
+    assert not operator.notes and operator.stopped() is None
     generation()  # four requests since the last success
     assert operator.notes and "re-planned" in operator.notes[0] and set(operator.modes) == {"rewrite", "diff",
                                                                                            "crossover"}  # fmt: skip
     generation()
     generation()
-    assert operator.stopped is not None and "the overseer stopped it" in operator.stopped
+    assert (operator.stopped() or "").endswith(
+        "the overseer stopped it: 4 requests without an offspring entering the archive (llm.patience = 3)"
+    )
     asked = len(model.requests)
     assert operator.propose_edits(program, Patch(), rng, context) == () and len(model.requests) == asked
     assert operator.successes == {"rewrite": 2}
@@ -273,7 +275,7 @@ def test_a_version_whose_tests_fail_is_asked_again_with_their_output(
     rng, context = np.random.default_rng(0), total_only(program)
     edits = operator.propose_edits(program, Patch(), rng, context)
     assert function_of(program, edits) == broken
-    operator.learn([Outcome(edits, True, False, False, "E   assert 3 == 6")], [])
+    operator.learn([Outcome("llm.rewrite", edits, True, False, False, failures="E   assert 3 == 6")], [])
     saved = json.loads(json.dumps(operator.state()))
     assert len(saved["follow_ups"]) == 1
 
@@ -287,7 +289,7 @@ def test_a_version_whose_tests_fail_is_asked_again_with_their_output(
     assert "with this version the tests fail" in asked[3]["content"] and "assert 3 == 6" in asked[3]["content"]
     assert resumed.stats.modes["rewrite"].failed_tests == 1 and resumed.stats.modes["rewrite"].retries == 1
     # One retry allowed (feedback_retries = 1): a failure of the follow-up is not asked again.
-    resumed.learn([Outcome(fixed, True, False, False, "E   still failing")], [])
+    resumed.learn([Outcome("llm.rewrite", fixed, True, False, False, failures="E   still failing")], [])
     assert resumed.follow_ups == []
 
 

@@ -1,0 +1,218 @@
+"""The run loop: ask, evaluate, tell, checkpoint, one generation at a time.
+
+The loop knows the search (`gi.algorithms.Search`) and the run's services: the evaluation
+service (cache, backend, measures), the storage (checkpoints), the original's timing (drift)
+and the held-out tests (the generalisation gap, after `tell`, so they never steer selection).
+When an operator's proposals wait on a server (the language model's), breeding runs in a thread
+of its own and each candidate is evaluated as soon as it is bred.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from fitness.objectives import objective_values
+from gi.algorithms import Search
+from gi.algorithms.variation import Candidate, operator_of_label
+from gi.engine.held_out import HeldOut, front_members
+from gi.engine.progress import Progress, ProgressCallback
+from gi.engine.service import EvaluationService
+from gi.engine.storage import RunStorage
+from gi.engine.timing import OriginalTiming
+from gi.model.errors import LLMError
+from gi.model.results import Evaluation
+from mutators import Operator
+from mutators.base import Member, OfflineMissError, Outcome
+from populations import Individual
+
+
+class RunLoop:
+    """The generations of one run, from where its search stands to `generations`."""
+
+    def __init__(
+        self,
+        search: Search,
+        evaluations: EvaluationService,
+        storage: RunStorage,
+        timing: OriginalTiming,
+        held_out: HeldOut | None,
+        operators: Sequence[Operator],
+        on_progress: ProgressCallback,
+        *,
+        replay_of: Path | None = None,
+    ) -> None:
+        self.search = search
+        self.evaluations = evaluations
+        self.storage = storage
+        self.timing = timing
+        self.held_out = held_out
+        self.operators = tuple(operators)
+        self.on_progress = on_progress
+        self.replay_of = replay_of
+
+    @property
+    def progress(self) -> Progress:
+        return self.evaluations.progress
+
+    def run(self, generations: int, baseline: Evaluation) -> None:
+        """Run generations until the search has made `generations` after the first, each
+        ending in a checkpoint."""
+        search = self.search
+        while search.generation < generations:
+            before = {member.tree_hash for member in front_members(search.archive.members)}
+            generation = search.generation + 1
+            self.progress.generation = generation
+            if generation > 0:
+                self.timing.remeasure(generation)
+            known, counted = set(self.evaluations.cache), self.progress.evaluations
+            candidates, evaluations = self._breed_and_evaluate(generation)
+            self._note_stops()
+            children = search.tell(candidates, evaluations)
+            self._teach(candidates, evaluations, children, baseline, known, counted)
+            gap = None
+            if self.held_out is not None:  # after tell: what the search chose is already settled
+                new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
+                gap = self.held_out.generation(search.generation, new, self.evaluations.cache, baseline.tests)
+            self._checkpoint(children, gap)
+            self.on_progress(self.progress, True)
+
+    def _teach(
+        self,
+        candidates: Sequence[Candidate],
+        evaluations: Sequence[Evaluation],
+        children: Sequence[Individual],
+        baseline: Evaluation,
+        known: set[str],
+        counted: int,
+    ) -> None:
+        """Tell each operator what became of the offspring of its edits (evaluated, passing, in
+        the archive, better than the original, the failing tests' output) and how the archive
+        and the population stand: the model learns from them (its prompts, its bandit, its
+        overseer). Held-out results never reach an operator."""
+        search = self.search
+        in_archive = {member.id for member in search.archive.members}
+        original = objective_values(search.objectives, baseline.measures, search.worst()) if baseline.ok else None
+        outcomes: dict[str, list[Outcome]] = {}
+        for candidate, evaluation, child in zip(candidates, evaluations, children, strict=True):
+            name = operator_of_label(candidate.operator).split(".")[0]
+            new = candidate.variant.tree_hash not in known
+            if new:
+                known.add(candidate.variant.tree_hash)
+                counted += 1
+            passing = evaluation.ok and evaluation.measures.get("failed_tests", 1) == 0
+            entered = child.id in in_archive
+            improved = entered and child.fitness.feasible and passing and _better(search, child, original)
+            failures = "" if passing else evaluation.detail
+            outcomes.setdefault(name, []).append(
+                Outcome(candidate.operator, candidate.edits, new, passing, entered, improved, failures, counted)
+            )
+        members = {member.id: member for member in (*search.archive.members, *search.population)}
+        seen = [_member(search, member) for member in members.values()]
+        for operator in self.operators:
+            operator.learn(outcomes.get(operator.name, []), seen)
+            for warning in operator.warnings():  # what it learnt to say (the overseer's re-plan)
+                self.progress.warn(warning)
+
+    def _note_stops(self) -> None:
+        for operator in self.operators:
+            reason = operator.stopped()
+            if reason:
+                self.progress.warn(f"{reason}; the run goes on with the other operators")
+
+    def _checkpoint(self, children: Sequence[Individual], gap: dict[str, Any] | None) -> None:
+        search, progress = self.search, self.progress
+        progress.best = search.best()
+        progress.hypervolume = search.hypervolume()
+        progress.front_size = len(search.archive.members)
+        stats = {
+            "generation": search.generation,
+            "evaluations": progress.evaluations,
+            "cache_hits": progress.cache_hits,
+            "offspring": len(children),
+            "feasible": sum(individual.fitness.feasible for individual in search.population),
+            "front_size": progress.front_size,
+            "hypervolume": progress.hypervolume,
+            "best": progress.best,
+        }
+        self.storage.save_generation(search, children, stats, self.operators, gap)
+
+    def _breed_and_evaluate(self, generation: int) -> tuple[list[Candidate], list[Evaluation]]:
+        """The generation's batch and its evaluations. When an operator waits on a server,
+        breeding runs in a thread of its own and each candidate is evaluated as soon as it is
+        bred, so the replies are awaited while earlier candidates run. The batch is bred in one
+        thread in a fixed order and results are taken in its order, so the search does not
+        depend on which finishes first."""
+        expected = self.search.settings.population
+        if not any(operator.waits for operator in self.operators):  # breeding takes milliseconds
+            return self.evaluations.evaluate(self._ask(generation), generation, expected)
+        bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
+        stop = threading.Event()
+
+        def hand_over(candidate: Candidate) -> None:
+            if stop.is_set():  # evaluation failed or was interrupted: breed no further
+                raise _BreedingStoppedError
+            bred.put(candidate)
+
+        def breed() -> None:
+            try:
+                self._ask(generation, on_candidate=hand_over)
+                bred.put(None)
+            except BaseException as error:  # handed to the evaluating thread, which raises it
+                bred.put(error)
+
+        def arriving() -> Iterator[Candidate]:
+            while (item := bred.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
+        breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
+        breeder.start()
+        try:
+            return self.evaluations.evaluate(arriving(), generation, expected)
+        finally:
+            # Never leave breeding running (asking the model, drawing from the generator)
+            # after the generation: it ends at its next candidate, or its current request.
+            stop.set()
+            breeder.join()
+
+    def _ask(self, generation: int, on_candidate: Callable[[Candidate], None] | None = None) -> list[Candidate]:
+        """The search's next batch; a reply the offline cache lacks is a clear error."""
+        try:
+            return self.search.ask(on_candidate)
+        except OfflineMissError as error:
+            if self.replay_of is not None:
+                raise LLMError(
+                    f"replay of {self.replay_of}, generation {generation}: the recorded run's replies do not"
+                    f" cover what the replay asks ({error}); is this the reply cache it ran with (llm.cache)?"
+                ) from None
+            raise LLMError(str(error)) from None
+
+
+def _better(search: Search, child: Individual, original: Sequence[float] | None) -> bool:
+    """Whether the child beats the original in an objective other than patch size (a broken
+    original is beaten by any child that passes)."""
+    if original is None:
+        return True
+    if child.objectives is None:
+        return False
+    return any(
+        objective.minimised(value) < objective.minimised(before)
+        for objective, value, before in zip(search.objectives, child.objectives, original, strict=True)
+        if objective.name != "size"
+    )
+
+
+def _member(search: Search, individual: Individual) -> Member:
+    values = individual.objectives
+    named = None if values is None else {o.name: v for o, v in zip(search.objectives, values, strict=True)}
+    minimised = tuple(o.minimised(v) for o, v in zip(search.objectives, values or search.worst(), strict=True))
+    return Member(individual.id, individual.patch, named, minimised)
+
+
+class _BreedingStoppedError(Exception):
+    """Raised in the breeding thread when the generation's evaluation has stopped."""
