@@ -53,7 +53,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def show_command(args: argparse.Namespace, console: Console) -> int:
     from gi.engine.run_folder import ORIGINAL, find_member, read_diff, read_summary
-    from gi.reports.tables import describe_speedup, front_view, operator_table
+    from gi.reports.tables import describe_speedup, front_view, model_table, operator_table
 
     summary = read_summary(args.run)
     if args.patch is None:
@@ -63,6 +63,8 @@ def show_command(args: argparse.Namespace, console: Console) -> int:
         console.print(front_view(summary))
         if summary.get("operators"):
             console.print(operator_table(summary))
+        if (model := model_table(summary)) is not None:
+            console.print(model)
         _show_gap(summary, console)
         if summary.get("validation"):
             from gi.studies.validate import validation_table

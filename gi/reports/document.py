@@ -24,6 +24,7 @@ from gi.reports.tables import (
     VALIDATION_COLUMNS,
     changed_members,
     describe_speedup,
+    model_rows,
     validation_baseline,
     validation_rows,
 )
@@ -285,6 +286,19 @@ def _run_document(folder: Path) -> _Document:
     _front_section(doc, {"front members": changed_members(summary)}, summary)
     _hypervolume_section(doc, {experiment["name"]: [summary.get("hypervolume") or []]}, several=False)
     _operator_section(doc, summary.get("operators") or {}, (summary.get("llm") or {}).get("stopped"))
+    header, rows, lines = model_rows(summary)
+    if rows:
+        doc.heading("Language model", level=3)
+        doc.table(header, rows)
+        for line in lines:
+            doc.paragraph(line[0].upper() + line[1:] + ".")
+        doc.paragraph(
+            "Per mode, then per model: proposals, replies, the share of replies whose code could be read (parsed) and"
+            " of those whose change fitted the code (applied), replies that were no news, offspring run and passing"
+            " every training test, members on the front and the share of those that fail a held-out test (overfit),"
+            " offspring that improved on the original (for a model: that entered the archive), tokens and money.",
+            note=True,
+        )
     _gap_section(doc, {experiment["name"]: summary.get("generalisation_gap") or []})
     if summary.get("validation"):
         _validation_section(doc, summary["validation"])

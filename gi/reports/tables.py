@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -214,3 +215,85 @@ def gap_table(gap: Sequence[Mapping[str, Any]]) -> Table:
             "-" if (rate := gap_rate(row)) is None else f"{rate:.0%}",
         )
     return table
+
+
+#: The language model's figures per mode and per model: (summary key, column title).
+MODEL_COLUMNS = (
+    ("proposals", "proposed"), ("replies", "replies"), ("parse_rate", "parsed"), ("apply_rate", "applied"),
+    ("not_novel", "no news"), ("evaluated", "run"), ("pass_rate", "passing"), ("front", "front"),
+    ("overfit", "overfit"), ("improvements", "improved"), ("tokens", "tokens"), ("cost", "USD"),
+)  # fmt: skip
+
+
+def _cell(key: str, value: Any) -> str:
+    if key.endswith("_rate") or key == "overfit":
+        return _percent(value)
+    return _number(value)
+
+
+def model_rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    """The language model's accounting as a table (a row per mode, then per model) and lines
+    under it: what improving cost, the first improvement, the overseer's notes. Overfit: the
+    share of the mode's members on the front that pass the training tests and fail a held-out
+    one. Empty when the run had no model."""
+    llm = summary.get("llm")
+    if not llm or not llm.get("modes"):
+        return [], [], []
+    judged: dict[str, list[bool]] = {}
+    for member in summary.get("front", []):
+        label = member["operator"].rpartition("+")[2].removeprefix("replace:")
+        if label.startswith("llm.") and member.get("overfits") is not None:
+            judged.setdefault(label.removeprefix("llm."), []).append(bool(member["overfits"]))
+    header = ["mode or model", *(title for _, title in MODEL_COLUMNS)]
+    rows = []
+    for mode, counts in llm["modes"].items():
+        shares = judged.get(mode)
+        figures = {
+            **counts,
+            "tokens": counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0),
+            "overfit": sum(shares) / len(shares) if shares else None,
+        }
+        rows.append([mode, *(_cell(key, figures.get(key)) for key, _ in MODEL_COLUMNS)])
+    for model, counts in (llm.get("models") or {}).items():
+        figures = {**counts, "tokens": counts.get("prompt_tokens", 0) + counts.get("completion_tokens", 0),
+                   "improvements": counts.get("successes")}  # fmt: skip
+        rows.append([f"model {model}", *(_cell(key, figures.get(key)) for key, _ in MODEL_COLUMNS)])
+    lines = []
+    if llm.get("improvements"):
+        lines.append(
+            f"{llm['improvements']} improvement(s) on the original: {_number(llm['tokens_per_improvement'])} tokens"
+            f" and ${_number(llm['cost_per_improvement'])} each"
+        )
+    first = llm.get("first_improvement")
+    if first:
+        lines.append(
+            f"the first ({first['mode']}, {first['model']}) after {first['evaluations']} evaluations,"
+            f" {first['requests']} requests, {first['tokens']} tokens, ${_number(first['cost'])}"
+        )
+    lines += list(llm.get("notes") or [])
+    return header, rows, lines
+
+
+def model_table(summary: Mapping[str, Any]) -> Group | None:
+    """The language model's accounting per mode and per model, for `gi show` (None without a model)."""
+    _, rows, lines = model_rows(summary)
+    if not rows:
+        return None
+    shown = [index + 1 for index, (key, _) in enumerate(MODEL_COLUMNS) if key in _TERMINAL_MODEL_COLUMNS]
+    table = Table(title="Language model: per mode, then per model", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True)  # fmt: skip
+    table.add_column("", no_wrap=True)
+    for index in shown:
+        table.add_column(_TERMINAL_MODEL_COLUMNS[MODEL_COLUMNS[index - 1][0]], justify="right")
+    for row in rows:
+        table.add_row(row[0], *(row[index] for index in shown))
+    lines.append("asked: proposals; read: replies whose code could be read; fit: of those, the ones whose change"
+                 " fitted the code; pass: of those run; better: offspring that improved on the original (for a"
+                 " model: that entered the archive); more in summary.json and the report")  # fmt: skip
+    return Group(table, Text("\n".join(lines)))
+
+
+#: The model's columns `gi show` has room for at 80 columns.
+_TERMINAL_MODEL_COLUMNS = {"proposals": "asked", "parse_rate": "read", "apply_rate": "fit", "evaluated": "run",
+                           "pass_rate": "pass", "front": "front", "improvements": "better", "tokens": "tokens",
+                           "cost": "USD"}  # fmt: skip

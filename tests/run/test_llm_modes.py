@@ -231,7 +231,7 @@ def test_a_request_budget_holds_across_an_interruption_and_a_resume(
 
 @pytest.mark.slow
 def test_a_run_that_used_every_mode_replays_offline_to_its_front(
-    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer], capsys: pytest.CaptureFixture[str]
 ) -> None:
     scripted, server = model
     helper = LINEAR.replace("    seen = set()\n", "    seen = _empty()\n").replace(
@@ -245,6 +245,15 @@ def test_a_run_that_used_every_mode_replays_offline_to_its_front(
     used = {mode for mode, counts in made["llm"]["modes"].items() if counts["edits"]}
     assert used == {"rewrite", "diff", "crossover"}, made["llm"]["modes"]
     assert "add_definition" in kinds or made["llm"]["modes"]["rewrite"]["edits"], kinds
+    # gi show and the report set the modes side by side, with what improving cost.
+    folder = tmp_path / "runs" / "pairs-seed3"
+    capsys.readouterr()
+    assert main(["show", str(folder)]) == 0
+    shown = capsys.readouterr().out
+    assert "Language model" in shown and all(mode in shown for mode in ("rewrite", "diff", "crossover"))
+    report = (folder / "report.md").read_text()
+    assert "### Language model" in report and "| model scripted |" in report
+    assert f"{made['llm']['improvements']} improvement(s) on the original" in report
     asked = len(scripted.requests)
     server.stop()
     assert main(["replay", str(config), "--quiet"]) == 0
