@@ -159,16 +159,30 @@ class Budget:
         #: Requests submitted whose replies have not been taken: their most tokens and cost.
         self.outstanding_tokens = 0
         self.outstanding_cost = 0.0
+        #: Requests held for the retries of proposals in flight (counted against the budget
+        #: when held, so that sending one early decides nothing; see `Hold`).
+        self.held = 0
         self.lock = threading.Lock()
 
-    def reserve(self, tokens: int, cost: float) -> None:
-        """Count a request about to be sent, or raise LLMStoppedError if a budget forbids it
-        (the caller holds `lock`)."""
+    def reserve(self, tokens: int, cost: float, hold: Hold | None = None) -> None:
+        """Count a request about to be sent, and keep what `hold` holds for its retries (as many
+        as the budgets leave room for: a hold shrinks, a request is never refused for it), or
+        raise LLMStoppedError if a budget forbids the request (the caller holds `lock`)."""
         u = self.usage
         if u.stopped:
             raise LLMStoppedError(u.stopped)
+        if hold is not None:
+            while hold.requests and not self._fits(1 + hold.requests, tokens + hold.tokens, cost + hold.cost):
+                hold.requests, hold.tokens, hold.cost = (
+                    hold.requests - 1,
+                    hold.tokens - hold.each[0],
+                    hold.cost - hold.each[1],
+                )
+        extra = hold.requests if hold is not None else 0
+        tokens += hold.tokens if hold is not None else 0
+        cost += hold.cost if hold is not None else 0.0
         reason = None
-        if self.max_requests is not None and u.requests >= self.max_requests:
+        if self.max_requests is not None and u.requests + self.held + extra + 1 > self.max_requests:
             reason = f"the request budget is spent ({self.max_requests} requests)"
         elif self.max_total_tokens is not None and (
             u.tokens >= self.max_total_tokens or u.tokens + self.outstanding_tokens + tokens > self.max_total_tokens
@@ -182,8 +196,49 @@ class Budget:
             u.stopped = reason
             raise LLMStoppedError(reason)
         u.requests += 1
+        self.held += extra
         self.outstanding_tokens += tokens
         self.outstanding_cost += cost
+
+    def _fits(self, requests: int, tokens: int, cost: float) -> bool:
+        """Whether every budget has room for that many more requests, tokens and money."""
+        u = self.usage
+        return (
+            (self.max_requests is None or u.requests + self.held + requests <= self.max_requests)
+            and (self.max_total_tokens is None or u.tokens + self.outstanding_tokens + tokens <= self.max_total_tokens)
+            and (self.max_cost is None or u.cost + self.outstanding_cost + cost <= self.max_cost)
+        )
+
+    def keep(self, hold: Hold) -> None:
+        """Keep what `hold` asks for if every budget allows it, else keep nothing (its proposal
+        gets no retries); for a request answered from the cache (the caller holds `lock`)."""
+        if self.usage.stopped or not self._fits(hold.requests, hold.tokens, hold.cost):
+            hold.requests, hold.tokens, hold.cost = 0, 0, 0.0
+        self.held += hold.requests
+        self.outstanding_tokens += hold.tokens
+        self.outstanding_cost += hold.cost
+
+    def release(self, hold: Hold) -> None:
+        """Give back what a hold kept and its proposal did not use."""
+        with self.lock:
+            self.held -= hold.requests
+            self.outstanding_tokens -= hold.tokens
+            self.outstanding_cost -= hold.cost
+            hold.requests, hold.tokens, hold.cost = 0, 0, 0.0
+
+
+@dataclass
+class Hold:
+    """Requests (with their most tokens and money) kept for a proposal's retries when its first
+    request is submitted, in the order the search submits: a retry sent the moment a reply
+    fails, from whichever thread and whenever that is, spends what was kept and decides
+    nothing; what is left is given back when the search takes the proposal."""
+
+    requests: int
+    tokens: int
+    cost: float
+    #: What one retry may take of it.
+    each: tuple[int, float] = (0, 0.0)
 
 
 class LLMClient:
@@ -239,10 +294,19 @@ class LLMClient:
         """Sample number `index` of this request: from the cache, or asked of the model."""
         return self.submit(payload, index).result()
 
-    def submit(self, payload: dict[str, Any], index: int) -> Reply:
+    def hold(self, payload: dict[str, Any], retries: int) -> Hold:
+        """What to keep for `retries` retries of a request (each: its most, and a reply more)."""
+        tokens, cost = self._most(self.request(payload))
+        tokens += self.settings.max_tokens
+        cost += self.cost_of(self.settings.max_tokens, 0)
+        return Hold(retries, tokens * retries, cost * retries, (tokens, cost))
+
+    def submit(self, payload: dict[str, Any], index: int, hold: Hold | None = None, *, held: bool = False) -> Reply:
         """Start getting sample `index` of a request: answered from the cache at once, else
         counted against the budget and sent through the pool. Raises LLMStoppedError when a
-        budget forbids the request, OfflineMissError when offline and not cached."""
+        budget forbids the request, OfflineMissError when offline and not cached. With `hold`,
+        the budget also keeps what the hold asks for (the retries of a proposal); `held` sends a
+        request on what a hold kept (`hold`), without a budget check."""
         request = self.request(payload)
         keyed = {**request, "sample": index}
         key = request_key(keyed)
@@ -252,37 +316,59 @@ class LLMClient:
             reply = entry["reply"]
             sample = Sample(reply["text"], reply["prompt_tokens"], reply["completion_tokens"], cached=True)
             if earlier and entry.get("primary", True):
-                self._sent.add(key)
-                return self._reclaimed(sample)  # asked by this run before it was interrupted
+                with self.budget.lock:
+                    self._sent.add(key)
+                return self._reclaimed(sample, hold, held)  # asked before the run was interrupted
             with self.budget.lock:
                 self.usage.cache_hits += 1
                 self.budget.usage.cache_hits += 1
+                if hold is not None and not held:
+                    self.budget.keep(hold)
             return Reply(self, sample=sample)
         if self.settings.offline:
             raise OfflineMissError(
                 f"--offline: no cached reply for request {key[:12]} (sample {index}) to"
                 f" {self.settings.model} in {self.settings.cache}"
             )
-        tokens, cost = self._most(request)
         with self.budget.lock:
             if earlier:  # sent by this run before it was interrupted, and never answered: it counted
                 self.budget.usage.requests += 1
                 self.usage.requests += 1
-            self.budget.reserve(tokens, cost)
+            if held:
+                assert hold is not None
+                tokens, cost = self._spend(hold)
+            else:
+                tokens, cost = self._most(request)
+                self.budget.reserve(tokens, cost, hold)
             self.usage.requests += 1
-        self._sent.add(key)
+            self._sent.add(key)
         self.cache.mark_sent(keyed, self.session)
         future = self.pool.run(lambda: self._ask(request, index))
         return Reply(self, future=future, reserved=(tokens, cost))
 
-    def _reclaimed(self, sample: Sample) -> Reply:
+    def _reclaimed(self, sample: Sample, hold: Hold | None, held: bool) -> Reply:
         """A reply this run's own session asked for: it counts as the request it was."""
-        tokens = sample.prompt_tokens + sample.completion_tokens
         with self.budget.lock:
-            self.budget.reserve(tokens, self.cost_of(sample.prompt_tokens, sample.completion_tokens))
+            if held:
+                assert hold is not None
+                reserved = self._spend(hold)
+            else:
+                reserved = (sample.prompt_tokens + sample.completion_tokens,
+                            self.cost_of(sample.prompt_tokens, sample.completion_tokens))  # fmt: skip
+                self.budget.reserve(*reserved, hold)
             self.usage.requests += 1
-        return Reply(self, sample=dataclasses.replace(sample, cached=False), reserved=(tokens, self.cost_of(
-            sample.prompt_tokens, sample.completion_tokens)))  # fmt: skip
+        return Reply(self, sample=dataclasses.replace(sample, cached=False), reserved=reserved)
+
+    def _spend(self, hold: Hold) -> tuple[int, float]:
+        """Count a request sent on what `hold` kept (the caller holds the budget's lock); the
+        most tokens and money it may take, which its reply gives back when taken."""
+        if hold.requests <= 0:
+            raise LLMStoppedError("a proposal's retries are spent")
+        tokens, cost = hold.each
+        hold.requests, hold.tokens, hold.cost = hold.requests - 1, hold.tokens - tokens, hold.cost - cost
+        self.budget.held -= 1
+        self.budget.usage.requests += 1
+        return tokens, cost
 
     def cost_of(self, prompt_tokens: int, completion_tokens: int) -> float:
         s = self.settings
@@ -398,6 +484,25 @@ class Reply:
         self._reserved = reserved
         self._settled = future is None and reserved == (0, 0.0)
         self._error: Exception | None = None
+
+    def when_done(self, call: Callable[[Reply], None]) -> None:
+        """Call `call(self)` when the reply has come: at once if it has (a cached reply), else
+        in the pool thread that got it."""
+        if self._future is None:
+            call(self)
+        else:
+            self._future.add_done_callback(lambda _: call(self))
+
+    def peek(self) -> Sample:
+        """The sample once it has come, without taking it into the accounts (the search does
+        that with `result`, in its own order); raises the library's APIError if it failed."""
+        if self._future is None:
+            assert self._sample is not None
+            return self._sample
+        try:
+            return self._future.result()[0]
+        except _FailedError as failed:
+            raise failed.error from None
 
     def result(self) -> Sample:
         """The sample, once it has come (raises the library's APIError if the request failed)."""

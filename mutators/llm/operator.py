@@ -12,7 +12,10 @@ choice (function, mode, model, partner) and submits the request; `finish` takes 
 the order proposals were prepared), reads it (mutators.llm.replies) and checks it: it must
 parse, be the same function, change it, and not be a version the operator already proposed
 there, nearly (mutators.llm.novelty); an optional reviewer pass asks the model to critique it.
-What fails goes back to the model in a bounded retry. A reply that passes becomes a
+What the model can mend goes back to it in a bounded retry (it does not parse, does not apply,
+is the wrong kind of code, reaches for the test machinery, the reviewer objects; and in the
+next generation, its tests failed); what is no news (the same code, a version already tried)
+is counted and not asked again. A reply that passes becomes a
 `Proposal`, and `edits` turns that into edits of the patch, carrying the source so that
 applying them again never asks the model.
 """
@@ -24,7 +27,8 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +52,7 @@ from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, parse_quietly
 from gi.model.sites import Location, SiteKind
 from mutators.base import BaseOperator, Deferred, Member, MutationContext, OperatorUsage, Outcome, choose_site
-from mutators.llm.client import LLMClient, LLMStoppedError, Reply, Sample, Usage
+from mutators.llm.client import Hold, LLMClient, LLMStoppedError, Reply, Sample, Usage
 from mutators.llm.local import Change, local_changes
 from mutators.llm.locate import function_in_variant, gone, removals
 from mutators.llm.models import Arm, Models
@@ -144,15 +148,118 @@ class Pending:
     payload: dict[str, Any]
     prompt_hash: str
     arm: Arm
-    reply: Reply
     #: Retries already spent on this proposal (a follow-up's earlier attempts).
     attempts: int = 0
     started: float = field(default_factory=time.perf_counter)
+    #: Its replies as they come (`LLMOperator._start` sets it).
+    chain: _Chain | None = None
 
     @property
     def label(self) -> str:
         """How the search names the offspring it makes: the operator and the mode."""
         return f"llm.{self.mode}"
+
+
+@dataclass
+class _Attempt:
+    """One reply of a proposal: what was asked, and what the reply alone decided."""
+
+    reply: Reply
+    payload: dict[str, Any]
+    code: NewCode | None = None
+    rejection: RejectionError | None = None
+    #: The reviewer's reply about `code`, when one was asked.
+    review: Reply | None = None
+
+
+#: What the model can mend when told (no news, `no_op`, is not asked again).
+MENDABLE = frozenset({"unparseable", "not_applied", "wrong_kind", "tampering", "reviewer"})
+
+
+class _Chain:
+    """A proposal's replies, followed as they come back: each read and checked where it
+    arrives (what the reply alone decides: it parses, applies, is the right code, changes
+    something, is not tampering; the reviewer's verdict), and a retry that feeds the failure
+    back sent at once, on requests held for it (`Hold`), while the retries last. So a proposal
+    that needs a retry does not hold up those behind it, and nothing the search decides
+    depends on when the replies come. `done` gives the attempts, in order."""
+
+    def __init__(self, operator: LLMOperator, pending: Pending, hold: Hold, index: int, retries: int) -> None:
+        self.operator = operator
+        self.pending = pending
+        self.hold = hold
+        self.index = index
+        self.retries = retries
+        self.attempts: list[_Attempt] = []
+        self.done: Future[list[_Attempt]] = Future()
+
+    def follow(self, reply: Reply, payload: dict[str, Any]) -> None:
+        attempt = _Attempt(reply, payload)
+        self.attempts.append(attempt)
+        reply.when_done(lambda _: self._guarded(self._arrived, attempt))
+
+    def _guarded(self, step: Callable[[_Attempt], None], attempt: _Attempt) -> None:
+        try:
+            step(attempt)
+        except BaseException as error:  # an offline miss, say: raised where the search takes it
+            if not self.done.done():
+                self.done.set_exception(error)
+
+    def _end(self) -> None:
+        if not self.done.done():
+            self.done.set_result(self.attempts)
+
+    def _arrived(self, attempt: _Attempt) -> None:
+        operator, pending = self.operator, self.pending
+        try:
+            sample = attempt.reply.peek()
+        except pending.arm.client.api_error:
+            return self._end()
+        try:
+            code = operator._read(pending, sample.text)
+            operator._check(pending, code)
+        except RejectionError as rejection:
+            attempt.rejection = rejection
+            return self._again(attempt, sample.text)
+        attempt.code = code
+        if not operator.reviewer:
+            return self._end()
+        review = self._send(operator.review_payload(pending, code))
+        if review is None:
+            return self._end()  # no request left for a review: the proposal stands on its own
+        attempt.review = review
+        review.when_done(lambda _: self._guarded(self._reviewed, attempt))
+        return None
+
+    def _reviewed(self, attempt: _Attempt) -> None:
+        assert attempt.review is not None and attempt.code is not None
+        try:
+            verdict = attempt.review.peek().text
+        except self.pending.arm.client.api_error:
+            return self._end()
+        if "APPROVE" in verdict.upper()[:200]:
+            return self._end()
+        attempt.code = None
+        attempt.rejection = RejectionError("reviewer", f"a reviewer objected: {verdict.strip()[:1500]}")
+        return self._again(attempt, attempt.reply.peek().text)
+
+    def _again(self, attempt: _Attempt, text: str) -> None:
+        """Feed the failure back while the retries last."""
+        assert attempt.rejection is not None
+        if attempt.rejection.kind not in MENDABLE or len(self.attempts) > self.retries:
+            return self._end()
+        payload = self.operator._retry_payload(attempt.payload, text, str(attempt.rejection))
+        reply = self._send(payload)
+        if reply is None:
+            return self._end()
+        return self.follow(reply, payload)
+
+    def _send(self, payload: dict[str, Any]) -> Reply | None:
+        """Send on the held requests (the proposal's sample index: deterministic keys)."""
+        try:
+            return self.pending.arm.client.submit(payload, self.index, self.hold, held=True)
+        except LLMStoppedError:
+            return None
 
 
 def _same_tree(first: str, second: str) -> bool:
@@ -427,16 +534,16 @@ class LLMOperator(BaseOperator):
         hashed = prompt_hash(payload)
         if self.fruitless.get(hashed, 0) >= FRUITLESS_LIMIT:
             return None
-        reply = self._submit(arm, payload)
-        if reply is None:
+        pending = Pending(
+            mode, site.location, function.name.value, fields["code"], module, function.asynchronous is not None,
+            fields["def_line"], fields["decorators"], payload, hashed, arm,
+        )  # fmt: skip
+        if not self._start(pending):
             return None
         mode_counts, model_counts = self.stats.of(mode, arm.name)
         mode_counts.proposals += 1
         model_counts.proposals += 1
-        return Pending(
-            mode, site.location, function.name.value, fields["code"], module, function.asynchronous is not None,
-            fields["def_line"], fields["decorators"], payload, hashed, arm, reply,
-        )  # fmt: skip
+        return pending
 
     def _follow_up(self, program: Program, patch: Patch, follow: FollowUp) -> Pending | None:
         """Ask again about a version whose tests failed, with their output, for the function as
@@ -446,31 +553,38 @@ class LLMOperator(BaseOperator):
         if found is None or arm is None:
             return None
         module, function, _ = found
-        reply = self._submit(arm, follow.payload)
-        if reply is None:
+        whole = module.code_for_node(function.with_changes(leading_lines=()))
+        bare = module.code_for_node(function.with_changes(leading_lines=(), decorators=(), lines_after_decorators=()))
+        def_line = bare[: len(bare) - len(module.code_for_node(function.body))]
+        pending = Pending(
+            follow.mode, follow.site, function.name.value, follow.version.strip("\n"), module,
+            function.asynchronous is not None, def_line, whole[: len(whole) - len(bare)], follow.payload,
+            prompt_hash(follow.payload), arm, attempts=follow.attempts,
+        )  # fmt: skip
+        if not self._start(pending):
             return None
         mode_counts, model_counts = self.stats.of(follow.mode, arm.name)
         for counts in (mode_counts, model_counts):
             counts.proposals += 1
             counts.retries += 1
-        whole = module.code_for_node(function.with_changes(leading_lines=()))
-        bare = module.code_for_node(function.with_changes(leading_lines=(), decorators=(), lines_after_decorators=()))
-        def_line = bare[: len(bare) - len(module.code_for_node(function.body))]
-        return Pending(
-            follow.mode, follow.site, function.name.value, follow.version.strip("\n"), module,
-            function.asynchronous is not None, def_line, whole[: len(whole) - len(bare)], follow.payload,
-            prompt_hash(follow.payload), arm, reply, attempts=follow.attempts,
-        )  # fmt: skip
+        return pending
 
-    def _submit(self, arm: Arm, payload: dict[str, Any]) -> Reply | None:
-        hashed = prompt_hash(payload)
-        index = self.asked.get(hashed, 0)
+    def _start(self, pending: Pending) -> bool:
+        """Submit the proposal's request, keeping requests for its retries (and reviews), and
+        follow its replies as they come (`_Chain`); False when a budget forbids the request."""
+        client, payload = pending.arm.client, pending.payload
+        retries = self.feedback_retries - pending.attempts
+        reviews = (retries + 1) if self.reviewer else 0
+        hold = client.hold(payload, retries + reviews)
+        index = self.asked.get(pending.prompt_hash, 0)
         try:
-            reply = arm.client.submit(payload, index)
+            reply = client.submit(payload, index, hold)
         except LLMStoppedError:
-            return None
-        self.asked[hashed] = index + 1
-        return reply
+            return False
+        self.asked[pending.prompt_hash] = index + 1
+        pending.chain = _Chain(self, pending, hold, index, retries)
+        pending.chain.follow(reply, payload)
+        return True
 
     def _mode(self, rng: np.random.Generator) -> str:
         """The mode of the next proposal (with one mode, nothing is drawn)."""
@@ -487,48 +601,57 @@ class LLMOperator(BaseOperator):
         return () if proposal is None else self.edits(program, patch, proposal)
 
     def answer(self, pending: Pending) -> Proposal | None:
-        """Take the reply, read and check it, and feed a failure back to the model while the
-        retries last; the proposal, or None."""
+        """Take the proposal's replies (read, checked and retried as they came: `_Chain`) into
+        the accounts, in the order the search asks; reject a version the operator already
+        proposed there; the proposal, or None."""
         mode_counts, model_counts = self.stats.of(pending.mode, pending.arm.name)
         both = (mode_counts, model_counts)
-        payload, reply = pending.payload, pending.reply
+        chain = pending.chain
+        assert chain is not None
         try:
-            for attempt in range(pending.attempts, self.feedback_retries + 1):
-                sample = self._take(reply, both)
-                if sample is None:
-                    return None
-                try:
-                    code = self._read(pending, sample.text)
-                    self._check(pending, code)
-                    if self.reviewer:
-                        self._review(pending, code, both)
-                except RejectionError as rejection:
-                    for counts in both:
-                        counts.reject(rejection.kind)
-                    self.stats.rejected.append(f"{pending.mode}: {rejection.kind}: {rejection}")
-                    if rejection.kind in ("no_op", "not_novel"):
-                        self.fruitless[pending.prompt_hash] = self.fruitless.get(pending.prompt_hash, 0) + 1
-                    if attempt == self.feedback_retries:
-                        return None
-                    payload = self._retry_payload(payload, sample.text, str(rejection))
-                    follow = self._submit(pending.arm, payload)
-                    if follow is None:
-                        return None
-                    reply = follow
+            attempts = chain.done.result()
+            accepted: tuple[_Attempt, Sample] | None = None
+            for number, attempt in enumerate(attempts):
+                if number:
                     for counts in both:
                         counts.retries += 1
-                    continue
-                for counts in both:
-                    counts.edits += 1
-                self.novelty.add(str(pending.site), code.function)
-                return Proposal(pending.mode, pending.site, code, pending.arm.name, pending.prompt_hash,
-                                sample.prompt_tokens, sample.completion_tokens, payload, sample.text,
-                                attempt)  # fmt: skip
-            return None
+                sample = self._take(attempt.reply, both)
+                if attempt.review is not None:
+                    for counts in both:
+                        counts.reviews += 1
+                    self._take(attempt.review, both)
+                if sample is None:
+                    break
+                if attempt.rejection is not None:
+                    self._rejected(pending, attempt.rejection, both)
+                elif attempt.code is not None:
+                    accepted = attempt, sample
+            if accepted is None:
+                return None
+            attempt, sample = accepted
+            assert attempt.code is not None
+            if self.novelty.is_known(str(pending.site), attempt.code.function):
+                self._rejected(pending, RejectionError("not_novel", f"that version of `{pending.name}` (or one"
+                               " differing only in names, comments or layout) was tried already"), both)  # fmt: skip
+                return None
+            for counts in both:
+                counts.edits += 1
+            self.novelty.add(str(pending.site), attempt.code.function)
+            return Proposal(pending.mode, pending.site, attempt.code, pending.arm.name, pending.prompt_hash,
+                            sample.prompt_tokens, sample.completion_tokens, attempt.payload, sample.text,
+                            pending.attempts + len(attempts) - 1)  # fmt: skip
         finally:
+            pending.arm.client.budget.release(chain.hold)
             pending.arm.trials += 1
             for counts in both:
                 counts.seconds += time.perf_counter() - pending.started
+
+    def _rejected(self, pending: Pending, rejection: RejectionError, counts: Sequence[Counts]) -> None:
+        for each in counts:
+            each.reject(rejection.kind)
+        self.stats.rejected.append(f"{pending.mode}: {rejection.kind}: {rejection}")
+        if rejection.kind in ("no_op", "not_novel"):  # no news: a fruitless sample of its prompt
+            self.fruitless[pending.prompt_hash] = self.fruitless.get(pending.prompt_hash, 0) + 1
 
     def _take(self, reply: Reply, counts: Sequence[Counts]) -> Sample | None:
         """A reply's sample, counted; None when the request failed (the client counted that)."""
@@ -558,7 +681,8 @@ class LLMOperator(BaseOperator):
         return read_code(source, pending.name, module=pending.module, is_async=pending.is_async)
 
     def _check(self, pending: Pending, code: NewCode) -> None:
-        """Reject a version that changes nothing, or that the operator proposed there before."""
+        """Reject a version that changes nothing, or reaches for the test machinery (what the
+        reply alone decides; novelty is judged when the search takes the proposal)."""
         if not code.imports and not code.definitions and _same_tree(code.function, pending.current):
             raise RejectionError("no_op", f"that is `{pending.name}` as it is; change it to {GOALS[self.goal]}")
         # Judged beside the file as the variant has it: its imports say what `sys.` names.
@@ -567,27 +691,15 @@ class LLMOperator(BaseOperator):
         if risky:
             raise RejectionError("tampering", f"the code uses {', '.join(risky)}, which code under test has no use"
                                  " for; do without")  # fmt: skip
-        if self.novelty.is_known(str(pending.site), code.function):
-            raise RejectionError("not_novel", f"that version of `{pending.name}` (or one differing only in names,"
-                            " comments or layout) was tried already; try another idea")  # fmt: skip
 
-    def _review(self, pending: Pending, code: NewCode, counts: Sequence[Counts]) -> None:
-        """Ask the model to critique the proposal: its objection, if any, is a rejection."""
+    def review_payload(self, pending: Pending, code: NewCode) -> dict[str, Any]:
+        """The request that asks the model to critique a proposal (the reviewer's pass)."""
         fields = {"goal": GOALS[self.goal], "name": pending.name, "code": pending.current,
                   "new": "\n".join([*code.imports, *code.definitions, code.function]).strip()}  # fmt: skip
-        payload = {"messages": [
-            {"role": "system", "content": self.prompts.review_system.format(**fields)},
-            {"role": "user", "content": self.prompts.review_user.format(**fields)},
-        ]}  # fmt: skip
-        reply = self._submit(pending.arm, payload)
-        if reply is None:
-            return  # no budget left for a review: the proposal stands on its own
-        for each in counts:
-            each.reviews += 1
-        sample = self._take(reply, counts)
-        if sample is None or "APPROVE" in sample.text.upper()[:200]:
-            return
-        raise RejectionError("reviewer", f"a reviewer objected: {sample.text.strip()[:1500]}")
+        system, user = self.prompts.review_system.format(**fields), self.prompts.review_user.format(**fields)
+        if pending.arm.client.settings.api == "completions":  # a base model continues a verdict line
+            return {"prompt": f"{system}\n\n{user}\n\nVerdict:"}
+        return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
 
     def _retry_payload(self, payload: dict[str, Any], reply: str, error: str) -> dict[str, Any]:
         """The request that feeds a failure back: the conversation so far and what went wrong

@@ -333,3 +333,29 @@ def test_a_reply_that_reaches_for_the_test_machinery_is_refused_and_plain_stdlib
     assert [type(edit) for edit in edits] == [AddImport, AddImport, ReplaceFunction]
     assert operator.stats.modes["rewrite"].tampering == 1
     assert "os._exit" in model.requests[1]["messages"][-1]["content"]
+
+
+def test_retries_go_out_as_replies_fail_not_when_the_search_takes_them(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    """Four diffs in flight, each failing to apply at first: each retry is sent as soon as its
+    reply came back, so the four retries are in the air together, not one after another."""
+    model, server = scripted
+    broken = DIFF.replace("for item in items:", "for item in item_list:")
+
+    def respond(body: dict[str, Any]) -> Action:
+        retry = "its SEARCH text is not in the code" in json.dumps(body)
+        return Action(reply=DIFF if retry else broken, delay=0.4)
+
+    model.respond = respond
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path, concurrency=4), "faster", modes={"diff": 1.0})
+    rng, context = np.random.default_rng(0), total_only(program)
+    pending = [operator.prepare(program, Patch(), rng, context) for _ in range(4)]
+    made = [operator.finish(each, program, Patch()) for each in pending if each is not None]
+    assert len(made) == 4 and all(function_of(program, edits) == SUMMED for edits in made[:1])
+    retries = sorted(at for at, body in zip(model.arrivals, model.requests, strict=True) if "not in the code" in
+                     json.dumps(body))  # fmt: skip
+    assert len(retries) == 4 and retries[-1] - retries[0] < 0.3, retries
+    assert operator.stats.modes["diff"].retries == 4 and operator.spent.requests == 8
+    assert operator.client.budget.held == 0, "what the proposals held for retries is given back"
