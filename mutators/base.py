@@ -3,13 +3,19 @@
 An operator looks at the original program (and the patch so far) and proposes one edit,
 or None when it finds no legal place. Classic syntax operators and the language-model
 operator come through the same door, so a config file can name any of them.
+
+An operator may also enumerate (the optional `Enumerating` hook): list the sites it works on
+and every edit it could make at one of them, in a fixed order, so that a search can walk the
+one-edit neighbourhood of a program in order of suspiciousness instead of sampling it. Every
+edit `propose` can return at a site is among those `neighbourhood` lists there; an operator
+without the hook (the language model's) lists nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -180,6 +186,32 @@ class Operator(Protocol):
     ) -> Edit | None: ...
 
 
+class Enumerating(Protocol):
+    """The optional hook of an operator that can list its edits instead of sampling one."""
+
+    def sites(self, program: Program, context: MutationContext) -> Sequence[Site]:
+        """The sites the operator edits that the context allows (with a weight above 0), in the
+        program's order: the targets of the edits it can make."""
+        ...
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        """Every edit the operator could make at `site` (one of `sites`), each program once,
+        in a fixed order: the edits its proposals favour (nearby ingredients) first."""
+        ...
+
+
+def operator_sites(operator: Operator, program: Program, context: MutationContext) -> tuple[Site, ...]:
+    """The sites `operator` can list edits at (none for an operator that cannot enumerate)."""
+    hook = getattr(operator, "sites", None)
+    return tuple(hook(program, context)) if callable(hook) else ()
+
+
+def edits_at(operator: Operator, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+    """Every edit `operator` could make at `site`, in its order (none if it cannot enumerate)."""
+    hook = getattr(operator, "neighbourhood", None)
+    return iter(hook(program, site, context)) if callable(hook) else iter(())
+
+
 OPERATORS: Registry[Operator] = Registry("operator")
 
 
@@ -207,6 +239,21 @@ def choose_site(
     if total <= 0:
         return None
     return sites[allowed[int(rng.choice(len(allowed), p=weights / total))]]
+
+
+def allowed_sites(
+    sites: tuple[Site, ...] | list[Site], context: MutationContext, accept: Callable[[Site], bool] | None = None
+) -> list[Site]:
+    """The `sites` `choose_site` can pick (those the context allows with a weight above 0, and
+    `accept` allows), in their order: what an enumerating operator lists."""
+    allowed, weights = context.site_table(sites)
+    if np.isnan(weights).any():
+        raise UnboundContextError("a function site's weight needs the program: bind the context first")
+    return [
+        sites[position]
+        for position, weight in zip(allowed, weights, strict=True)
+        if weight > 0 and (accept is None or accept(sites[position]))
+    ]
 
 
 def statement_sites(program: Program) -> tuple[Site, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from gi.edits import Edit, InsertControl
 from gi.patch import Patch
 from gi.program import Program, Site
-from mutators.base import MutationContext, choose_site, register, statement_sites
+from mutators.base import MutationContext, allowed_sites, choose_site, register, statement_sites
 
 
 def legal_keywords(site: Site) -> tuple[str, ...]:
@@ -36,6 +37,13 @@ class ControlInsertion:
             return None
         keywords = legal_keywords(site)
         return InsertControl(site.location, keywords[int(rng.integers(len(keywords)))])
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(statement_sites(program), context, lambda s: bool(legal_keywords(s)))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for keyword in legal_keywords(site):
+            yield InsertControl(site.location, keyword)
 
 
 register(ControlInsertion())
