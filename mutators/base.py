@@ -190,8 +190,9 @@ class Enumerating(Protocol):
     """The optional hook of an operator that can list its edits instead of sampling one."""
 
     def sites(self, program: Program, context: MutationContext) -> Sequence[Site]:
-        """The sites the operator edits that the context allows (with a weight above 0), in the
-        program's order: the targets of the edits it can make."""
+        """The sites the operator may edit that the context allows (with a weight above 0), in
+        the program's order: every target of an edit it can make (an operator whose options
+        at a site are costly to work out lists it, and finds none there when asked)."""
         ...
 
     def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:

@@ -355,11 +355,7 @@ class ExpressionReplacement:
         return None
 
     def sites(self, program: Program, context: MutationContext) -> list[Site]:
-        return [
-            site
-            for site in target_sites(program, context, "replaceable", self._replaceable(program))
-            if self._ingredients(program, site)
-        ]
+        return target_sites(program, context, "replaceable", self._replaceable(program))
 
     def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
         for location in self._ingredients(program, site):
@@ -509,11 +505,7 @@ class ReturnReplacement:
         return None
 
     def sites(self, program: Program, context: MutationContext) -> list[Site]:
-        return [
-            site
-            for site in target_sites(program, context, "returned_replaceable", self._replaceable(program))
-            if self._ingredients(program, site)
-        ]
+        return target_sites(program, context, "returned_replaceable", self._replaceable(program))
 
     def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
         for location in self._ingredients(program, site):

@@ -311,11 +311,7 @@ class GuardTemplate:
         return None
 
     def sites(self, program: Program, context: MutationContext) -> list[Site]:
-        return [
-            site
-            for site in allowed_sites(statement_sites(program), context, guardable)
-            if guard_actions(program, site) and guard_conditions(program, site)
-        ]
+        return allowed_sites(statement_sites(program), context, guardable)
 
     def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
         """Each condition with each action, conditions in turn (the checks first, then copies,
@@ -430,13 +426,7 @@ class ConditionExtend:
         return None
 
     def sites(self, program: Program, context: MutationContext) -> list[Site]:
-        return [
-            site
-            for site in target_sites(
-                program, context, "condition_position", lambda s: is_condition_position(program, s)
-            )
-            if checks(program, site) or self._conditions(program, site)
-        ]
+        return target_sites(program, context, "condition_position", lambda s: is_condition_position(program, s))
 
     def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
         """The checks on the names the condition reads (`a and x`, `x and a`, `a or x`, `x or a`),
