@@ -1,0 +1,85 @@
+"""The one-edit neighbourhood of a program, walked best first (PraPR's and TBar's order).
+
+Every operator that can enumerate (mutators.base.Enumerating) lists its sites and, at each,
+every edit it could make. The walk yields them in order of the chance that each is the edit
+wanted, under a simple model: the site is where to edit with a chance in proportion to its
+weight (fault localisation's suspiciousness of its line when repairing, the profile's
+hotness of its function when speeding up), the operator is the right one in proportion to
+its prior, and each of the operator's edits at that site is as likely as another. So an edit's
+score is `weight(site) * prior(operator) / edits the operator has at the site`: an operator
+with one edit at a suspicious line (negate, integer_offset, a comparison) comes before the
+sixtieth statement copy there, and both before any edit at a line no failing test runs.
+
+The walk is lazy: sites are expanded in order of their best possible score (weight times
+prior), and an edit is yielded once no site still to expand could beat it, so the order is
+exact and a module of thousands of sites costs only what is walked. Ties keep the order of
+expansion, then the operator's own order: the walk is a fixed sequence for one program,
+operator list and context, so a resumed run walks it again to where it stood.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from gi.edits import Edit
+from gi.program import Program, Site
+from mutators.base import MutationContext, Operator, edits_at, operator_sites
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """One edit of the walk: what makes it, and its score (see the module's docstring)."""
+
+    edit: Edit
+    operator: str
+    score: float
+
+
+def walk(
+    program: Program,
+    operators: Sequence[Operator],
+    context: MutationContext,
+    priors: Mapping[str, float] | None = None,
+) -> Iterator[Neighbour]:
+    """Every edit the enumerating `operators` can make to `program`, best first. `priors`
+    weighs operators (by name; 1 for those it does not name, 0 leaves one out). The same edit
+    listed by two operators comes once, for the first that yields it."""
+    priors = priors or {}
+    pending: list[tuple[float, int, int, Site]] = []
+    for index, operator in enumerate(operators):
+        prior = priors.get(operator.name, 1.0)
+        if prior <= 0:
+            continue
+        for site in operator_sites(operator, program, context):
+            pending.append((context.weight(site) * prior, len(pending), index, site))
+    pending.sort(key=lambda entry: (-entry[0], entry[1]))
+    ready: list[tuple[float, int, Edit, str]] = []
+    yielded: set[Edit] = set()
+    made = 0
+    for bound, _, index, site in pending:
+        while ready and -ready[0][0] >= bound:
+            neighbour = _pop(ready, yielded)
+            if neighbour is not None:
+                yield neighbour
+        operator = operators[index]
+        edits = list(edits_at(operator, program, site, context))
+        import os
+        power = float(os.environ.get("GI_DECAY", "1"))
+        total = sum(1 / rank**power for rank in range(1, len(edits) + 1))
+        for rank, edit in enumerate(edits, start=1):
+            heapq.heappush(ready, (-bound / (rank**power * total), made, edit, operator.name))
+            made += 1
+    while ready:
+        neighbour = _pop(ready, yielded)
+        if neighbour is not None:
+            yield neighbour
+
+
+def _pop(ready: list[tuple[float, int, Edit, str]], yielded: set[Edit]) -> Neighbour | None:
+    score, _, edit, name = heapq.heappop(ready)
+    if edit in yielded:
+        return None
+    yielded.add(edit)
+    return Neighbour(edit, name, -score)
