@@ -39,11 +39,11 @@ from typing import Any
 
 from repair_bugs import BUG_CLASSES, REACH_DRAWS, SUBJECTS, Bug, correct_copy, inject
 
-from gi.evaluation import EvaluationSettings, Evaluator
-from gi.patch import Patch, apply
-from gi.program import Program
+from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.store import RunStore
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
 from mutators import OPERATORS, names, templates
-from populations import RunStore
 
 #: The operators gi had before the expression operators and fix templates.
 CLASSIC = sorted(

@@ -3,7 +3,7 @@
 Training tests are run on every variant and drive selection; held-out tests are run only
 on front members, never for selection, to see which patches overfit the tests used in search.
 
-Outcomes come from gi's plugin over a signed channel (see fitness/pytest_plugin.py), and a
+Outcomes come from gi's plugin over a signed channel (see fitness/sandboxed/pytest_plugin.py), and a
 report counts only when independent signals agree with it: every record carries a valid
 signature in sequence; the process's real exit status is pytest's own; pytest's exit status
 and its summary line on stdout do not contradict the outcomes. A run that fails these checks
@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gi.results import CommandRunner, ProcessOutcome
+from fitness.sandboxed import FOLDER as SANDBOXED
+from gi.model.results import CommandRunner, ProcessOutcome
 
 #: Outcomes a test can have. "timed_out": it was running when the time limit struck;
 #: "not_run": collected but never reached; "missing": known from the baseline, not collected.
@@ -52,7 +53,7 @@ _COUNT = re.compile(r"(\d+) ([a-z]+)")
 @functools.cache
 def plugin_source() -> str:
     """The plugin's source, copied into each workspace's tools folder."""
-    return (Path(__file__).parent / "pytest_plugin.py").read_text(encoding="utf-8")
+    return (SANDBOXED / "pytest_plugin.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

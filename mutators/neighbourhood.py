@@ -23,8 +23,9 @@ import heapq
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from gi.edits import Edit
-from gi.program import Program, Site
+from gi.model.edits import Edit
+from gi.model.program import Program
+from gi.model.sites import Site
 from mutators.base import MutationContext, Operator, edits_at, operator_sites
 
 
@@ -66,6 +67,7 @@ def walk(
         operator = operators[index]
         edits = list(edits_at(operator, program, site, context))
         import os
+
         power = float(os.environ.get("GI_DECAY", "1"))
         total = sum(1 / rank**power for rank in range(1, len(edits) + 1))
         for rank, edit in enumerate(edits, start=1):

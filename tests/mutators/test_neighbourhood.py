@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gi.edits import Edit
-from gi.patch import Patch, apply
-from gi.program import Location, Program, SiteKind
+from gi.model.edits import Edit
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
+from gi.model.sites import Location, SiteKind
 from mutators import OPERATORS, MutationContext
 from mutators.base import edits_at, operator_sites
 from mutators.llm import LLMOperator
