@@ -10,10 +10,16 @@ which is what the report calls the front.
 What an algorithm keeps between generations is its `population` (saved as individual ids
 in each checkpoint) and `state()` (JSON, saved beside it), so a resumed run continues
 exactly: the caller restores the generator's state too.
+
+With `neighbourhood` above 0, a search first walks the rings of the original program
+(gi/algorithms/rings.py: every one-edit program best first, and pairs of what they found
+useful) for that share of its generations, or until they are exhausted; the evolutionary
+algorithms then breed from what the rings found.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fitness.objectives import Constraint, Objective, objective_values, violation
+from gi.algorithms.rings import Rings
 from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation
 from gi.model.patch import Patch
 from gi.model.program import Program
@@ -42,6 +49,9 @@ class SearchSettings:
     #: NSGA-III: divisions of each objective's axis for the reference directions (None: as
     #: many as the population can hold one member each).
     reference_divisions: int | None = None
+    #: The share of the generations (the initial one included) that walk the rings of the
+    #: original program before the algorithm's own proposals; 0: none.
+    neighbourhood: float = 0.0
 
 
 class Search(ABC):
@@ -79,6 +89,23 @@ class Search(ABC):
         self.population: list[Individual] = []
         self.archive = ParetoArchive()
         self.generation = -1  # the initial population is generation 0
+        self.rings = (
+            Rings(self.variation, self.variation.operators, self.variation.context, self.weights)
+            if self.neighbourhood_share > 0
+            else None
+        )
+
+    @property
+    def neighbourhood_share(self) -> float:
+        """The share of the generations that walk the rings (`SearchSettings.neighbourhood`)."""
+        return self.settings.neighbourhood
+
+    def walking(self, generation: int) -> bool:
+        """Whether `generation` walks the rings: within their share of the generations, while
+        they have programs left."""
+        if self.rings is None or self.rings.exhausted:
+            return False
+        return generation < math.ceil(self.neighbourhood_share * (self.settings.generations + 1))
 
     # --- what the engine reads and sets ------------------------------------------------------
 
@@ -110,10 +137,16 @@ class Search(ABC):
         batch = Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
         if generation == 0:
             batch.offer(Offspring(Patch(), (), "original", None))
-            self._fill(batch, self._one_edit)
+            self._fill(batch, self._from_rings(self._one_edit) if self.walking(0) else self._one_edit)
         else:
             self._propose(batch)
         return batch.candidates
+
+    def _from_rings(self, otherwise: Callable[[], Offspring | None]) -> Callable[[], Offspring | None]:
+        """A maker of offspring from the rings, and from `otherwise` once they are exhausted."""
+        rings = self.rings
+        assert rings is not None
+        return lambda: rings.next() if not rings.exhausted else otherwise()
 
     def _fill(self, batch: Batch, make: Callable[[], Offspring | None]) -> None:
         """Offer what `make()` returns until the batch holds a population, or tries run out."""
@@ -171,6 +204,8 @@ class Search(ABC):
         ]
         self._survive(children)
         self.archive.update(children)
+        if self.rings is not None:
+            self.rings.told(children, evaluations)
         return children
 
     @abstractmethod
@@ -181,7 +216,7 @@ class Search(ABC):
 
     def state(self) -> dict[str, Any]:
         """What the algorithm keeps beyond its population, archive and generator (JSON)."""
-        return {}
+        return {} if self.rings is None else {"rings": self.rings.state()}
 
     def restore(
         self,
@@ -194,7 +229,10 @@ class Search(ABC):
         self.generation = generation
         self.population = population
         self.archive = ParetoArchive(archive)
-        self._restored(dict(state or {}))
+        state = dict(state or {})
+        if self.rings is not None and "rings" in state:
+            self.rings.restore(state["rings"])
+        self._restored(state)
 
     def _restored(self, state: dict[str, Any]) -> None:  # noqa: B027 (most algorithms derive nothing)
         """Rebuild what the algorithm derives from its population (ranks, say) and `state`."""
@@ -246,4 +284,4 @@ class Evolutionary(Search):
         )
 
     def _propose(self, batch: Batch) -> None:
-        self._fill(batch, self._breed)
+        self._fill(batch, self._from_rings(self._breed) if self.walking(batch.generation) else self._breed)

@@ -151,6 +151,15 @@ class SearchSection(_Section):
         Literal["auto"] | Annotated[int, Field(ge=1, le=100)],
         Field(description="nsga3: divisions per objective of the reference directions; 'auto': as many as fit"),
     ] = "auto"
+    neighbourhood: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=1,
+            description="share of the generations that first walk every one-edit program best first (and pairs of"
+            " partial repairs); 0: none",
+        ),
+    ] = 0.0
 
     @field_validator("algorithm")
     @classmethod

@@ -400,6 +400,7 @@ class Experiment:
                 settings.max_edits,
                 settings.archive_parents,
                 None if settings.reference_divisions == "auto" else settings.reference_divisions,
+                settings.neighbourhood,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
