@@ -28,8 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fitness.objectives import Constraint, Objective, objective_values, violation
+from gi.algorithms.adaptive import OperatorSelection
 from gi.algorithms.rings import Rings
-from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation
+from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_of_label
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.results import Evaluation
@@ -52,6 +53,9 @@ class SearchSettings:
     #: The share of the generations (the initial one included) that walk the rings of the
     #: original program before the algorithm's own proposals; 0: none.
     neighbourhood: float = 0.0
+    #: "uniform": every classic operator as likely; "adaptive": by recent success
+    #: (gi/algorithms/adaptive.py).
+    operator_selection: str = "uniform"
 
 
 class Search(ABC):
@@ -82,7 +86,19 @@ class Search(ABC):
         self.constraint = constraint
         self.settings = settings
         self.rng = rng
-        self.variation = Variation(program, operators, crossovers, rng, context=context, llm=llm, llm_share=llm_share)
+        self.selection = OperatorSelection(
+            [operator.name for operator in operators], adaptive=settings.operator_selection == "adaptive"
+        )
+        self.variation = Variation(
+            program,
+            operators,
+            crossovers,
+            rng,
+            context=context,
+            llm=llm,
+            llm_share=llm_share,
+            selection=self.selection,
+        )
         self.reference = tuple(reference)
         self.test_count = test_count
         self.weights = tuple(objective.weight for objective in self.objectives)
@@ -202,11 +218,27 @@ class Search(ABC):
             self.individual(candidate, evaluation, self.generation)
             for candidate, evaluation in zip(candidates, evaluations, strict=True)
         ]
+        parents = {individual.id: individual for individual in (*self.population, *self.archive.members)}
         self._survive(children)
         self.archive.update(children)
         if self.rings is not None:
             self.rings.told(children, evaluations)
+        self._credit(children, parents)
         return children
+
+    def _credit(self, children: Sequence[Individual], parents: Mapping[str, Individual]) -> None:
+        """Credit each child's operator (the one that made its new edit): a success when the
+        child entered the archive or dominates one of its parents."""
+        if not self.selection.adaptive:
+            return
+        kept = {id(member) for member in self.archive.members}
+        for child in children:
+            if not child.patch.edits or child.operator == "original":
+                continue
+            success = id(child) in kept or any(
+                parent in parents and child.fitness.dominates(parents[parent].fitness) for parent in child.parents
+            )
+            self.selection.credit(operator_of_label(child.operator), success)
 
     @abstractmethod
     def _survive(self, children: list[Individual]) -> None:
@@ -216,7 +248,12 @@ class Search(ABC):
 
     def state(self) -> dict[str, Any]:
         """What the algorithm keeps beyond its population, archive and generator (JSON)."""
-        return {} if self.rings is None else {"rings": self.rings.state()}
+        state: dict[str, Any] = {}
+        if self.rings is not None:
+            state["rings"] = self.rings.state()
+        if self.selection.adaptive:
+            state["operator_selection"] = self.selection.state()
+        return state
 
     def restore(
         self,
@@ -232,6 +269,8 @@ class Search(ABC):
         state = dict(state or {})
         if self.rings is not None and "rings" in state:
             self.rings.restore(state["rings"])
+        if self.selection.adaptive and "operator_selection" in state:
+            self.selection.restore(state["operator_selection"])
         self._restored(state)
 
     def _restored(self, state: dict[str, Any]) -> None:  # noqa: B027 (most algorithms derive nothing)

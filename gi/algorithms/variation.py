@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gi.algorithms.adaptive import OperatorSelection
 from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -72,11 +73,14 @@ class Variation:
         context: MutationContext | None = None,
         llm: LLMOperator | None = None,
         llm_share: float = 0.0,
+        selection: OperatorSelection | None = None,
     ) -> None:
         if not operators:
             raise ValueError("a search needs at least one mutation operator")
         self.program = program
         self.operators = tuple(operators)
+        #: Which classic operator makes the next edit: uniformly, or by recent success.
+        self.selection = selection or OperatorSelection([operator.name for operator in self.operators])
         self.crossovers = tuple(crossovers)
         self.rng = rng
         self.context = (context or MutationContext()).bind(program)
@@ -133,8 +137,8 @@ class Variation:
 
     def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
         """One edit: from the language model for a `llm_share` of mutations (while the
-        generation's uses of it last), else from a uniformly chosen classic operator (also
-        when the model gives nothing usable)."""
+        generation's uses of it last), else from a classic operator chosen by `selection`
+        (uniformly, or by recent success; also when the model gives nothing usable)."""
         for attempt in range(MUTATION_TRIES):
             use_llm = attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share
             operator: Operator
@@ -142,7 +146,7 @@ class Variation:
                 self.llm_left -= 1
                 operator = self.llm
             else:
-                operator = self.operators[int(self.rng.integers(len(self.operators)))]
+                operator = self.operators[self.selection.choose(self.rng)]
             started = time.perf_counter()
             edit = operator.propose(self.program, patch, self.rng, self.context)
             self.count(operator.name, "seconds", time.perf_counter() - started)

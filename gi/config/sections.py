@@ -160,6 +160,10 @@ class SearchSection(_Section):
             " partial repairs); 0: none",
         ),
     ] = 0.0
+    operator_selection: Annotated[
+        Literal["uniform", "adaptive"],
+        Field(description="how a classic operator is chosen: uniformly, or adaptively by its recent success"),
+    ] = "uniform"
 
     @field_validator("algorithm")
     @classmethod

@@ -401,6 +401,7 @@ class Experiment:
                 settings.archive_parents,
                 None if settings.reference_divisions == "auto" else settings.reference_divisions,
                 settings.neighbourhood,
+                settings.operator_selection,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
