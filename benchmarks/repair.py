@@ -71,6 +71,18 @@ ARMS: dict[str, Arm] = {
     for arm in (
         Arm("classic", "nsga2 with the classic operators", mutators={"operators": CLASSIC}),
         Arm("all", "nsga2 with every operator", mutators={"operators": "all"}),
+        Arm(
+            "neighbourhood",
+            "the rings of the original, best first, then nsga2",
+            search={"algorithm": "neighbourhood"},
+        ),
+        Arm("first", "nsga2 after the rings for half the generations", search={"neighbourhood": 0.5}),
+        Arm("adaptive", "nsga2 with adaptive operator selection", search={"operator_selection": "adaptive"}),
+        Arm(
+            "first+adaptive",
+            "nsga2 after the rings for half the generations, adaptive operators",
+            search={"neighbourhood": 0.5, "operator_selection": "adaptive"},
+        ),
     )
 }
 
