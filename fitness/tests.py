@@ -21,7 +21,7 @@ import json
 import re
 import secrets
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,6 +173,27 @@ def pytest_command(
     `prefix` replaces `-m pytest`, e.g. to run pytest under `coverage run`.
     """
     return [sys.executable, *prefix, *pytest_arguments(paths, first_failure=first_failure)]
+
+
+#: The most of the whole run's time limit (tests.timeout) one test may take, so that a test
+#: that hangs is cut off alone, as failing, and the run goes on to the others.
+TEST_SHARE = 0.5
+
+
+def one_test_limit(test_timeout: float, timeout: float) -> float:
+    """The limit of one test: `test_timeout`, but never more than TEST_SHARE of the whole run's."""
+    return min(test_timeout, TEST_SHARE * timeout)
+
+
+def hung_tests(outcomes: Mapping[str, str]) -> set[str]:
+    """The tests that ran out of time in a run (their own limit, or the whole run's)."""
+    return {test for test, outcome in outcomes.items() if outcome == "timed_out"}
+
+
+def hung_limits(hung: Collection[str], timeout: float) -> dict[str, float]:
+    """The limit of each test that hung in the original's run: together they take at most
+    TEST_SHARE of the whole run's limit, so they cannot stop a run of the others."""
+    return {test: TEST_SHARE * timeout / len(hung) for test in hung}
 
 
 def per_test_limits(durations: Mapping[str, float], cap: float) -> dict[str, float]:

@@ -27,7 +27,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.tests import NOT_FAILING, FailureOrder, overfits, per_test_limits, regressions, test_counts
+from fitness.tests import (
+    NOT_FAILING,
+    TEST_SHARE,
+    FailureOrder,
+    hung_limits,
+    hung_tests,
+    one_test_limit,
+    overfits,
+    per_test_limits,
+    regressions,
+    test_counts,
+)
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.variation import Candidate
 from gi.config import Config
@@ -153,7 +164,7 @@ class Experiment:
         self.studied: dict[str, Evaluation] | None = None
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
-            HeldOut(self.evaluator, self.measurements, config.tests.test_timeout)
+            HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
             if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential
             else None
         )
@@ -190,7 +201,7 @@ class Experiment:
                 train=tuple(config.tests.train),
                 holdout=tuple(config.tests.holdout),
                 timeout=config.tests.timeout,
-                test_timeout=config.tests.test_timeout,
+                test_timeout=one_test_limit(config.tests.test_timeout, config.tests.timeout),
                 limits=limits,
                 workers=section.workers,
                 exclude=tuple(path for path in inside if path.is_relative_to(self.program.root)),
@@ -221,7 +232,7 @@ class Experiment:
         if evaluation is None:
             engine = self.evaluator.settings.engine
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
-            evaluation = self.evaluator.evaluate(original)  # the reference: always the cold path
+            evaluation = self._run_original(original)  # the reference: always the cold path
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine=engine)
             if evaluation.status is Status.TAMPERED:
                 raise ProgramError(
@@ -249,8 +260,46 @@ class Experiment:
             self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
             self.cache[original.tree_hash] = evaluation
         self.evaluator.baseline_tests = evaluation.tests
-        self.evaluator.test_limits = per_test_limits(evaluation.durations, self.config.tests.test_timeout)
+        limits = per_test_limits(evaluation.durations, self.evaluator.settings.test_timeout)
+        hung = hung_limits(hung_tests(evaluation.tests), self.config.tests.timeout) if evaluation.ok else {}
+        self.evaluator.test_limits = {
+            **limits,
+            **{test: min(limit, limits.get(test, limit)) for test, limit in hung.items()},
+        }
         self._check_warm(original, evaluation)
+        return evaluation
+
+    def _limits_warning(self) -> None:
+        """One line when the configured limits contradict: a test may not take longer than
+        TEST_SHARE of the whole run (so one that hangs cannot stop it)."""
+        tests = self.config.tests
+        if "test_timeout" in tests.model_fields_set and tests.test_timeout > one_test_limit(
+            tests.test_timeout, tests.timeout
+        ):
+            self.progress.warnings.append(
+                f"{self.config.source}: tests.test_timeout = {tests.test_timeout:g} is more than {TEST_SHARE:.0%} of"
+                f" tests.timeout = {tests.timeout:g}: each test gets at most {self.evaluator.settings.test_timeout:g} s"
+            )
+
+    def _run_original(self, original: Variant) -> Evaluation:
+        """The original's training tests. A run the limit on the whole run (tests.timeout) cut
+        off is run again with the tests it hung in limited (`hung_limits`: together at most
+        TEST_SHARE of the whole run), until it finishes or hangs in no new test: a test that
+        loops forever counts as failing (a repair may fix it), it does not stop the run."""
+        self._limits_warning()
+        evaluation = self.evaluator.evaluate(original)
+        hung: set[str] = set()
+        while evaluation.status is Status.TIMED_OUT and (new := hung_tests(evaluation.tests) - hung):
+            hung |= new
+            self.evaluator.test_limits = hung_limits(hung, self.config.tests.timeout)
+            evaluation = self.evaluator.evaluate(original)
+        self.evaluator.test_limits = {}
+        hung |= hung_tests(evaluation.tests)
+        if evaluation.ok and hung:
+            self.progress.warnings.append(
+                f"the original ran past its time limit in {len(hung)} training test(s) ({', '.join(sorted(hung)[:3])}"
+                f"{', ...' if len(hung) > 3 else ''}): they count as failing"
+            )
         return evaluation
 
     # --- the loop ---------------------------------------------------------------------------
