@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
+from fitness.size import diff_lines
 from fitness.tests import (
     NOT_FAILING,
     TEST_SHARE,
@@ -54,8 +55,10 @@ from gi.engine.store import Checkpoint, IndividualRecord, RunStore
 from gi.engine.summary import write_report
 from gi.engine.timing import OriginalTiming, workload_functions, workload_settings
 from gi.engine.warm import third_party_imports, warm_unsafe
+from gi.model.describe import describe
 from gi.model.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.model.patch import Patch, Variant, apply
+from gi.model.plausible import rank
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 from gi.reports.document import write_report_or_warn
@@ -738,6 +741,46 @@ class Experiment:
 
     # --- after the loop ---------------------------------------------------------------------
 
+    def _plausible(self, baseline: Evaluation) -> list[dict[str, Any]]:
+        """When repairing: the programs the search found that pass every training test (the
+        first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
+        that took no effect, ranked against overfitting (gi.model.plausible: fewest
+        anti-patterns, smallest diff, fewest edits, first found); the first ranked are checked
+        on the held-out tests."""
+        if not baseline.measures.get("failed_tests"):
+            return []
+        tests = baseline.measures.get("test_count")
+        found: list[str] = []
+        for _, individual, _, evaluation in self.store.evaluation_log():
+            measures = evaluation["measures"]
+            passes = evaluation["status"] == Status.OK.value and measures.get("failed_tests") == 0
+            if individual != "baseline" and passes and measures.get("test_count") == tests:
+                found.append(individual)
+            if len(found) >= PLAUSIBLE_LISTED:
+                break
+        variants = {}
+        for record in self.store.individuals(found):
+            variant = apply(self.program, Patch.from_json(record.patch))
+            variants[record.id] = apply(self.program, variant.minimal())
+        ranked = rank(self.program, [(variants[i].patch, int(diff_lines(variants[i].diff()))) for i in found])
+        by_patch = {variants[i].patch: i for i in reversed(found)}
+        checked = [apply(self.program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
+        held = self.held_out.outcomes(checked) if self.held_out is not None else []
+        listed = []
+        for place, entry in enumerate(ranked):
+            row: dict[str, Any] = {
+                "id": by_patch[entry.patch],
+                "edits": [describe(edit, self.program) for edit in entry.patch.edits],
+                "anti_patterns": list(entry.anti_patterns),
+                "diff_lines": entry.diff_lines,
+            }
+            if place < len(held):
+                row["holdout"] = {**test_counts(held[place]), "failing": sorted(
+                    test for test, outcome in held[place].items() if outcome not in NOT_FAILING
+                )}  # fmt: skip
+            listed.append(row)
+        return listed
+
     def _timed_out_share(self, original: str) -> float:
         """The share of evaluations a time limit decided (the whole run's, or one test's); warned
         about past 10%: the limits may be too tight for this machine's load."""
@@ -878,6 +921,7 @@ class Experiment:
                     else None
                 ),
                 "operators": operators,
+                "plausible": self._plausible(baseline),
                 "generalisation_gap": generalisation_gap(self.store.generalisation()),
                 "holdout_split": self.measurements.found("holdout_split"),
                 "differential_checks": len(self.measurements.found("differential_cases") or []),
@@ -886,6 +930,11 @@ class Experiment:
                 "warnings": self.progress.warnings,
             },
         )
+
+
+#: Plausible patches summary.json lists (the first found), and those whose held-out tests it runs (the first ranked).
+PLAUSIBLE_LISTED = 20
+PLAUSIBLE_HELD_OUT = 3
 
 
 class _BreedingStoppedError(Exception):
