@@ -6,8 +6,10 @@ arm, every arm with the same seed and the same budget of evaluations. Three seed
 each draws its own bugs (per class, `--bugs` of them) and seeds every run on them.
 
 A bug is *repaired* (plausibly) when a front member passes every training test, and the repair
-is *correct* when the repair gi presents first (the smallest such member) also passes every
-held-out test; the overfitting share is repaired but not correct, over repaired. Besides, the
+is *correct* when the repair gi presents first (the first of summary.json's `plausible`, ranked
+against overfitting) also passes every held-out test; the overfitting share is repaired but not
+correct, over repaired. Beside it, the share had gi presented the smallest repair of the front
+(as it did before it ranked them), to measure what the ranking changes. Besides, the
 benchmark reads each run's evaluations in the order they were made and reports the first that
 passes every training test (evaluations to the first plausible repair) and the first such
 program that passes every held-out test too (to the first correct one; the held-out tests of
@@ -92,7 +94,10 @@ class Outcome:
     """What one gi run made of one bug."""
 
     repaired: bool
+    #: The repair gi presents first (its plausible patches ranked against overfitting) passes
+    #: every held-out test; and the smallest repair on the front does (gi's choice before).
     correct: bool
+    smallest_correct: bool
     evaluations: int
     #: Evaluations made up to the first program passing every training test (None: none did),
     #: and up to the first that passes every held-out test too.
@@ -167,11 +172,13 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
     repairs = [m for m in summary["front"] if m["training"]["failed"] == 0]
     repairs.sort(key=lambda member: len(member["edits"]))
     repaired = bool(repairs)
-    correct = repaired and repairs[0]["holdout"] is not None and repairs[0]["holdout"]["failed"] == 0
+    smallest = repaired and repairs[0]["holdout"] is not None and repairs[0]["holdout"]["failed"] == 0
+    ranked = summary.get("plausible") or []
+    correct = bool(ranked) and "holdout" in ranked[0] and ranked[0]["holdout"]["failed"] == 0
     first_plausible, first_correct = _firsts(
         run, Program.load(program, [bug.subject.module], protected=["tests", "holdout"])
     )
-    return Outcome(repaired, correct, int(summary["evaluations"]), first_plausible, first_correct)
+    return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct)
 
 
 def _firsts(run: Path, program: Program) -> tuple[int | None, int | None]:
@@ -290,16 +297,19 @@ def arm_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
     plausible and first correct repair (over the bugs where one was found, their number in
     brackets)."""
     lines = [
-        "| arm | bugs | repaired | correct | overfitting | evaluations to first plausible | to first correct |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| arm | bugs | repaired | correct | overfitting | overfitting, smallest first"
+        " | evaluations to first plausible | to first correct |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for arm in arms:
         outcomes = [result.outcomes[arm.name] for result in results]
         repaired = sum(o.repaired for o in outcomes)
         correct = sum(o.correct for o in outcomes)
+        smallest = sum(o.smallest_correct for o in outcomes)
         lines.append(
             f"| {arm.name}: {arm.description} | {len(outcomes)} | {repaired} | {correct} |"
-            f" {_share(repaired - correct, repaired)} | {_median([o.first_plausible for o in outcomes])} |"
+            f" {_share(repaired - correct, repaired)} | {_share(repaired - smallest, repaired)} |"
+            f" {_median([o.first_plausible for o in outcomes])} |"
             f" {_median([o.first_correct for o in outcomes])} |"
         )
     return "\n".join(lines)
