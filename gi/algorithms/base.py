@@ -105,6 +105,9 @@ class Search(ABC):
         self.population: list[Individual] = []
         self.archive = ParetoArchive()
         self.generation = -1  # the initial population is generation 0
+        #: The most candidates the next batch may hold (the engine's budget of evaluations), if
+        #: fewer than a population.
+        self.batch_limit: int | None = None
         self.rings = (
             Rings(self.variation, self.variation.operators, self.variation.context, self.weights)
             if self.neighbourhood_share > 0
@@ -167,7 +170,8 @@ class Search(ABC):
     def _fill(self, batch: Batch, make: Callable[[], Offspring | None]) -> None:
         """Offer what `make()` returns until the batch holds a population, or tries run out."""
         tries = 0
-        while len(batch.candidates) < self.settings.population and tries < BREEDING_TRIES * self.settings.population:
+        size = self.settings.population if self.batch_limit is None else min(self.batch_limit, self.settings.population)
+        while len(batch.candidates) < size and tries < BREEDING_TRIES * self.settings.population:
             tries += 1
             offspring = make()
             if offspring is not None:

@@ -164,6 +164,20 @@ class SearchSection(_Section):
         Literal["uniform", "adaptive"],
         Field(description="how a classic operator is chosen: uniformly, or adaptively by its recent success"),
     ] = "uniform"
+    max_evaluations: Annotated[
+        int | None, Field(ge=1, description="stop once this many programs were evaluated (the original aside)")
+    ] = None
+    max_seconds: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            description="stop before the first generation after the initial one that would start this many"
+            " seconds into the run",
+        ),
+    ] = None
+    patience: Annotated[
+        int, Field(ge=1, le=100000, description="stop after this many generations in a row evaluate no new program")
+    ] = 3
 
     @field_validator("algorithm")
     @classmethod

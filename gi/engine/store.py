@@ -230,6 +230,10 @@ class RunStore:
         for identifier, operator, evaluated_here, text in rows:
             yield identifier, operator, bool(evaluated_here), json.loads(text) if text else None
 
+    def individual_hashes(self) -> set[str]:
+        """The programs (tree hashes) of every individual of the checkpointed generations."""
+        return {tree_hash for (tree_hash,) in self._db.execute("SELECT DISTINCT tree_hash FROM individuals")}
+
     def count_individuals(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM individuals").fetchone()[0])
 

@@ -165,6 +165,8 @@ class Experiment:
         self.backend: Backend | None = None
         #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
         self.studied: dict[str, Evaluation] | None = None
+        #: Why the search stopped (reason, generation, programs evaluated), for the summary.
+        self.stopped: dict[str, Any] = {}
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
             HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
@@ -668,27 +670,70 @@ class Experiment:
         checkpoint = self.store.last_checkpoint()
         if checkpoint is not None:
             self._restore(search, checkpoint)
-        while search.generation < self.config.search.generations:
+        known = self.store.individual_hashes()  # programs of earlier generations
+        while (stop := self._stop(search, elapsed_before + time.perf_counter() - started)) is None:
             before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
             if generation > 0:
                 self.timing.remeasure(generation)
+            search.batch_limit = self._batch_limit()
             candidates, evaluations = self._breed_and_evaluate(search, generation)
+            if not candidates:
+                stop = "nothing new"  # the search has no program left to propose
+                break
             self._note_llm_stop()
             children = search.tell(candidates, evaluations)
             gap = None
             if self.held_out is not None:  # after tell: what the search chose is already settled
                 new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
                 gap = self.held_out.generation(search.generation, new, self.cache, baseline.tests)
-            self._checkpoint(search, children, gap)
+            fresh = {child.tree_hash for child in children} - known
+            known |= fresh
+            self._checkpoint(search, children, gap, new_programs=len(fresh))
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
+        self.stopped = {"reason": stop, "generation": search.generation, "evaluations": len(self.cache) - 1}
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
         if (warning := write_report_or_warn(self.folder)) is not None:
             self.progress.warnings.append(warning)
             self.on_progress(self.progress, False)
         return RunResult(self.folder, summary)
+
+    def _stop(self, search: Search, elapsed: float) -> str | None:
+        """Why the run stops before its next generation, or None: its generations are done
+        (search.generations), it evaluated search.max_evaluations programs, it is
+        search.max_seconds into the run (after the initial generation; decided once per
+        generation and recorded, so a resumed run and a replay stop where it stopped), or
+        search.patience generations in a row brought no program that no earlier generation had."""
+        section = self.config.search
+        if search.generation >= section.generations:
+            return "generations"
+        if section.max_evaluations is not None and len(self.cache) - 1 >= section.max_evaluations:
+            return "max_evaluations"
+        history = self.store.history()
+        stale = 0
+        for stats in reversed(history):
+            if stats.get("new_programs", 1) != 0:
+                break
+            stale += 1
+        if stale >= section.patience:
+            return "nothing new"
+        limit = section.max_seconds
+        if (
+            limit is not None
+            and search.generation >= 0
+            and self.measurements.get(
+                f"out_of_time:{search.generation}", lambda: elapsed >= limit, encode=as_is, decode=as_is
+            )
+        ):
+            return "max_seconds"
+        return None
+
+    def _batch_limit(self) -> int | None:
+        """The most candidates the next batch may hold within search.max_evaluations."""
+        budget = self.config.search.max_evaluations
+        return None if budget is None else max(1, budget - (len(self.cache) - 1))
 
     def _note_llm_stop(self) -> None:
         if self.llm is None or not self.llm.stopped:
@@ -697,7 +742,9 @@ class Experiment:
         if warning not in self.progress.warnings:
             self.progress.warnings.append(warning)
 
-    def _checkpoint(self, search: Search, children: list[Individual], gap: dict[str, Any] | None = None) -> None:
+    def _checkpoint(
+        self, search: Search, children: list[Individual], gap: dict[str, Any] | None = None, *, new_programs: int = 0
+    ) -> None:
         self.progress.best = search.best()
         self.progress.hypervolume = search.hypervolume()
         self.progress.front_size = len(search.archive.members)
@@ -706,6 +753,7 @@ class Experiment:
             "evaluations": self.progress.evaluations,
             "cache_hits": self.progress.cache_hits,
             "offspring": len(children),
+            "new_programs": new_programs,
             "feasible": sum(individual.fitness.feasible for individual in search.population),
             "front_size": self.progress.front_size,
             "hypervolume": self.progress.hypervolume,
@@ -922,6 +970,7 @@ class Experiment:
                 ),
                 "operators": operators,
                 "plausible": self._plausible(baseline),
+                "stopped": self.stopped,
                 "generalisation_gap": generalisation_gap(self.store.generalisation()),
                 "holdout_split": self.measurements.found("holdout_split"),
                 "differential_checks": len(self.measurements.found("differential_cases") or []),
