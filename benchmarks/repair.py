@@ -2,7 +2,8 @@
 
 Injects single bugs into correct programs (benchmarks/repair_bugs.py: the programs, the bug
 classes and the reachability of each bug's fix), then runs gi on each buggy program once per
-arm, every arm with the same seed and the same budget of evaluations. Three seeds by default:
+arm, every arm with the same seed and the same budget of evaluations (`search.max_evaluations`:
+programs evaluated, the original aside). Three seeds by default:
 each draws its own bugs (per class, `--bugs` of them) and seeds every run on them.
 
 A bug is *repaired* (plausibly) when a front member passes every training test, and the repair
@@ -128,6 +129,7 @@ constraint = "none"
 [search]
 population = {population}
 generations = {generations}
+max_evaluations = {budget}
 {search}
 [mutators]
 {mutators}
@@ -154,7 +156,8 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
             seed=seed,
             module=bug.subject.module,
             population=POPULATION,
-            generations=max(budget // POPULATION - 1, 1),
+            generations=budget,
+            budget=budget,
             search=_toml(arm.search),
             mutators=_toml(mutators),
             workers=workers,
@@ -225,7 +228,7 @@ class Result:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2,3", help="each draws its bugs and seeds every run on them")
-    parser.add_argument("--budget", type=int, default=100, help=f"evaluations per gi run (population {POPULATION})")
+    parser.add_argument("--budget", type=int, default=100, help=f"programs evaluated per gi run (population {POPULATION})")
     parser.add_argument("--bugs", type=int, default=1, help="bugs per class and seed")
     parser.add_argument("--classes", default=",".join(BUG_CLASSES), help="bug classes, comma-separated")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"arms, comma-separated: {', '.join(ARMS)}")
@@ -252,18 +255,21 @@ def main() -> None:
             seed, bug = bugs[index]
             return run_gi(bug, base / f"bug{index}" / arm.name, arm, seed, args.budget, workers)
 
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            outcomes = list(pool.map(one, runs))
         found: dict[int, dict[str, Outcome]] = {}
-        for (index, arm), outcome in zip(runs, outcomes, strict=True):
-            found.setdefault(index, {})[arm.name] = outcome
-        for index, (seed, bug) in enumerate(bugs):
-            results.append(Result(seed, bug, found[index]))
-            print(
-                f"seed {seed} {bug.bug_class:18} {bug.words}\n{'':25} {BUG_CLASSES[bug.bug_class].fixed_by} reaches"
-                f" the fix in {bug.reach:.1%} of {REACH_DRAWS} proposals; "
-                + ", ".join(f"{arm.name}: {_verdict(found[index][arm.name])}" for arm in arms)
-            )
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = [pool.submit(one, run) for run in runs]
+            for (index, arm), future in zip(runs, futures, strict=True):  # each bug as soon as its arms are done
+                found.setdefault(index, {})[arm.name] = future.result()
+                if len(found[index]) < len(arms):
+                    continue
+                seed, bug = bugs[index]
+                results.append(Result(seed, bug, found[index]))
+                print(
+                    f"seed {seed} {bug.bug_class:18} {bug.words}\n{'':25} {BUG_CLASSES[bug.bug_class].fixed_by}"
+                    f" reaches the fix in {bug.reach:.1%} of {REACH_DRAWS} proposals; "
+                    + ", ".join(f"{arm.name}: {_verdict(found[index][arm.name])}" for arm in arms),
+                    flush=True,
+                )
     print()
     print(arm_table(results, arms))
     print()
