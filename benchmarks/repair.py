@@ -228,7 +228,7 @@ class Result:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2,3", help="each draws its bugs and seeds every run on them")
-    parser.add_argument("--budget", type=int, default=100, help=f"programs evaluated per gi run (population {POPULATION})")
+    parser.add_argument("--budget", type=int, default=100, help=f"programs evaluated a run (population {POPULATION})")
     parser.add_argument("--bugs", type=int, default=1, help="bugs per class and seed")
     parser.add_argument("--classes", default=",".join(BUG_CLASSES), help="bug classes, comma-separated")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"arms, comma-separated: {', '.join(ARMS)}")
