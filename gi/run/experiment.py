@@ -754,6 +754,8 @@ class Experiment:
             "cache_hits": self.progress.cache_hits,
             "offspring": len(children),
             "new_programs": new_programs,
+            # The chance each classic operator has to make the next edit (adaptive selection).
+            "operator_shares": search.selection.shares() if search.selection.adaptive else None,
             "feasible": sum(individual.fitness.feasible for individual in search.population),
             "front_size": self.progress.front_size,
             "hypervolume": self.progress.hypervolume,
