@@ -5,10 +5,13 @@ every edit it could make. The walk yields them in order of the chance that each 
 wanted, under a simple model: the site is where to edit with a chance in proportion to its
 weight (fault localisation's suspiciousness of its line when repairing, the profile's
 hotness of its function when speeding up), the operator is the right one in proportion to
-its prior, and each of the operator's edits at that site is as likely as another. So an edit's
-score is `weight(site) * prior(operator) / edits the operator has at the site`: an operator
-with one edit at a suspicious line (negate, integer_offset, a comparison) comes before the
-sixtieth statement copy there, and both before any edit at a line no failing test runs.
+its prior, and the operator's k-th edit at that site is the right one with a chance in
+proportion to 1/k (Zipf: operators list the edits their proposals favour first, the nearest
+ingredients, as CapGen ranks them by context). So an edit's score is
+`weight(site) * prior(operator) / (k * H(n))`, with n the operator's edits at the site and
+H(n) = 1 + 1/2 + ... + 1/n: an edit that is one of few at a suspicious line (negate, an
+off-by-one, a comparison) comes before the sixtieth statement copy there, and both before any
+edit at a line no failing test runs.
 
 The walk is lazy: sites are expanded in order of their best possible score (weight times
 prior), and an edit is yielded once no site still to expand could beat it, so the order is
@@ -66,12 +69,9 @@ def walk(
                 yield neighbour
         operator = operators[index]
         edits = list(edits_at(operator, program, site, context))
-        import os
-
-        power = float(os.environ.get("GI_DECAY", "1"))
-        total = sum(1 / rank**power for rank in range(1, len(edits) + 1))
-        for rank, edit in enumerate(edits, start=1):
-            heapq.heappush(ready, (-bound / (rank**power * total), made, edit, operator.name))
+        total = sum(1 / rank for rank in range(1, len(edits) + 1))
+        for rank, edit in enumerate(edits, start=1):  # Zipf: the operator's first edits are likelier
+            heapq.heappush(ready, (-bound / (rank * total), made, edit, operator.name))
             made += 1
     while ready:
         neighbour = _pop(ready, yielded)
