@@ -28,24 +28,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from repair_bugs import BUG_CLASSES, REACH_DRAWS, SUBJECTS, Bug, correct_copy, inject
 
+from gi.config import load_config
 from gi.engine.evaluation import EvaluationSettings, Evaluator
 from gi.engine.store import RunStore
+from gi.model.errors import GIError
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
+from gi.run.experiment import run_experiment
 from mutators import OPERATORS, names, templates
 
 #: The operators gi had before the expression operators and fix templates.
@@ -111,6 +113,7 @@ CONFIG = """\
 name = "repair"
 seed = {seed}
 output = "runs"
+report = false
 
 [program]
 root = "program"
@@ -163,13 +166,10 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
             workers=workers,
         )
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"gi run ({arm.name}) failed on {bug.bug_class} in {bug.subject.name}: {result.stderr[-2000:]}"
-        )
+    try:
+        run_experiment(load_config(config))
+    except GIError as error:
+        raise RuntimeError(f"gi run ({arm.name}) failed on {bug.bug_class} in {bug.subject.name}: {error}") from None
     run = folder / "runs" / f"repair-seed{seed}"
     summary = json.loads((run / "summary.json").read_text())
     repairs = [m for m in summary["front"] if m["training"]["failed"] == 0]
@@ -250,14 +250,15 @@ def main() -> None:
         bugs = [(seed, bug) for seed in seeds for bug in inject(programs, classes, args.bugs, seed)]
         runs = [(index, arm) for index in range(len(bugs)) for arm in arms]
 
-        def one(job: tuple[int, Arm]) -> Outcome:
-            index, arm = job
-            seed, bug = bugs[index]
-            return run_gi(bug, base / f"bug{index}" / arm.name, arm, seed, args.budget, workers)
-
         found: dict[int, dict[str, Outcome]] = {}
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            futures = [pool.submit(one, run) for run in runs]
+        # Runs in worker processes of their own, each importing gi once.
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [
+                pool.submit(
+                    run_gi, bugs[index][1], base / f"bug{index}" / arm.name, arm, bugs[index][0], args.budget, workers
+                )
+                for index, arm in runs
+            ]
             for (index, arm), future in zip(runs, futures, strict=True):  # each bug as soon as its arms are done
                 found.setdefault(index, {})[arm.name] = future.result()
                 if len(found[index]) < len(arms):

@@ -56,6 +56,8 @@ class SearchSettings:
     #: "uniform": every classic operator as likely; "adaptive": by recent success
     #: (gi/algorithms/adaptive.py).
     operator_selection: str = "uniform"
+    #: The evaluations the run may make (search.max_evaluations): the rings' share is of them.
+    max_evaluations: int | None = None
 
 
 class Search(ABC):
@@ -106,8 +108,11 @@ class Search(ABC):
         self.archive = ParetoArchive()
         self.generation = -1  # the initial population is generation 0
         #: The most candidates the next batch may hold (the engine's budget of evaluations), if
-        #: fewer than a population.
+        #: fewer than a population; and the programs evaluated so far (set by the engine).
         self.batch_limit: int | None = None
+        self.evaluated = 0
+        #: The evaluations the run may make (search.max_evaluations), if it says.
+        self.evaluation_budget = settings.max_evaluations
         self.rings = (
             Rings(self.variation, self.variation.operators, self.variation.context, self.weights)
             if self.neighbourhood_share > 0
@@ -120,10 +125,13 @@ class Search(ABC):
         return self.settings.neighbourhood
 
     def walking(self, generation: int) -> bool:
-        """Whether `generation` walks the rings: within their share of the generations, while
-        they have programs left."""
+        """Whether `generation` walks the rings: within their share of the budget (of the
+        evaluations when the run has a budget of them, else of the generations), while they
+        have programs left."""
         if self.rings is None or self.rings.exhausted:
             return False
+        if self.evaluation_budget is not None:
+            return self.evaluated < self.neighbourhood_share * self.evaluation_budget
         return generation < math.ceil(self.neighbourhood_share * (self.settings.generations + 1))
 
     # --- what the engine reads and sets ------------------------------------------------------

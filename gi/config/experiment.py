@@ -127,6 +127,7 @@ class Config(_Section):
         runs made before them still resume."""
         data = self.model_dump(mode="json", exclude={"source", "evaluation", "arms"})
         data["experiment"].pop("parallel_runs", None)
+        data["experiment"].pop("report", None)
         if data["experiment"].get("seeds") is None:
             data["experiment"].pop("seeds", None)
         if data["search"].get("reference_divisions") == "auto":

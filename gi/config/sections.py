@@ -37,6 +37,9 @@ class ExperimentSection(_Section):
         Literal["auto"] | Annotated[int, Field(ge=1, le=256)],
         Field(description="runs of an experiment at once; 'auto': cores over evaluation.workers, 1 when timing"),
     ] = "auto"
+    report: Annotated[
+        bool, Field(description="write report.html and report.md when a run ends (`gi report` writes them later)")
+    ] = True
 
     @field_validator("seeds")
     @classmethod
@@ -156,8 +159,8 @@ class SearchSection(_Section):
         Field(
             ge=0,
             le=1,
-            description="share of the generations that first walk every one-edit program best first (and pairs of"
-            " partial repairs); 0: none",
+            description="share of max_evaluations (else of the generations) that first walk every one-edit program"
+            " best first (and pairs of partial repairs); 0: none",
         ),
     ] = 0.0
     operator_selection: Annotated[

@@ -167,6 +167,8 @@ class Experiment:
         self.studied: dict[str, Evaluation] | None = None
         #: Why the search stopped (reason, generation, programs evaluated), for the summary.
         self.stopped: dict[str, Any] = {}
+        #: The programs (tree hashes) of the checkpointed generations' individuals.
+        self.known: set[str] = set()
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
             HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
@@ -456,6 +458,7 @@ class Experiment:
                 None if settings.reference_divisions == "auto" else settings.reference_divisions,
                 settings.neighbourhood,
                 settings.operator_selection,
+                settings.max_evaluations,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
@@ -670,7 +673,7 @@ class Experiment:
         checkpoint = self.store.last_checkpoint()
         if checkpoint is not None:
             self._restore(search, checkpoint)
-        known = self.store.individual_hashes()  # programs of earlier generations
+        self.known = self.store.individual_hashes()  # programs of earlier generations
         while (stop := self._stop(search, elapsed_before + time.perf_counter() - started)) is None:
             before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
@@ -678,6 +681,7 @@ class Experiment:
             if generation > 0:
                 self.timing.remeasure(generation)
             search.batch_limit = self._batch_limit()
+            search.evaluated = self._evaluated()
             candidates, evaluations = self._breed_and_evaluate(search, generation)
             if not candidates:
                 stop = "nothing new"  # the search has no program left to propose
@@ -688,14 +692,14 @@ class Experiment:
             if self.held_out is not None:  # after tell: what the search chose is already settled
                 new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
                 gap = self.held_out.generation(search.generation, new, self.cache, baseline.tests)
-            fresh = {child.tree_hash for child in children} - known
-            known |= fresh
+            fresh = {child.tree_hash for child in children} - self.known
+            self.known |= fresh
             self._checkpoint(search, children, gap, new_programs=len(fresh))
             self.on_progress(self.progress, True)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
-        self.stopped = {"reason": stop, "generation": search.generation, "evaluations": len(self.cache) - 1}
+        self.stopped = {"reason": stop, "generation": search.generation, "evaluations": self._evaluated()}
         summary = self._finish(search, baseline, elapsed_before + time.perf_counter() - started)
-        if (warning := write_report_or_warn(self.folder)) is not None:
+        if self.config.experiment.report and (warning := write_report_or_warn(self.folder)) is not None:
             self.progress.warnings.append(warning)
             self.on_progress(self.progress, False)
         return RunResult(self.folder, summary)
@@ -709,7 +713,7 @@ class Experiment:
         section = self.config.search
         if search.generation >= section.generations:
             return "generations"
-        if section.max_evaluations is not None and len(self.cache) - 1 >= section.max_evaluations:
+        if section.max_evaluations is not None and self._evaluated() >= section.max_evaluations:
             return "max_evaluations"
         history = self.store.history()
         stale = 0
@@ -730,10 +734,15 @@ class Experiment:
             return "max_seconds"
         return None
 
+    def _evaluated(self) -> int:
+        """Programs the finished generations evaluated, the original aside (counted from the
+        individuals of checkpointed generations, so a resumed run counts as the run did)."""
+        return len(self.known - {self.program.tree_hash})
+
     def _batch_limit(self) -> int | None:
         """The most candidates the next batch may hold within search.max_evaluations."""
         budget = self.config.search.max_evaluations
-        return None if budget is None else max(1, budget - (len(self.cache) - 1))
+        return None if budget is None else max(1, budget - self._evaluated())
 
     def _note_llm_stop(self) -> None:
         if self.llm is None or not self.llm.stopped:
