@@ -2,27 +2,29 @@
 
 Every operator that can enumerate (mutators.base.Enumerating) lists its sites and, at each,
 every edit it could make. The walk yields them in order of the chance that each is the edit
-wanted, under a simple model: the site is where to edit with a chance in proportion to its
-weight (fault localisation's suspiciousness of its line when repairing, the profile's
-hotness of its function when speeding up), the operator is the right one in proportion to
-its prior, and the operator's k-th edit at that site is the right one with a chance in
-proportion to 1/k (Zipf: operators list the edits their proposals favour first, the nearest
-ingredients, as CapGen ranks them by context). So an edit's score is
-`weight(site) * prior(operator) / (k * H(n))`, with n the operator's edits at the site and
-H(n) = 1 + 1/2 + ... + 1/n: an edit that is one of few at a suspicious line (negate, an
-off-by-one, a comparison) comes before the sixtieth statement copy there, and both before any
-edit at a line no failing test runs.
+wanted, under a simple model: the line to edit is one with a chance in proportion to its weight
+(fault localisation's suspiciousness when repairing, the profile's hotness of its function
+when speeding up), the operator is the right one in proportion to its prior, each of the
+operator's sites on that line is as likely as another, and the operator's k-th edit at the
+site is the right one with a chance in proportion to 1/k (Zipf: operators list the edits
+their proposals favour first, the nearest ingredients, as CapGen ranks them by context). So
+an edit's score is `weight(line) * prior(operator) / (sites * k * H(n))`, with `sites` the
+operator's sites on the line, n its edits at the site and H(n) = 1 + 1/2 + ... + 1/n: an edit
+that is one of few at a suspicious line (negate, an off-by-one, a comparison) comes before the
+sixtieth statement copy there, and both before any edit at a line no failing test runs.
 
-The walk is lazy: sites are expanded in order of their best possible score (weight times
-prior), and an edit is yielded once no site still to expand could beat it, so the order is
-exact and a module of thousands of sites costs only what is walked. Ties keep the order of
-expansion, then the operator's own order: the walk is a fixed sequence for one program,
-operator list and context, so a resumed run walks it again to where it stood.
+The walk is lazy: sites are expanded in order of their best possible score (the site's
+share of the line's weight times the prior), and an edit is yielded once no site still to
+expand could beat it, so the order is exact and a module of thousands of sites costs only
+what is walked. Ties keep the order of expansion, then the operator's own order: the walk is
+a fixed sequence for one program, operator list and context, so a resumed run walks it again
+to where it stood.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -56,8 +58,11 @@ def walk(
         prior = priors.get(operator.name, 1.0)
         if prior <= 0:
             continue
-        for site in operator_sites(operator, program, context):
-            pending.append((context.weight(site) * prior, len(pending), index, site))
+        sites = operator_sites(operator, program, context)
+        on_line = Counter((site.location.file, site.line) for site in sites)
+        for site in sites:  # the operator's share of a line, split among its sites there
+            weight = context.weight(site) * prior / on_line[site.location.file, site.line]
+            pending.append((weight, len(pending), index, site))
     pending.sort(key=lambda entry: (-entry[0], entry[1]))
     ready: list[tuple[float, int, Edit, str]] = []
     yielded: set[Edit] = set()
