@@ -74,22 +74,20 @@ class Arm:
 ARMS: dict[str, Arm] = {
     arm.name: arm
     for arm in (
-        Arm("classic", "nsga2 with the classic operators", mutators={"operators": CLASSIC}),
-        Arm("all", "nsga2 with every operator", mutators={"operators": "all"}),
-        Arm(
-            "neighbourhood",
-            "the rings of the original, best first, then nsga2",
-            search={"algorithm": "neighbourhood"},
-        ),
-        Arm("first", "nsga2 after the rings for half the generations", search={"neighbourhood": 0.5}),
-        Arm("adaptive", "nsga2 with adaptive operator selection", search={"operator_selection": "adaptive"}),
+        Arm("classic", "nsga2, the classic operators", mutators={"operators": CLASSIC}),
+        Arm("all", "nsga2, every operator", mutators={"operators": "all"}),
+        Arm("first", "nsga2 after the rings of the original (half the budget)", search={"neighbourhood": 0.5}),
+        Arm("adaptive", "nsga2, adaptive operator selection", search={"operator_selection": "adaptive"}),
         Arm(
             "first+adaptive",
-            "nsga2 after the rings for half the generations, adaptive operators",
+            "nsga2 after the rings (half the budget), adaptive operator selection",
             search={"neighbourhood": 0.5, "operator_selection": "adaptive"},
         ),
+        Arm("neighbourhood", "the rings of the original (all the budget)", search={"algorithm": "neighbourhood"}),
     )
 }
+#: The arms a run compares unless --arms names others.
+DEFAULT_ARMS = ("classic", "all", "first", "adaptive", "first+adaptive")
 
 
 @dataclass(frozen=True)
@@ -231,7 +229,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=100, help=f"programs evaluated a run (population {POPULATION})")
     parser.add_argument("--bugs", type=int, default=1, help="bugs per class and seed")
     parser.add_argument("--classes", default=",".join(BUG_CLASSES), help="bug classes, comma-separated")
-    parser.add_argument("--arms", default=",".join(ARMS), help=f"arms, comma-separated: {', '.join(ARMS)}")
+    parser.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"arms, comma-separated: {', '.join(ARMS)}")
     parser.add_argument("--jobs", type=int, default=2, help="gi runs at once (each with 2 // jobs workers, at least 1)")
     args = parser.parse_args()
     classes = [name for name in args.classes.split(",") if name]
