@@ -11,7 +11,10 @@ their proposals favour first, the nearest ingredients, as CapGen ranks them by c
 an edit's score is `weight(line) * prior(operator) / (sites * k * H(n))`, with `sites` the
 operator's sites on the line, n its edits at the site and H(n) = 1 + 1/2 + ... + 1/n: an edit
 that is one of few at a suspicious line (negate, an off-by-one, a comparison) comes before the
-sixtieth statement copy there, and both before any edit at a line no failing test runs.
+sixtieth statement copy there, and both before any edit at a line no failing test runs. An
+edit showing one of the anti-patterns of overfitting patches (Tan et al.; gi.model.plausible:
+a deleted statement, an early exit, ...) counts ANTI_PATTERN_ODDS as much, per anti-pattern:
+those are the repairs least often right, and gi ranks them last among plausible patches too.
 
 The walk is lazy: sites are expanded in order of their best possible score (the site's
 share of the line's weight times the prior), and an edit is yielded once no site still to
@@ -29,9 +32,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gi.model.edits import Edit
+from gi.model.patch import Patch
+from gi.model.plausible import anti_patterns
 from gi.model.program import Program
 from gi.model.sites import Site
 from mutators.base import MutationContext, Operator, edits_at, operator_sites
+
+#: How much likelier an edit is to be the one wanted than one showing an anti-pattern of
+#: overfitting patches (gi.model.plausible: a deletion, an early exit, ...), per anti-pattern.
+ANTI_PATTERN_ODDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,8 @@ def walk(
         edits = list(edits_at(operator, program, site, context))
         total = sum(1 / rank for rank in range(1, len(edits) + 1))
         for rank, edit in enumerate(edits, start=1):  # Zipf: the operator's first edits are likelier
-            heapq.heappush(ready, (-bound / (rank * total), made, edit, operator.name))
+            score = bound / (rank * total) * ANTI_PATTERN_ODDS ** len(anti_patterns(program, Patch((edit,))))
+            heapq.heappush(ready, (-score, made, edit, operator.name))
             made += 1
     while ready:
         neighbour = _pop(ready, yielded)

@@ -6,13 +6,15 @@ take; a patch that shows none of them, and changes fewer lines, is more often ri
 plausible patches gi presents first the one with the fewest anti-patterns, then the smallest
 diff, then the fewest edits, then the earliest found:
 
+- *deletes a statement*: any statement removed (Qi et al.'s Kali: most plausible patches of
+  GenProg and its kin delete functionality);
 - *deletes an exit*: a `return`, `raise`, `break` or `continue` removed or replaced;
 - *deletes control*: an `if`, loop, `try` or `with` removed or replaced;
 - *empties a block*: the only statement of a block removed (it becomes `pass`);
 - *deletes an update*: an assignment to an attribute or an item, or a loop's counter update
   (`x += ...` in a loop), removed or replaced;
-- *adds an early exit*: a `return`, `break` or `continue` inserted, or a guard doing one
-  (work after it is skipped; a guard that raises checks, it does not skip);
+- *adds an early exit*: a `return`, `break` or `continue` inserted where it always runs (work
+  after it is skipped; a guard's exit runs only when its check holds, and is none);
 - *trivial condition*: a condition replaced, extended or made constant with `True`/`False`.
 """
 
@@ -76,14 +78,15 @@ def anti_patterns(program: Program, patch: Patch) -> tuple[str, ...]:
 
 def _of_edit(program: Program, edit: Edit) -> list[str]:
     if isinstance(edit, (DeleteStatement, ReplaceStatement)):
-        found = _removed(program, edit.target)
+        found = ["deletes a statement"] if isinstance(edit, DeleteStatement) else []
+        found += _removed(program, edit.target)
         if isinstance(edit, ReplaceStatement) and _inserts_exit(program, edit.ingredient):
             found.append("adds an early exit")
         return found
     if isinstance(edit, InsertControl):
         return ["adds an early exit"] if edit.keyword in _SKIPS else []
     if isinstance(edit, InsertGuard):
-        return ["adds an early exit"] if edit.action.split(" ", 1)[0] in _SKIPS else []
+        return ["trivial condition"] if edit.condition in ("True", "False") else []
     if isinstance(edit, InsertStatement):
         return ["adds an early exit"] if _inserts_exit(program, edit.ingredient) else []
     if isinstance(edit, AddCheck) and edit.check in ("True", "False"):

@@ -14,6 +14,7 @@ from gi.model.edits import (
     InsertStatement,
     ReplaceNumber,
     ReplaceOperator,
+    ReplaceStatement,
 )
 from gi.model.patch import Patch, apply
 from gi.model.plausible import anti_patterns, rank
@@ -55,14 +56,25 @@ STORE = "body[1].body.body[0]"
 
 
 def test_each_anti_pattern_is_named(program: Program) -> None:
-    assert anti_patterns(program, Patch((DeleteStatement(at(RETURN)),))) == ("deletes an exit",)
-    assert anti_patterns(program, Patch((DeleteStatement(at(IF)),))) == ("deletes control",)
-    assert anti_patterns(program, Patch((DeleteStatement(at(CONTINUE)),))) == ("deletes an exit", "empties a block")
-    assert anti_patterns(program, Patch((DeleteStatement(at(ADD)),))) == ("deletes an update",)
-    assert anti_patterns(program, Patch((DeleteStatement(at(STORE)),))) == ("empties a block", "deletes an update")
+    deleted = "deletes a statement"
+    assert anti_patterns(program, Patch((DeleteStatement(at(RETURN)),))) == (deleted, "deletes an exit")
+    assert anti_patterns(program, Patch((DeleteStatement(at(IF)),))) == (deleted, "deletes control")
+    assert anti_patterns(program, Patch((DeleteStatement(at(CONTINUE)),))) == (
+        deleted,
+        "deletes an exit",
+        "empties a block",
+    )
+    assert anti_patterns(program, Patch((DeleteStatement(at(ADD)),))) == (deleted, "deletes an update")
+    assert anti_patterns(program, Patch((DeleteStatement(at(STORE)),))) == (
+        deleted,
+        "empties a block",
+        "deletes an update",
+    )
+    assert anti_patterns(program, Patch((DeleteStatement(at("body[0].body.body[0]")),))) == (deleted,)
+    assert anti_patterns(program, Patch((ReplaceStatement(at(RETURN), at(ADD)),))) == ("deletes an exit",)
     assert anti_patterns(program, Patch((InsertControl(at(ADD), "continue"),))) == ("adds an early exit",)
-    assert anti_patterns(program, Patch((InsertGuard(at(ADD), "item < 0", "continue"),))) == ("adds an early exit",)
-    assert anti_patterns(program, Patch((InsertGuard(at(ADD), "item < 0", "raise ValueError(item)"),))) == ()
+    assert anti_patterns(program, Patch((InsertGuard(at(ADD), "item < 0", "continue"),))) == ()
+    assert anti_patterns(program, Patch((InsertGuard(at(ADD), "True", "continue"),))) == ("trivial condition",)
     assert anti_patterns(program, Patch((InsertStatement(at(ADD), at(CONTINUE)),))) == ("adds an early exit",)
     assert anti_patterns(program, Patch((AddCheck(at(f"{IF}.test"), "Or", "True"),))) == ("trivial condition",)
 
@@ -77,7 +89,7 @@ def test_the_least_change_of_behaviour_comes_first(program: Program) -> None:
     """Fewest anti-patterns, then the smallest diff, then fewest edits, then the first found."""
     deleting = Patch((DeleteStatement(at(IF)),))
     comparing = Patch((ReplaceOperator(at(f"{IF}.test.comparisons[0]"), "GreaterThanEqual"),))
-    guarding = Patch((InsertGuard(at(ADD), "item < 0", "continue"),))
+    guarding = Patch((InsertControl(at(ADD), "continue"),))
     two = Patch((comparing.edits[0], ReplaceNumber(at("body[0].body.body[0].body[0].value"), "1")))
     patches = [deleting, guarding, two, comparing]
     lines = {patch: len(apply(program, patch).diff().splitlines()) for patch in patches}
