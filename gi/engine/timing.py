@@ -7,7 +7,8 @@ keeps that baseline honest and uses the workload for the rest of the run:
                    is kept for the run
     remeasure      the original again each generation (drift), so ratios use the nearest baseline
     hot_functions  cProfile of the workload on the original -> a weight for each function
-    speedup        the rigorous re-measurement of a front member
+    speedup        the rigorous re-measurement of a front member (speedup_over: against a
+                   member whose patch is part of its own)
 
 Each is a recorded measurement (gi.engine.recorded): a resumed run and a replay take the recorded value.
 """
@@ -237,16 +238,23 @@ class OriginalTiming:
     def speedup(self, original: Variant, member: Variant) -> dict[str, Any]:
         """The rigorous re-measurement of a front member against the original, as summary.json
         gives it ({"error": ...} when the workload fails on it)."""
+        return self._rigorous(original, member, f"speedup:{member.tree_hash}")
 
+    def speedup_over(self, smaller: Variant, member: Variant) -> dict[str, Any]:
+        """The rigorous speed-up of a front member over another whose patch is part of its own,
+        timed side by side in one session: whether its other edits make it faster at all."""
+        return self._rigorous(smaller, member, f"speedup:{member.tree_hash}:over:{smaller.tree_hash}")
+
+    def _rigorous(self, base: Variant, member: Variant, key: str) -> dict[str, Any]:
         def measure() -> dict[str, Any]:
             assert self.evaluator.baseline_timing is not None
             loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
             try:
-                result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
+                result = self.evaluator.rigorous(base, member, loops=loops, seed=self.config.experiment.seed)
             except WorkloadError as error:
                 return {"error": str(error)}
             if result.value > IMPLAUSIBLE_SPEEDUP:
                 return {**result.to_json(), "implausible": True}
             return result.to_json()
 
-        return self.measurements.get(f"speedup:{member.tree_hash}", measure, encode=as_is, decode=as_is)
+        return self.measurements.get(key, measure, encode=as_is, decode=as_is)
