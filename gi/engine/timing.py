@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -258,3 +259,25 @@ class OriginalTiming:
             return result.to_json()
 
         return self.measurements.get(key, measure, encode=as_is, decode=as_is)
+
+
+def riders(
+    patches: Sequence[Patch],
+    faster: Callable[[int, int], bool],
+    better_elsewhere: Callable[[int, int], bool],
+) -> dict[int, int]:
+    """The front members whose extra edits ride along on timing noise: for each member `i` (by
+    index) that some member `j` whose edits are a part of its own (the original's none among
+    them) does as well as, the first such `j`. `i` does as well as `j` when `i` is not
+    significantly faster than `j` (`faster(i, j)`, from a rigorous session of the two side
+    by side) and no better on any objective that is not timed (`better_elsewhere(i, j)`): a
+    patch that adds edits must earn them."""
+    found: dict[int, int] = {}
+    for i, patch in enumerate(patches):
+        edits = set(patch.edits)
+        smaller = [j for j, other in enumerate(patches) if j != i and set(other.edits) < edits]
+        for j in sorted(smaller, key=lambda j: len(patches[j].edits)):
+            if not faster(i, j) and not better_elsewhere(i, j):
+                found[i] = j
+                break
+    return found
