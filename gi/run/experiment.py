@@ -53,7 +53,7 @@ from gi.engine.sandbox.limits import sandbox_limits
 from gi.engine.sandbox.runner import hide_environment
 from gi.engine.store import Checkpoint, IndividualRecord, RunStore
 from gi.engine.summary import write_report
-from gi.engine.timing import OriginalTiming, workload_functions, workload_settings
+from gi.engine.timing import OriginalTiming, riders, workload_functions, workload_settings
 from gi.engine.warm import third_party_imports, warm_unsafe
 from gi.model.describe import describe
 from gi.model.errors import ConfigError, LLMError, ProgramError, StoreError
@@ -800,6 +800,46 @@ class Experiment:
 
     # --- after the loop ---------------------------------------------------------------------
 
+    def _without_riders(
+        self, front: list[dict[str, Any]], original: Variant
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """With a timed objective: the front without the members whose extra edits ride along on
+        timing noise (`gi.engine.timing.riders`: not significantly faster, side by side, than a
+        member whose patch is part of theirs, and no better on any other objective), and those
+        members, each with the one it does no better than."""
+        if not self.timing.active:
+            return front, []
+        variants: list[Variant] = [entry["variant"] for entry in front]
+        timed = {objective.name for objective in self.objectives if objective.name == "runtime"}
+
+        def faster(i: int, j: int) -> bool:
+            if not variants[j].changed_files:
+                verdict = front[i].get("speedup") or {}
+            else:
+                verdict = self.timing.speedup_over(variants[j], variants[i])
+            if "error" in verdict:
+                return True  # not measured: no reason to drop it
+            return bool(verdict.get("significant")) and float(verdict.get("value", 0)) > 1
+
+        def better_elsewhere(i: int, j: int) -> bool:
+            mine, theirs = front[i]["objectives"], front[j]["objectives"]
+            return any(
+                objective.minimised(mine[objective.name]) < objective.minimised(theirs[objective.name])
+                for objective in self.objectives
+                if objective.name not in timed and objective.name in mine and objective.name in theirs
+            )
+
+        found = riders([variant.patch for variant in variants], faster, better_elsewhere)
+        riding = [
+            {
+                "id": front[i]["member"].id,
+                "edits": [describe(edit, self.program) for edit in variants[i].patch.edits],
+                "no_better_than": "original" if not variants[j].changed_files else front[j]["member"].id,
+            }
+            for i, j in sorted(found.items())
+        ]
+        return [entry for index, entry in enumerate(front) if index not in found], riding
+
     def _plausible(self, baseline: Evaluation) -> list[dict[str, Any]]:
         """When repairing: the programs the search found that pass every training test (the
         first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
@@ -937,6 +977,7 @@ class Experiment:
                 }
                 entry["overfits"] = overfits(evaluation.tests, baseline.tests, outcomes, holdout_baseline)
             front.append(entry)
+        front, riding = self._without_riders(front, original)
         timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)
@@ -981,6 +1022,7 @@ class Experiment:
                 ),
                 "operators": operators,
                 "plausible": self._plausible(baseline),
+                "riders": riding,
                 "stopped": self.stopped,
                 "generalisation_gap": generalisation_gap(self.store.generalisation()),
                 "holdout_split": self.measurements.found("holdout_split"),
