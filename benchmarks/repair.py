@@ -71,19 +71,29 @@ class Arm:
     mutators: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: Without the rings, operators drawn uniformly: nsga2 as gi ran it before them.
+PLAIN = {"neighbourhood": 0.0, "operator_selection": "uniform"}
 ARMS: dict[str, Arm] = {
     arm.name: arm
     for arm in (
-        Arm("classic", "nsga2, the classic operators", mutators={"operators": CLASSIC}),
-        Arm("all", "nsga2, every operator", mutators={"operators": "all"}),
-        Arm("first", "nsga2 after the rings of the original (half the budget)", search={"neighbourhood": 0.5}),
-        Arm("adaptive", "nsga2, adaptive operator selection", search={"operator_selection": "adaptive"}),
+        Arm("classic", "nsga2, the classic operators", search=PLAIN, mutators={"operators": CLASSIC}),
+        Arm("all", "nsga2, every operator", search=PLAIN, mutators={"operators": "all"}),
+        Arm(
+            "first",
+            "nsga2 after the rings of the original (half the budget)",
+            search={**PLAIN, "neighbourhood": 0.5},
+        ),
+        Arm("adaptive", "nsga2, adaptive operator selection", search={**PLAIN, "operator_selection": "adaptive"}),
         Arm(
             "first+adaptive",
-            "nsga2 after the rings (half the budget), adaptive operator selection",
+            "nsga2 after the rings (half the budget), adaptive operator selection (gi's default for a repair)",
             search={"neighbourhood": 0.5, "operator_selection": "adaptive"},
         ),
-        Arm("neighbourhood", "the rings of the original (all the budget)", search={"algorithm": "neighbourhood"}),
+        Arm(
+            "neighbourhood",
+            "the rings of the original (all the budget)",
+            search={**PLAIN, "algorithm": "neighbourhood"},
+        ),
     )
 }
 #: The arms a run compares unless --arms names others.

@@ -132,10 +132,15 @@ class Config(_Section):
             data["experiment"].pop("seeds", None)
         if data["search"].get("reference_divisions") == "auto":
             data["search"].pop("reference_divisions")
-        # Search keys older gi lacked, at the value that does what older gi did.
+        # Search keys older gi lacked, at a value that does what older gi did.
         older = {"neighbourhood": 0.0, "operator_selection": "uniform", "max_evaluations": None, "max_seconds": None}
         for key, value in older.items():
             if data["search"].get(key) == value:
+                data["search"].pop(key, None)
+        # "auto" changes only repairs, which older gi ran without the rings: only a repair run
+        # of older gi resumes differently (its remaining generations walk the rings).
+        for key in ("neighbourhood", "operator_selection"):
+            if data["search"].get(key) == "auto":
                 data["search"].pop(key, None)
         if data["search"].get("patience") == 3:  # stops only a run that finds nothing new: older runs resume
             data["search"].pop("patience", None)

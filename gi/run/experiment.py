@@ -43,6 +43,7 @@ from fitness.tests import (
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.variation import Candidate
 from gi.config import Config
+from gi.config.sections import AUTO_NEIGHBOURHOOD
 from gi.engine.accounting import count_by_operator
 from gi.engine.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.engine.held_out import HeldOut, configure_held_out, front_members, generalisation_gap
@@ -435,6 +436,20 @@ class Experiment:
             self.progress.warnings.append(f"{missing} (llm.api_key_env) is not set: requests go without an API key")
         return operator
 
+    def _search_defaults(self, baseline: Evaluation) -> tuple[float, str]:
+        """search.neighbourhood and search.operator_selection, their "auto" settled: the rings
+        first and adaptive operators in a repair (the original fails training tests), where
+        benchmarks/repair.py measured them to help; neither otherwise, where it did not measure."""
+        settings = self.config.search
+        repairing = baseline.measures.get("failed_tests", 0) > 0
+        share = settings.neighbourhood
+        selection = settings.operator_selection
+        if share == "auto":
+            share = AUTO_NEIGHBOURHOOD if repairing else 0.0
+        if selection == "auto":
+            selection = "adaptive" if repairing else "uniform"
+        return share, selection
+
     def _search(self, baseline: Evaluation) -> Search:
         """The config's algorithm (search.algorithm), seeded from experiment.seed."""
         settings = self.config.search
@@ -456,8 +471,7 @@ class Experiment:
                 settings.max_edits,
                 settings.archive_parents,
                 None if settings.reference_divisions == "auto" else settings.reference_divisions,
-                settings.neighbourhood,
-                settings.operator_selection,
+                *self._search_defaults(baseline),
                 settings.max_evaluations,
             ),
             np.random.default_rng(self.config.experiment.seed),
