@@ -25,12 +25,9 @@ def write_config(tmp_path: Path, program: Path, output: Path) -> Path:
     text = (EXPERIMENTS / "windows.toml").read_text()
     text = text.replace('root = "programs/windows"', f'root = "{program}"')
     text = text.replace('output = "runs"', f'output = "{output}"')
-    text = text.replace(
-        "population = 20\ngenerations = 10",
-        'population = 6\ngenerations = 6\nneighbourhood = 0.5\noperator_selection = "adaptive"',
-    )
-    start = text.index("operators = [")
-    text = text[:start] + 'operators = "all"\n'
+    settings = 'population = 6\ngenerations = 6\nneighbourhood = 0.5\noperator_selection = "adaptive"'
+    text = text.replace("population = 20\ngenerations = 10", settings)
+    assert 'operators = "all"' in text and settings in text
     path = tmp_path / f"{output.name}.toml"
     path.write_text(text)
     return path
