@@ -361,6 +361,8 @@ algorithm = "nsga2"
 # tries fewer without changing this file.
 population = 20
 generations = 10
+# In a repair, gi first evaluates every one-edit program in order of suspiciousness, then
+# breeds with operators drawn by their success (neighbourhood and operator_selection "auto").
 
 [mutators]
 # Or a list of names from `gi operators`.
