@@ -4,8 +4,11 @@ Adaptive operator selection is probability matching (Thierens 2005) over a slidi
 each operator's quality is its share of successes among its last uses in the window (an
 offspring whose new edit it made entered the Pareto archive, or dominates a parent), shrunk
 towards the window's mean rate so an operator with few uses is neither favoured nor starved;
-its probability is a floor (FLOOR spread evenly, so every operator keeps being tried) plus the
-rest in proportion to its quality. The window holds the last WINDOW credits, so the shares
+its probability is a floor (FLOOR of its prior, so every operator keeps being tried) plus the
+rest in proportion to its prior times its quality. The priors are the shares the operators
+would have without adaptation: equal, or an operator's own share (the language model's
+`mutators.llm`), so the model is one operator like the others, starting where the config put
+it and moving with its success. The window holds the last WINDOW credits, so the shares
 follow the search as it moves (from the suspicious lines' one-edit fixes to what combines).
 
 Uniform selection draws exactly as gi always did (`rng.integers`), so a run without adaptive
@@ -32,16 +35,24 @@ PRIOR_USES = 2.0
 class OperatorSelection:
     """Chooses an operator by index: uniformly, or adaptively by recent success."""
 
-    def __init__(self, names: Sequence[str], *, adaptive: bool = False) -> None:
+    def __init__(
+        self, names: Sequence[str], *, adaptive: bool = False, priors: Mapping[str, float] | None = None
+    ) -> None:
         self.names = tuple(names)
         self.adaptive = adaptive
+        weights = np.array([(priors or {}).get(name, 1.0) for name in self.names], dtype=float)
+        self.priors: np.ndarray = weights / weights.sum()
         self._window: deque[tuple[str, bool]] = deque(maxlen=WINDOW)
 
-    def choose(self, rng: np.random.Generator) -> int:
-        """The index of the operator to draw from next."""
+    def choose(self, rng: np.random.Generator, allowed: Sequence[bool] | None = None) -> int:
+        """The index of the operator to draw from next (among the `allowed`, if given)."""
         if not self.adaptive:
             return int(rng.integers(len(self.names)))
-        return int(rng.choice(len(self.names), p=self.probabilities()))
+        chances = self.probabilities()
+        if allowed is not None:
+            chances = chances * np.asarray(allowed, dtype=float)
+            chances = chances / chances.sum()
+        return int(rng.choice(len(self.names), p=chances))
 
     def credit(self, name: str, success: bool) -> None:
         """Note one use of the operator `name` and whether its offspring succeeded."""
@@ -50,9 +61,8 @@ class OperatorSelection:
 
     def probabilities(self) -> np.ndarray:
         """Each operator's chance to be drawn next, in `names` order."""
-        count = len(self.names)
         if not self.adaptive or not self._window:
-            return np.full(count, 1 / count)
+            return self.priors
         uses = dict.fromkeys(self.names, 0)
         wins = dict.fromkeys(self.names, 0)
         for name, success in self._window:
@@ -60,9 +70,10 @@ class OperatorSelection:
             wins[name] += success
         mean = sum(wins.values()) / len(self._window)
         quality = np.array([(wins[n] + PRIOR_USES * mean) / (uses[n] + PRIOR_USES) for n in self.names])
-        if quality.sum() <= 0:
-            return np.full(count, 1 / count)
-        probabilities: np.ndarray = FLOOR / count + (1 - FLOOR) * quality / quality.sum()
+        weighted = self.priors * quality
+        if weighted.sum() <= 0:
+            return self.priors
+        probabilities: np.ndarray = FLOOR * self.priors + (1 - FLOOR) * weighted / weighted.sum()
         return probabilities
 
     def shares(self) -> dict[str, float]:

@@ -88,9 +88,13 @@ class Search(ABC):
         self.constraint = constraint
         self.settings = settings
         self.rng = rng
-        self.selection = OperatorSelection(
-            [operator.name for operator in operators], adaptive=settings.operator_selection == "adaptive"
-        )
+        names = [operator.name for operator in operators]
+        if llm is not None and llm_share > 0:  # the model is one more operator, at its share
+            priors = {**dict.fromkeys(names, (1 - llm_share) / len(names)), llm.name: llm_share}
+            names.append(llm.name)
+        else:
+            priors = None
+        self.selection = OperatorSelection(names, adaptive=settings.operator_selection == "adaptive", priors=priors)
         self.variation = Variation(
             program,
             operators,

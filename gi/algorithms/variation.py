@@ -140,13 +140,14 @@ class Variation:
         generation's uses of it last), else from a classic operator chosen by `selection`
         (uniformly, or by recent success; also when the model gives nothing usable)."""
         for attempt in range(MUTATION_TRIES):
-            use_llm = attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share
             operator: Operator
-            if use_llm and self.llm is not None and self.llm_left > 0:
+            if self.selection.adaptive:
+                operator = self._adaptive_choice(attempt)
+            elif attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share and self.llm_left > 0:
                 self.llm_left -= 1
                 operator = self.llm
-            else:
-                operator = self.operators[self.selection.choose(self.rng)]
+            else:  # uniformly, as gi always drew
+                operator = self.operators[int(self.rng.integers(len(self.operators)))]
             started = time.perf_counter()
             edit = operator.propose(self.program, patch, self.rng, self.context)
             self.count(operator.name, "seconds", time.perf_counter() - started)
@@ -155,6 +156,17 @@ class Variation:
                 return edit, operator.name
             self.count(operator.name, "no_site")
         return None
+
+    def _adaptive_choice(self, attempt: int) -> Operator:
+        """The next operator by adaptive selection, the language model one of them (at its first
+        attempt, while its uses in the generation last)."""
+        candidates: list[Operator] = [*self.operators, *([self.llm] if self.llm is not None else [])]
+        model_allowed = attempt == 0 and self.llm is not None and self.llm_left > 0
+        allowed = [True] * len(self.operators) + ([model_allowed] if self.llm is not None else [])
+        operator = candidates[self.selection.choose(self.rng, allowed)]
+        if operator is self.llm:
+            self.llm_left -= 1
+        return operator
 
     def mutate(self, patch: Patch) -> tuple[Patch, str, Edit | None] | None:
         """Change a patch: append a new edit, replace a random edit with a new one, or drop a

@@ -148,3 +148,18 @@ def test_a_restored_adaptive_search_continues_exactly(program: Program) -> None:
         asked.append([json.dumps(c.patch.to_json()) for c in batch])
         second.tell(batch, [synthetic(c) for c in batch])
     assert asked == expected
+
+
+def test_an_operator_with_a_share_starts_at_it_and_moves_with_its_success() -> None:
+    """The language model (or any operator with a share) is one operator like the others: its
+    prior is its share, and credit moves it as it moves the rest."""
+    priors = {**dict.fromkeys(NAMES, 0.7 / len(NAMES)), "llm": 0.3}
+    selection = OperatorSelection([*NAMES, "llm"], adaptive=True, priors=priors)
+    assert selection.shares()["llm"] == pytest.approx(0.3)
+    for _ in range(20):
+        selection.credit("llm", True)
+        selection.credit("negate", False)
+    assert selection.shares()["llm"] > 0.5
+    rng = np.random.default_rng(1)
+    allowed = [True] * len(NAMES) + [False]
+    assert all(selection.choose(rng, allowed) < len(NAMES) for _ in range(50)), "a spent share is not drawn"
