@@ -333,6 +333,12 @@ def _run_document(folder: Path) -> _Document:
     for warning in summary.get("warnings") or []:
         doc.paragraph(f"Warning: {warning}", note=True)
     _front_section(doc, {"front members": changed_members(summary)}, summary)
+    for rider in summary.get("riders") or []:
+        doc.paragraph(
+            f"Left off the front: {rider['id']} ({'; '.join(rider['edits'])}) is not significantly faster than"
+            f" {rider['no_better_than']}, whose patch is part of its own, timed side by side, nor better otherwise.",
+            note=True,
+        )
     _plausible_section(doc, summary.get("plausible") or [])
     _hypervolume_section(doc, {experiment["name"]: [summary.get("hypervolume") or []]}, several=False)
     _operator_section(doc, summary.get("operators") or {}, (summary.get("llm") or {}).get("stopped"))
