@@ -87,6 +87,30 @@ def _order() -> list[str]:
         return [str(nodeid) for nodeid in json.load(stream)]
 
 
+def _project_modules() -> dict[str, str]:
+    """The editable files by the module name the tests import them as (from the JSON file
+    GI_PROJECT_MODULES names), as absolute paths in this copy of the project."""
+    path = os.environ.pop("GI_PROJECT_MODULES", "")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as stream:
+        return {str(name): os.path.realpath(str(file)) for name, file in json.load(stream).items()}
+
+
+def _foreign_imports(expected: dict[str, str]) -> dict[str, str]:
+    """The editable modules the run imported from anywhere but this copy (an installed copy of
+    the original, say): the tests there never saw the variant."""
+    import sys
+
+    found = {}
+    for name, path in expected.items():
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None) if module is not None else None
+        if isinstance(file, str) and os.path.realpath(file) != path:
+            found[name] = file
+    return found
+
+
 def _machinery() -> dict[str, object]:
     """The pytest functions that turn a test's run into its report, as loaded: code under test
     that replaces one to turn failures into passes is caught at the end of the session."""
@@ -118,6 +142,7 @@ def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     test_limits, default_limit = _limits()
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     loaded = _machinery()
+    project_modules = _project_modules()
     timed_out: set[str] = set()
     outcomes: dict[str, str] = {}
     durations: dict[str, float] = {}
@@ -200,6 +225,8 @@ def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
             tampering.append(f"pytest's {', '.join(replaced)} was replaced during the run")
         if tampering:
             write({"tampered": "; ".join(tampering)[:FAILURE_CHARS]})
+        if foreign := _foreign_imports(project_modules):
+            write({"foreign_imports": foreign})
         write({"exitstatus": int(exitstatus)})
 
     return {name: value for name, value in locals().items() if name.startswith("pytest_")}

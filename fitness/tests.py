@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import io
 import json
+import os
 import re
 import secrets
 import sys
@@ -49,6 +50,39 @@ _SUMMARY = re.compile(r"^=*\s*(?P<counts>(?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
 
 
+@dataclass(frozen=True)
+class PytestSetup:
+    """How a project's tests run, beyond the paths: the interpreter (the project's own
+    environment, or gi's), what gi adds to the project's pytest settings, the folders of the
+    copy its modules import from (ahead of anything installed) and the module name of each
+    editable file (so a run can say where it imported them from). See gi.project."""
+
+    __test__ = False
+
+    python: str = sys.executable
+    options: tuple[str, ...] = ()
+    #: Folders relative to the copy's root ("src", "."), put on PYTHONPATH in this order.
+    import_roots: tuple[str, ...] = ()
+    #: (module name, editable file relative to the root) pairs.
+    modules: tuple[tuple[str, str], ...] = ()
+    #: Whether the interpreter lacks coverage.py, so that gi lends it its own for coverage runs.
+    lend_coverage: bool = False
+    #: Folders put last on PYTHONPATH (what gi lends the interpreter).
+    lent: tuple[str, ...] = ()
+
+    def pythonpath(self, tools: Path, workdir: Path) -> str:
+        """PYTHONPATH of a run: gi's tools (its plugin), the copy's import roots, what gi lends."""
+        roots = [str(workdir if folder == "." else workdir / folder) for folder in self.import_roots]
+        return os.pathsep.join([str(tools), *roots, *self.lent])
+
+    def module_files(self, workdir: Path) -> dict[str, str]:
+        """Each editable module's file in the copy at `workdir` (absolute)."""
+        return {name: str(workdir / file) for name, file in self.modules}
+
+
+DEFAULT_SETUP = PytestSetup()
+
+
 @functools.cache
 def plugin_source() -> str:
     """The plugin's source, copied into each workspace's tools folder."""
@@ -76,6 +110,9 @@ class TestRun:
     seconds: float = 0.0
     #: Why the report cannot be trusted ("" when it can).
     forged: str = ""
+    #: Editable modules the run imported from outside the copy (module -> file): it did not
+    #: test the variant (an installed copy of the original came first on the path).
+    foreign_imports: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:
@@ -108,19 +145,28 @@ class TestRun:
         return "\n\n".join(parts)[-FAILURE_DETAIL_CHARS:]
 
 
-def pytest_arguments(paths: Sequence[str], *, first_failure: bool = False) -> list[str]:
-    """pytest's arguments for one test run: gi's plugin, no cache, the quiet output gi reads;
-    with `first_failure`, pytest stops at the first test that fails (`-x`)."""
+def pytest_arguments(paths: Sequence[str], *, first_failure: bool = False, options: Sequence[str] = ()) -> list[str]:
+    """pytest's arguments for one test run: gi's plugin, no cache, the quiet output gi reads,
+    `options` (PytestSetup.options); with `first_failure`, pytest stops at the first test that
+    fails (`-x`)."""
     stop = ["-x"] if first_failure else []
-    return ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--color=no", *stop, *paths]
+    return ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--color=no", *options, *stop,
+            *paths]  # fmt: skip
 
 
 def plugin_files(
-    install: Callable[[str, str], Path], limits: Mapping[str, float], default_limit: float, order: Sequence[str]
+    install: Callable[[str, str], Path],
+    limits: Mapping[str, float],
+    default_limit: float,
+    order: Sequence[str],
+    modules: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment that hands gi's plugin its per-test limits and the order to run the tests
-    in, each as a file `install` writes into the run's read-only tools folder."""
+    """The environment that hands gi's plugin its per-test limits, the order to run the tests
+    in and the editable modules' files (module -> absolute path), each as a file `install`
+    writes into the run's read-only tools folder."""
     env: dict[str, str] = {}
+    if modules:
+        env["GI_PROJECT_MODULES"] = str(install("gi_project_modules.json", json.dumps(dict(modules))))
     if limits or default_limit > 0:
         table = json.dumps({"tests": dict(limits), "default": default_limit})
         env["GI_TEST_LIMITS"] = str(install("gi_test_limits.json", table))
@@ -165,13 +211,18 @@ class FailureOrder:
 
 
 def pytest_command(
-    paths: Sequence[str], prefix: Sequence[str] = ("-m", "pytest"), *, first_failure: bool = False
+    paths: Sequence[str],
+    prefix: Sequence[str] = ("-m", "pytest"),
+    *,
+    first_failure: bool = False,
+    setup: PytestSetup = DEFAULT_SETUP,
 ) -> list[str]:
-    """The command line for one test run; `python -m pytest` puts the project root on sys.path.
+    """The command line for one test run, in the setup's interpreter; `python -m pytest` puts
+    the project root on sys.path.
 
     `prefix` replaces `-m pytest`, e.g. to run pytest under `coverage run`.
     """
-    return [sys.executable, *prefix, *pytest_arguments(paths, first_failure=first_failure)]
+    return [setup.python, *prefix, *pytest_arguments(paths, first_failure=first_failure, options=setup.options)]
 
 
 def per_test_limits(durations: Mapping[str, float], cap: float) -> dict[str, float]:
@@ -191,6 +242,7 @@ def run_tests(
     default_limit: float = 0.0,
     order: Sequence[str] = (),
     first_failure: bool = False,
+    setup: PytestSetup = DEFAULT_SETUP,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
@@ -201,9 +253,9 @@ def run_tests(
     """
     runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
     key = secrets.token_hex(32).encode()
-    run_env = {**(env or {}), "PYTHONPATH": str(runner.tools),
-               **plugin_files(runner.install_tool, limits or {}, default_limit, order)}  # fmt: skip
-    command = pytest_command(paths, prefix, first_failure=first_failure)
+    files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir))
+    run_env = {**(env or {}), "PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir), **files}
+    command = pytest_command(paths, prefix, first_failure=first_failure, setup=setup)
     process = runner(command, timeout=timeout, env=run_env, stdin=key, channel=True)
     return read_report(process, key)
 
@@ -216,6 +268,7 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
     durations: dict[str, float] = {}
     failures: dict[str, str] = {}
     collect_errors: dict[str, str] = {}
+    foreign: dict[str, str] = {}
     exit_status: int | None = None
     forged = "the test report overflowed" if process.channel_overflow else ""
     # Line by line, never all at once: a flood of empty lines must cost no memory.
@@ -240,6 +293,8 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
             collect_errors[record["collect_error"]] = record["message"]
         elif "exitstatus" in record:
             exit_status = int(record["exitstatus"])
+        elif "foreign_imports" in record:
+            foreign = {str(name): str(file) for name, file in record["foreign_imports"].items()}
         elif "tampered" in record:
             forged = f"the test run was tampered with: {record['tampered']}"
     for test in started:
@@ -259,6 +314,7 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
         output_tail=process.stderr[-FAILURE_DETAIL_CHARS:],
         seconds=process.seconds,
         forged=forged,
+        foreign_imports=foreign,
     )
 
 
@@ -358,3 +414,63 @@ def merge_retry(first: TestRun, retry: TestRun) -> TestRun:
         if outcome == "timed_out" and test in retry.outcomes:
             outcomes[test] = retry.outcomes[test]
     return dataclasses.replace(first, outcomes=outcomes)
+
+
+#: The options pytest plugins add, by the distribution that gives them (a prefix matches an
+#: option's start): to name the plugin a project's pytest settings ask for when it is missing.
+PLUGIN_OPTIONS = (
+    ("--cov", "pytest-cov"), ("--no-cov", "pytest-cov"), ("-n", "pytest-xdist"), ("--numprocesses", "pytest-xdist"),
+    ("--dist", "pytest-xdist"), ("--timeout", "pytest-timeout"), ("--benchmark", "pytest-benchmark"),
+    ("--reruns", "pytest-rerunfailures"), ("--randomly", "pytest-randomly"), ("-p randomly", "pytest-randomly"),
+    ("--hypothesis", "hypothesis"), ("--asyncio-mode", "pytest-asyncio"), ("--doctest-plus", "pytest-doctestplus"),
+    ("--mypy", "pytest-mypy"), ("--flake8", "pytest-flake8"), ("--html", "pytest-html"), ("--ds", "pytest-django"),
+    ("--mpl", "pytest-mpl"), ("--snapshot-update", "syrupy"), ("--black", "pytest-black"),
+    ("--isort", "pytest-isort"), ("--cache-clear", "pytest"),
+)  # fmt: skip
+_UNRECOGNISED = re.compile(r"error: unrecognized arguments: (?P<options>.+)$", re.MULTILINE)
+_CONFIG_FILE = re.compile(r"^\s*(?:inifile|configfile): (?P<file>\S+)", re.MULTILINE)
+_READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]")
+
+
+def missing_plugins(output: str) -> tuple[list[str], list[str], str]:
+    """From pytest's usage error: the options it did not know, the plugins that give them, and
+    the settings file that asked for them ("" when none is named)."""
+    found = _UNRECOGNISED.search(output)
+    if found is None:
+        return [], [], ""
+    options = found.group("options").split()
+    plugins = sorted({plugin for option in options for prefix, plugin in PLUGIN_OPTIONS
+                      if option == prefix or option.startswith((prefix + "=", prefix + "-"))})  # fmt: skip
+    config = _CONFIG_FILE.search(output)
+    return options, plugins, Path(config.group("file")).name if config else ""
+
+
+def why_not_run(run: TestRun, python: str) -> str:
+    """One line saying why pytest could not run the tests at all (usage or internal error),
+    naming the cause and its fix where gi knows them: a plugin the project's pytest settings
+    ask for that the interpreter lacks, a settings error, a folder the tests write into."""
+    output = run.output_tail
+    options, plugins, config = missing_plugins(output)
+    if options:
+        where = f"{config}'s addopts" if config else "the command line"
+        shown = ", ".join(options[:4]) + (", ..." if len(options) > 4 else "")
+        if plugins and plugins != ["pytest"]:
+            names = " ".join(plugins)
+            return (
+                f"{where} (the project's pytest settings) use {shown}, options of {', '.join(plugins)}, which the"
+                f" interpreter the tests run in ({python}) lacks: install it there ({python} -m pip install {names}),"
+                " or name the project's environment that has it (program.python)"
+            )
+        return f"{where} (the project's pytest settings) use {shown}, which pytest there ({python}) does not know"
+    if _READ_ONLY.search(output):
+        return f"the tests write where gi's copy of the project is read-only: {last_error_line(output)}"
+    return f"pytest could not run the tests (exit status {run.exit_status}): {last_error_line(output)}"
+
+
+def last_error_line(text: str) -> str:
+    """The line of pytest's output that says what went wrong: the last `E   ...` line, else the
+    last `ERROR:`/`error:` line, else the last line that is not empty."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
+    usage = [line for line in lines if line.startswith(("ERROR:", "INTERNALERROR>")) or "error:" in line]
+    return (errors or usage or lines or ["no output"])[-1]

@@ -149,6 +149,8 @@ class Site:
     function: str
     line: int
     context: StatementContext | None = None
+    #: The site's last line (its first is `line`): what coverage of its lines is read over.
+    last_line: int = 0
 
 
 def _children(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
@@ -318,7 +320,7 @@ class _SiteCollector:
         self.module = module
         self.sites: list[Site] = []
         self.nodes: dict[Location, cst.CSTNode] = {}
-        self._lines = _line_starts(module)
+        self._lines, self._ends = _line_spans(module)
 
     def collect(self) -> None:
         self._walk(self.module, "", _Scope(), in_body=False, reading=False)
@@ -336,6 +338,7 @@ class _SiteCollector:
     ) -> None:
         location = Location(self.file, path)
         line = self._lines.get(id(node), 0)
+        last = self._ends.get(id(node), line)
         if in_body and isinstance(node, cst.BaseStatement):
             needs = _requirements(node)
             context = dataclasses.replace(
@@ -353,21 +356,21 @@ class _SiteCollector:
                     )
                 ),
             )
-            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context), node)
+            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context, last), node)
         if isinstance(node, cst.FunctionDef):
-            self._add(Site(location, SiteKind.FUNCTION, scope.function, line), node)
+            self._add(Site(location, SiteKind.FUNCTION, scope.function, line, last_line=last), node)
         # A `case` pattern is no expression: only its numbers may change (`case 1` to `case 2`).
         pattern = pattern or isinstance(node, cst.MatchPattern)
         for node_type, kind in _EXPRESSION_KINDS:
             if isinstance(node, node_type) and (not pattern or kind is SiteKind.NUMBER):
-                self._add(Site(location, kind, scope.function, line), node)
+                self._add(Site(location, kind, scope.function, line, last_line=last), node)
         if (
             reading
             and not sealed
             and isinstance(node, cst.BaseExpression)
             and not isinstance(node, _NOT_EXPRESSION_SITES)
         ):
-            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line), node)
+            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line, last_line=last), node)
         # Nothing inside these is an expression site (nor is a parameter's default).
         inner_sealed = sealed or pattern or isinstance(node, _NO_EXPRESSIONS_INSIDE)
         for step, child in _children(node):
@@ -406,11 +409,13 @@ class _SiteCollector:
         return scope
 
 
-def _line_starts(module: cst.Module) -> dict[int, int]:
-    """Map id(node) to its first line, for labels and for weighting sites by profile."""
+def _line_spans(module: cst.Module) -> tuple[dict[int, int], dict[int, int]]:
+    """Map id(node) to its first line (for labels and for weighting sites by profile) and to
+    its last (for reading coverage over a site)."""
     wrapper = libcst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(libcst.metadata.PositionProvider)
-    return {id(node): position.start.line for node, position in positions.items()}
+    starts = {id(node): position.start.line for node, position in positions.items()}
+    return starts, {id(node): position.end.line for node, position in positions.items()}
 
 
 def _matching_files(root: Path, pattern: str) -> list[str]:

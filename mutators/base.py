@@ -83,6 +83,12 @@ class MutationContext:
     function's own site, nor a statement holding it, is ever chosen: the engine excludes
     the workload's entry point, whose edits would only fake a speed-up.
 
+    With `executed_lines` (per file, the lines the training tests executed on the original,
+    coverage of the original) no site is chosen none of whose lines ran, as mutation testing
+    skips lines no test executes: no test could judge an edit there. A function, and a
+    statement that defines a function or class, needs a line of its body run by a test
+    (`tested_lines`): its header runs when the module is imported.
+
     Function sites and exclusions need the program: `bind` it first (the search does).
     """
 
@@ -93,9 +99,15 @@ class MutationContext:
     #: Looks up what the search measured on a variant (None: not measured).
     feedback: Callable[[Variant], Feedback | None] | None = None
     excluded_functions: frozenset[str] = frozenset()
+    #: Per file, the lines the training tests executed (None: every site may be edited), and
+    #: those among them that ran inside a test (not only at import).
+    executed_lines: Mapping[str, frozenset[int]] | None = None
+    tested_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
     #: Set by `bind`: each function site's weight, and where the excluded functions are.
     function_weights: Mapping[Location, float] | None = None
     excluded_locations: tuple[Location, ...] = ()
+    #: Set by `bind`: the sites none of whose lines the training tests execute (never chosen).
+    unexecuted: frozenset[Location] = frozenset()
     #: `site_table`'s answers, by the identity of the tuple of sites (kept with it).
     _tables: dict[int, tuple[tuple[Site, ...], list[int], np.ndarray]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -115,7 +127,8 @@ class MutationContext:
         excluded = tuple(
             location for location, span in function_spans(program).items() if span.name in self.excluded_functions
         )
-        return dataclasses.replace(self, function_weights=weights, excluded_locations=excluded)
+        unexecuted = frozenset(unexecuted_sites(program, self.executed_lines, self.tested_lines))
+        return dataclasses.replace(self, function_weights=weights, excluded_locations=excluded, unexecuted=unexecuted)
 
     def weight(self, site: Site) -> float:
         """How strongly the search prefers editing at `site` over other sites."""
@@ -137,7 +150,7 @@ class MutationContext:
         entry = self._tables.get(id(sites))
         if entry is not None and entry[0] is sites:
             return entry[1], entry[2]
-        if self.excluded_locations or (self.excluded_functions and sites):
+        if self.excluded_locations or self.unexecuted or ((self.excluded_functions or self.executed_lines) and sites):
             allowed = [position for position, site in enumerate(sites) if self.allows(site)]
         else:
             allowed = list(range(len(sites)))
@@ -158,12 +171,37 @@ class MutationContext:
             return float("nan")  # raised again if the site is ever a candidate
 
     def allows(self, site: Site) -> bool:
-        """False for a site inside an excluded function, its own site, or a statement holding it."""
-        if self.excluded_functions and self.function_weights is None:
-            raise UnboundContextError("excluding functions needs the program: bind the context first")
+        """False for a site inside an excluded function, its own site, or a statement holding it,
+        and for a site none of whose lines the training tests execute."""
+        if (self.excluded_functions or self.executed_lines is not None) and self.function_weights is None:
+            raise UnboundContextError("excluding functions or unexecuted sites needs the program: bind first")
+        if site.location in self.unexecuted:
+            return False
         return not any(
             function.contains(site.location) or site.location.contains(function) for function in self.excluded_locations
         )
+
+
+def unexecuted_sites(
+    program: Program, executed: Mapping[str, frozenset[int]] | None, tested: Mapping[str, frozenset[int]]
+) -> set[Location]:
+    """The locations of the sites none of whose lines ran (`executed`, per file; None: every
+    site ran). A function, or a statement defining one or a class, needs a line run inside a
+    test (`tested`) other than its first: its header runs at import, its body only when used."""
+    if executed is None:
+        return set()
+    found: set[Location] = set()
+    for site in program.sites:
+        file = site.location.file
+        last = max(site.line, site.last_line)
+        defines = site.kind is SiteKind.FUNCTION or (
+            site.kind is SiteKind.STATEMENT and isinstance(program.node(site.location), (cst.FunctionDef, cst.ClassDef))
+        )
+        lines = tested.get(file, frozenset()) if defines else executed.get(file, frozenset())
+        first = site.line + 1 if defines else site.line
+        if not any(line in lines for line in range(first, last + 1)):
+            found.add(site.location)
+    return found
 
 
 class Operator(Protocol):
