@@ -9,7 +9,10 @@ length and JSON. For each request it forks a child that:
 - closes the worker's pipes, starts its own process group, takes the report key on stdin and
   its own stdout/stderr pipes, exactly as a cold `python -m pytest` run would;
 - imports the variant's editable modules from the sources in the request (a finder ahead of
-  the file system serves them, under their real file names, so tracebacks show the variant);
+  the file system serves them, under their real file names, so tracebacks show the variant),
+  and so does every Python process its tests start (a subprocess, a multiprocessing spawn):
+  the child leaves the sources and a `sitecustomize` that installs the same finder in its
+  TMPDIR and puts that folder first on their PYTHONPATH;
 - runs pytest with gi's plugin, and exits with pytest's status.
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
@@ -124,6 +127,39 @@ class VariantFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+#: What a Python process the tests start runs first (as `sitecustomize`, from the child's
+#: TMPDIR): the variant's finder from this worker's own module, then the sitecustomize it hides.
+SPAWNED_BOOTSTRAP = """\
+import importlib.machinery, importlib.util, json, os, sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_here, "gi_variant_sources.json"), encoding="utf-8") as _stream:
+    _sources = json.load(_stream)
+_spec = importlib.util.spec_from_file_location("gi_warm_worker_finder", os.environ["GI_WARM_WORKER_FILE"])
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+sys.meta_path.insert(0, _module.VariantFinder(_sources))
+_others = [entry for entry in sys.path if entry and os.path.abspath(entry) != _here]
+_hidden = importlib.machinery.PathFinder.find_spec("sitecustomize", _others)
+if _hidden is not None and _hidden.loader is not None:
+    _hidden.loader.exec_module(importlib.util.module_from_spec(_hidden))
+"""
+
+
+def serve_spawned(sources: dict[str, str]) -> None:
+    """Make every Python process the child starts import the variant too: its sources and the
+    bootstrap in a folder of the child's TMPDIR (emptied after each child), first on the
+    PYTHONPATH the child's processes inherit."""
+    folder = os.path.join(os.environ["TMPDIR"], "gi-variant")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "gi_variant_sources.json"), "w", encoding="utf-8") as stream:
+        json.dump(sources, stream)
+    with open(os.path.join(folder, "sitecustomize.py"), "w", encoding="utf-8") as stream:
+        stream.write(SPAWNED_BOOTSTRAP)
+    os.environ["GI_WARM_WORKER_FILE"] = os.path.abspath(__file__)
+    os.environ["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [os.environ.get("PYTHONPATH", "")])])
+
+
 def preload(modules: Sequence[str]) -> None:
     """Import pytest, its plugins and the project's third-party dependencies, once."""
     import pytest  # noqa: F401
@@ -233,6 +269,8 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     for filename, text in sources.items():
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     sys.meta_path.insert(0, VariantFinder(sources))
+    if sources:
+        serve_spawned(sources)
     import pytest
 
     try:
