@@ -153,16 +153,38 @@ class Site:
     last_line: int = 0
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _field_names(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = _FIELDS[node_type] = tuple(field.name for field in dataclasses.fields(node_type))
+    return names
+
+
 def _children(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
-    """Yield (path step, child) for every child node, in field order."""
-    for field in dataclasses.fields(node):
-        value = getattr(node, field.name)
-        if isinstance(value, cst.CSTNode):
-            yield field.name, value
-        elif isinstance(value, Sequence) and not isinstance(value, str):
+    """Yield (path step, child) for every child node, in field order. Called for every node of
+    every module, many times: field names are looked up once per node type, and a field's
+    value is told apart by its concrete type (libcst keeps sequences in tuples and lists), not
+    by abstract base classes, which cost most of the time on a large module."""
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
+        if _is_node(type(value)):
+            yield name, value
+        elif type(value) in (tuple, list):
             for index, item in enumerate(value):
-                if isinstance(item, cst.CSTNode):
-                    yield f"{field.name}[{index}]", item
+                if _is_node(type(item)):
+                    yield f"{name}[{index}]", item
+
+
+def _is_node(value_type: type) -> bool:
+    """Whether values of this type are libcst nodes (an ABC's isinstance is slow; this is not)."""
+    known = _NODE_TYPES.get(value_type)
+    if known is None:
+        known = _NODE_TYPES[value_type] = issubclass(value_type, cst.CSTNode)
+    return known
 
 
 def _join(path: str, step: str) -> str:
@@ -179,9 +201,10 @@ def _own_scope(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, int]]:
     while stack:
         current, depth = stack.pop()
         yield current, depth
+        loop = type(current) in _LOOPS
         for step, child in _children(current):
-            if not isinstance(child, _SCOPES):
-                inner = depth + 1 if isinstance(current, _LOOPS) and step == "body" else depth
+            if type(child) not in _SCOPES:  # concrete libcst classes: `type` is isinstance here, and fast
+                inner = depth + 1 if loop and step == "body" else depth
                 stack.append((child, inner))
 
 
@@ -198,10 +221,15 @@ def _nonlocal_names(node: cst.CSTNode) -> frozenset[str]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Nonlocal):
+        if type(current) is cst.Nonlocal:
             names.update(item.name.value for item in current.names)
         stack.extend(child for _, child in _children(current))
     return frozenset(names)
+
+
+#: The node types `_requirements` looks at (concrete classes), to skip the rest fast.
+_REQUIRING = frozenset({cst.Global, cst.Nonlocal, cst.Return, cst.Yield, cst.Await, cst.Break, cst.Continue, cst.For,
+                        cst.With, cst.CompFor})  # fmt: skip
 
 
 def _requirements(statement: cst.CSTNode) -> StatementContext:
@@ -213,6 +241,9 @@ def _requirements(statement: cst.CSTNode) -> StatementContext:
     if isinstance(statement, _SCOPES):
         return StatementContext(movable=movable)
     for node, loop_depth in _own_scope(statement):
+        kind = type(node)
+        if kind not in _REQUIRING:
+            continue
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             movable = False
         elif isinstance(node, cst.Return):
