@@ -552,13 +552,15 @@ class Program:
         for file in self.files:
             source = self.sources[file]
             try:
+                # The interpreter's compiler first: its errors name the right line and say what
+                # is wrong in Python's words ("Missing parentheses in call to 'print'", a TabError).
+                compile_quietly(source, file)
                 module = cst.parse_module(source)
                 self._dumps[file] = normalised_dump(source, file)
-                compile_quietly(source, file)
-            except (cst.ParserSyntaxError, SyntaxError) as error:
-                line = getattr(error, "raw_line", None) or getattr(error, "lineno", "?")
-                message = getattr(error, "message", None) or getattr(error, "msg", str(error))
-                raise ProgramError(f"{root / file}:{line}: cannot parse: {message}") from None
+            except SyntaxError as error:
+                raise ProgramError(f"{root / file}:{error.lineno or '?'}: cannot parse: {error.msg}") from None
+            except cst.ParserSyntaxError as error:
+                raise ProgramError(f"{root / file}:{error.raw_line}: cannot parse: {error.message}") from None
             self.modules[file] = module
             collector = _SiteCollector(file, module)
             collector.collect()
