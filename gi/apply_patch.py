@@ -17,7 +17,7 @@ from typing import Any
 
 from gi.errors import EditError, StoreError, UsageError
 from gi.patch import Patch, apply
-from gi.program import Program, decode_source
+from gi.program import Program, decode_source, outside
 from gi.report import ORIGINAL, find_member, read_summary, source_hash
 
 BACKUP_DIR = "applied"
@@ -75,6 +75,10 @@ def apply_member(run: Path, member_id: str, project: Path | None = None) -> Appl
     encodings: dict[str, str] = {}
     for name in touched:
         path = root / name
+        if outside(root, name):
+            raise StoreError(
+                f"{run / 'summary.json'}: member {member['id']} edits {name}, outside {root}; gi apply writes only there"
+            )
         if name not in recorded:
             raise StoreError(f"{run / 'summary.json'}: member {member['id']} edits {name}, which the run did not read")
         if path.is_symlink():

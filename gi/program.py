@@ -470,9 +470,20 @@ def _is_test_file(relative: str, protected: Sequence[str]) -> bool:
     return path.name == "conftest.py" or inside
 
 
+def outside(root: Path, relative: str) -> bool:
+    """Whether a path relative to `root` leads out of it (absolute, or climbing with `..`)."""
+    path = Path(relative)
+    return path.is_absolute() or ".." in path.parts or not (root / path).resolve().is_relative_to(root.resolve())
+
+
 def _check_editable(root: Path, relative: str) -> None:
     """An editable file must be a regular file inside `root`, reached without links: gi must
     never write, nor let a variant write, anywhere else."""
+    if outside(root, relative):
+        raise ProgramError(
+            f"program.files: {relative!r} lies outside the project folder {root}: gi edits only files inside it"
+            " (the tests run in a copy of that folder, so they would never see an edit elsewhere)"
+        )
     current = root
     for part in Path(relative).parts:
         current = current / part
@@ -586,6 +597,8 @@ class Program:
         sources: dict[str, str] = {}
         encodings: dict[str, str] = {}
         for pattern in patterns:
+            if outside(root, pattern):
+                _check_editable(root, pattern)
             explicit = not any(char in pattern for char in "*?[")
             matches = _matching_files(root, pattern)
             if explicit and matches and _is_test_file(matches[0], protected):

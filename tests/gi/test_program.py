@@ -140,3 +140,14 @@ def test_no_expression_site_inside_annotations_decorators_defaults_f_strings_or_
     assert sorted(expressions) == sorted(
         ['f"{self.x} {a[1]}"', "lambda: q.w", "[z.u for z in a.b]", "3", "self", "a.b", "a"]
     )
+
+
+def test_an_editable_file_outside_the_project_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "calc.py").write_text("def f():\n    return 1\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    with pytest.raises(ProgramError, match=r"program.files: '\.\./base/calc\.py' lies outside the project folder"):
+        Program.load(project, ["../base/calc.py"])
+    with pytest.raises(ProgramError, match="lies outside the project folder"):
+        Program.load(project, [str(tmp_path / "base" / "calc.py")])
