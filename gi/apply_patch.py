@@ -77,7 +77,8 @@ def apply_member(run: Path, member_id: str, project: Path | None = None) -> Appl
         path = root / name
         if outside(root, name):
             raise StoreError(
-                f"{run / 'summary.json'}: member {member['id']} edits {name}, outside {root}; gi apply writes only there"
+                f"{run / 'summary.json'}: member {member['id']} edits {name}, outside {root}:"
+                " gi apply writes only there"
             )
         if name not in recorded:
             raise StoreError(f"{run / 'summary.json'}: member {member['id']} edits {name}, which the run did not read")
