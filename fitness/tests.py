@@ -445,6 +445,33 @@ def missing_plugins(output: str) -> tuple[list[str], list[str], str]:
     return options, plugins, Path(config.group("file")).name if config else ""
 
 
+def cannot_run(run: TestRun, paths: Sequence[str], python: str, limit: float) -> str | None:
+    """Why the tests (pytest `paths`) of the original did not run at all, one line naming the
+    cause and where gi knows it the fix, or None when they ran: `gi init` and `gi run` say the
+    same."""
+    if run.forged:
+        return f"gi cannot trust the training tests' report: {run.forged}"
+    if run.timed_out:
+        return f"the training tests did not finish in {limit:g} s (timed out)"
+    if run.collect_errors:
+        where, message = sorted(run.collect_errors.items())[0]
+        more = len(run.collect_errors) - 1
+        also = f" (and {more} more test file{'s' if more > 1 else ''})" if more else ""
+        return f"{where} cannot be collected{also}: {last_error_line(message)}"
+    if run.exit_status in (-1, 3, 4):
+        return why_not_run(run, python)
+    if not run.outcomes:
+        return f"pytest collects no test in {', '.join(paths)}"
+    if run.foreign_imports:
+        name, file = sorted(run.foreign_imports.items())[0]
+        return (
+            f"the tests import {name} from {file}, not from the project folder, so they would never see gi's edits;"
+            " uninstall that copy from the environment the tests run in, or install the project there in"
+            " editable mode (pip install -e .)"
+        )
+    return None
+
+
 def why_not_run(run: TestRun, python: str) -> str:
     """One line saying why pytest could not run the tests at all (usage or internal error),
     naming the cause and its fix where gi knows them: a plugin the project's pytest settings
