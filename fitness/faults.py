@@ -16,7 +16,7 @@ from pathlib import Path
 from coverage import CoverageData
 
 from fitness.tests import DEFAULT_SETUP, NOT_FAILING, PytestSetup, TestRun, run_tests
-from gi.results import CommandRunner
+from gi.model.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"
 

@@ -3,7 +3,7 @@
 Training tests are run on every variant and drive selection; held-out tests are run only
 on front members, never for selection, to see which patches overfit the tests used in search.
 
-Outcomes come from gi's plugin over a signed channel (see fitness/pytest_plugin.py), and a
+Outcomes come from gi's plugin over a signed channel (see fitness/sandboxed/pytest_plugin.py), and a
 report counts only when independent signals agree with it: every record carries a valid
 signature in sequence; the process's real exit status is pytest's own; pytest's exit status
 and its summary line on stdout do not contradict the outcomes. A run that fails these checks
@@ -26,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gi.results import CommandRunner, ProcessOutcome
+from fitness.sandboxed import FOLDER as SANDBOXED
+from gi.model.results import CommandRunner, ProcessOutcome
 
 #: Outcomes a test can have. "timed_out": it was running when the time limit struck;
 #: "not_run": collected but never reached; "missing": known from the baseline, not collected.
@@ -55,7 +56,7 @@ class PytestSetup:
     """How a project's tests run, beyond the paths: the interpreter (the project's own
     environment, or gi's), what gi adds to the project's pytest settings, the folders of the
     copy its modules import from (ahead of anything installed) and the module name of each
-    editable file (so a run can say where it imported them from). See gi.project."""
+    editable file (so a run can say where it imported them from). See gi.engine.project."""
 
     __test__ = False
 
@@ -86,7 +87,7 @@ DEFAULT_SETUP = PytestSetup()
 @functools.cache
 def plugin_source() -> str:
     """The plugin's source, copied into each workspace's tools folder."""
-    return (Path(__file__).parent / "pytest_plugin.py").read_text(encoding="utf-8")
+    return (SANDBOXED / "pytest_plugin.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
