@@ -61,6 +61,19 @@ class Coverage:
         excluded = self.excluded.get(file, frozenset())
         return any(line in by_line and line not in excluded for line in range(first, last + 1))
 
+    def executed_lines(self) -> dict[str, frozenset[int]]:
+        """Per file, the lines that ran (in a test or at import), less those excluded."""
+        return {file: frozenset(by_line) - self.excluded.get(file, frozenset()) for file, by_line in self.lines.items()}
+
+    def tested_lines(self) -> dict[str, frozenset[int]]:
+        """Per file, the lines a test ran (not only the import), less those excluded."""
+        excluded = self.excluded
+        return {
+            file: frozenset(line for line, tests in by_line.items() if tests - {OUTSIDE_TESTS})
+            - excluded.get(file, frozenset())
+            for file, by_line in self.lines.items()
+        }
+
     def tests_for(self, lines: Iterable[tuple[str, int]]) -> frozenset[str] | None:
         """The tests that executed any of `lines` ((file, line) pairs), or None when one ran
         outside any test, so that every test may see the change."""

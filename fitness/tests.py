@@ -47,7 +47,7 @@ FAILURE_DETAIL_CHARS = 4000
 #: Characters of a crashed run's last output kept beside its failing tests.
 CRASH_TAIL_CHARS = 500
 
-_SUMMARY = re.compile(r"^=*\s*(?P<counts>(?:\d+ [a-z]+(?:, )?)+) in [\d.]+s\b.*$|^=*\s*no tests ran\b.*$")
+_SUMMARY = re.compile(r"^=*\s*(?P<counts>(?:\d+ [a-z]+(?: [a-z]+)?(?:, )?)+) in [\d.]+s\b.*$|^=*\s*no tests ran\b.*$")
 _COUNT = re.compile(r"(\d+) ([a-z]+)")
 
 
@@ -492,7 +492,7 @@ def why_not_run(run: TestRun, python: str) -> str:
         return f"{where} (the project's pytest settings) use {shown}, which pytest there ({python}) does not know"
     if _READ_ONLY.search(output):
         return f"the tests write where gi's copy of the project is read-only: {last_error_line(output)}"
-    return f"pytest could not run the tests (exit status {run.exit_status}): {last_error_line(output)}"
+    return f"pytest could not run the training tests (exit status {run.exit_status}): {last_error_line(output)}"
 
 
 def last_error_line(text: str) -> str:

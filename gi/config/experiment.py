@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,14 @@ class Config(_Section):
     @property
     def program_root(self) -> Path:
         return self.resolve(self.program.root)
+
+    def python_path(self) -> Path:
+        """The interpreter the tests run in (program.python, relative to the config), not
+        resolved: a virtual environment's python is a link to its base interpreter."""
+        if self.program.python is None:
+            return Path(sys.executable)
+        python = Path(self.program.python)
+        return python if python.is_absolute() else self.source.parent.resolve() / python
 
     @property
     def llm_cache(self) -> Path:

@@ -49,6 +49,14 @@ class ExperimentSection(_Section):
 class ProgramSection(_Section):
     root: Annotated[Path, Field(description="the project folder, relative to the config file")]
     files: Annotated[list[str], Field(min_length=1, description="globs of the files GI may edit, relative to root")]
+    python: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="the interpreter the tests and the workload run in (the project's own environment,"
+            " e.g. '.venv/bin/python'), relative to the config file; unset: gi's own",
+        ),
+    ] = None
 
 
 class TestsSection(_Section):
@@ -201,6 +209,13 @@ class MutatorsSection(_Section):
         Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
     ] = "auto"
     llm: Annotated[float, Field(ge=0, le=1, description="the share of mutations the language model makes")] = 0.0
+    untested: Annotated[
+        bool,
+        Field(
+            description="true: edit lines the training tests never execute too (front members whose edits touch"
+            " only such lines are then flagged 'untested'); false: never, as mutation testing skips them"
+        ),
+    ] = False
 
     def names(self) -> list[str]:
         return OPERATORS.names() if self.operators == "all" else list(self.operators)

@@ -29,7 +29,7 @@ import filelock
 
 from fitness import complexity, size, style
 from fitness.differential import record_cases
-from fitness.faults import covered_test_run, ochiai
+from fitness.faults import LineCoverage, covered_test_run, ochiai
 from fitness.runtime import (
     RIGOROUS,
     SCREENING,
@@ -44,7 +44,8 @@ from fitness.runtime import (
     output_of,
     profile,
 )
-from fitness.tests import TestRun, count_failed, first_failing, run_tests
+from fitness.selection import Coverage, first_tests
+from fitness.tests import DEFAULT_SETUP, PytestSetup, TestRun, count_failed, first_failing, run_tests
 from gi.engine.sandbox.bubblewrap import Isolation, isolation
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
@@ -54,6 +55,7 @@ from gi.model.guard import new_risky_names
 from gi.model.patch import Variant
 from gi.model.program import Program, compiler_warnings_ignored
 from gi.model.results import Evaluation, Status
+from gi.model.sites import Location
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,9 @@ class EvaluationSettings:
     #: Stop each variant's training tests at the first failure, the tests that failed most
     #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
     first_failure: bool = False
+    #: How the project's tests run: its interpreter, what gi adds to its pytest settings, the
+    #: copy's import roots (gi.engine.project).
+    pytest: PytestSetup = DEFAULT_SETUP
 
 
 def program_measures(variant: Variant) -> dict[str, float]:
@@ -179,6 +184,10 @@ class Evaluator:
         #: The order a run stopping at the first failure gives the training tests (set by the
         #: engine each generation, from `fitness.tests.FailureOrder`).
         self.test_order: tuple[str, ...] = ()
+        #: The original's coverage by the training tests (set by the engine): a variant's tests
+        #: that execute an edited line run first when its run may stop at the first failure.
+        self.coverage: Coverage | None = None
+        self._site_lines: dict[Location, tuple[int, int]] | None = None
         #: Functions gi never edits (the workload's own, in an editable file): the behaviour
         #: check records what the editable code returns to them.
         self.protected: frozenset[str] = frozenset()
@@ -215,22 +224,50 @@ class Evaluator:
         return text
 
     def _run_tests(
-        self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float], *, training: bool = False
+        self,
+        sandbox: Sandbox,
+        paths: Sequence[str],
+        limits: Mapping[str, float],
+        *,
+        training: bool = False,
+        variant: Variant | None = None,
     ) -> TestRun:
         """One cold test run, each test under its own limit (see `_retried`); a variant's training
         run stops at its first failure when the settings say so."""
-        order, first_failure = self._stop_plan() if training else ((), False)
+        order, first_failure = self._stop_plan(variant) if training else ((), False)
         return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                                          setup=self.settings.pytest,
                                           default_limit=self.settings.test_timeout, order=order,
                                           first_failure=first_failure))  # fmt: skip
 
-    def _stop_plan(self) -> tuple[tuple[str, ...], bool]:
+    def _stop_plan(self, variant: Variant | None) -> tuple[tuple[str, ...], bool]:
         """The training tests' order (tests.fail_fast) and whether to stop at the first failure
-        (and the shortcuts). The original's run (no baseline yet) runs as collected, to the end:
-        its outcomes and durations are the reference."""
+        (and the shortcuts). The tests that execute a line the variant edits come first (the
+        original's coverage), then the rest; each group those that failed most recently first.
+        The original's run (no baseline yet) runs as collected, to the end: its outcomes and
+        durations are the reference."""
         if not self.settings.fail_fast or self.baseline_tests is None:
             return (), False
-        return self.test_order, self.settings.first_failure
+        order = self.test_order or tuple(self.baseline_tests)
+        if self.coverage is not None and variant is not None and variant.patch.edits:
+            order = first_tests(self.coverage.tests_for(self.edited_lines(variant)), order)
+        return order, self.settings.first_failure
+
+    def edited_lines(self, variant: Variant) -> list[tuple[str, int]]:
+        """The lines of the original that the variant's edits change or insert before: each
+        edit's target and insertion points, over the whole site."""
+        if self._site_lines is None:
+            spans: dict[Location, tuple[int, int]] = {}
+            for site in self.program.sites:
+                first, last = spans.get(site.location, (site.line, site.line))
+                spans[site.location] = (min(first, site.line), max(last, site.last_line, site.line))
+            self._site_lines = spans
+        lines: list[tuple[str, int]] = []
+        for edit in variant.patch.edits:
+            for location in (edit.target, *edit.positions()):
+                first, last = self._site_lines.get(location, (0, -1))
+                lines += [(location.file, line) for line in range(first, last + 1)]
+        return lines
 
     def _training_exclude(self) -> tuple[Path, ...]:
         """What never enters a training workspace: the run folder, the reply cache, and the
@@ -243,9 +280,9 @@ class Evaluator:
             if self._warm is None:
                 self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
                                       preload=self.settings.preload, exclude=self._training_exclude(),
-                                      scratch=self.scratch)  # fmt: skip
+                                      scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
         warm, settings, limits = self._warm, self.settings, self.test_limits
-        order, first_failure = self._stop_plan()
+        order, first_failure = self._stop_plan(variant)
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
                                                limits=limits, default_limit=settings.test_timeout, order=order,
                                                first_failure=first_failure))  # fmt: skip
@@ -269,7 +306,7 @@ class Evaluator:
         each, run to the end); the whole report, collection errors and exit status included,
         for `gi init`'s check of a project's tests."""
         with self._sandbox(variant) as sandbox:
-            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True, variant=variant)
 
     def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
@@ -301,7 +338,9 @@ class Evaluator:
                     run = self.warm_training(variant)
                 else:
                     sandbox = stack.enter_context(self._sandbox(variant))
-                    run = self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+                    run = self._run_tests(
+                        sandbox, self.settings.train, self.test_limits, training=True, variant=variant
+                    )
                 failed = count_failed(run, self.baseline_tests)
                 measures["failed_tests"] = float(failed)
                 measures["passed_tests"] = float(run.passed)
@@ -410,16 +449,23 @@ class Evaluator:
             return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
                                 timeout=self.settings.timeout * 3)  # fmt: skip
 
-    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
-        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+    def line_coverage(self, variant: Variant) -> tuple[TestRun, LineCoverage]:
+        """The training tests on a variant (the original) under coverage.py, a context per test:
+        their outcomes, and per line of the editable files the tests that executed it ("" for
+        a line run outside any test)."""
         with self._sandbox(variant) as sandbox:
-            run, coverage = covered_test_run(
+            return covered_test_run(
                 self.settings.train,
                 self.program.files,
                 timeout=self.settings.timeout * 3,
                 runner=sandbox,
                 default_limit=self.settings.test_timeout * 3,
+                setup=self.settings.pytest,
             )
+
+    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+        run, coverage = self.line_coverage(variant)
         return ochiai(coverage, run.outcomes)
 
     def _workload(self) -> Workload:

@@ -34,7 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from fitness.tests import PytestSetup
 from gi.model.errors import ProgramError
+from gi.model.program import Program
 
 #: The folders a virtual environment of the project's own is looked for in, in this order.
 ENVIRONMENT_NAMES = (".venv", "venv", ".env", "env")
@@ -176,3 +178,18 @@ def module_names(files: Sequence[str], roots: Sequence[str]) -> dict[str, str]:
                     names[".".join(parts)] = file
                 break
     return names
+
+
+def pytest_setup(program: Program, python: Path) -> tuple[PytestSetup, Interpreter]:
+    """How a program's tests run: in `python` (asked once), with the copy's import roots ahead
+    of anything installed, and the module name of each editable file for the plugin's check."""
+    interpreter = probe(str(python), program.root)
+    roots = import_roots(program.root, program.files)
+    setup = PytestSetup(
+        python=str(python),
+        options=interpreter.pytest_options(),
+        import_roots=roots,
+        modules=tuple(sorted(module_names(program.files, roots).items())),
+        lend_coverage=not interpreter.has_coverage,
+    )
+    return setup, interpreter

@@ -79,6 +79,8 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if entry.get("untested"):  # mutators.untested: every edit where no training test executes
+            record["untested"] = True
         if "ablation" in entry:  # from `gi ablate`, kept in the run store
             record["ablation"] = entry["ablation"]
         if "minimal" in entry:  # from `gi minimize`, kept in the run store

@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
-from fitness.tests import NOT_FAILING, FailureOrder, overfits, per_test_limits, regressions, test_counts
+from fitness.selection import Coverage
+from fitness.tests import NOT_FAILING, FailureOrder, cannot_run, overfits, per_test_limits, regressions, test_counts
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.variation import Candidate
 from gi.config import Config
 from gi.engine.accounting import count_by_operator
 from gi.engine.evaluation import EvaluationSettings, Evaluator, variant_measures
 from gi.engine.held_out import HeldOut, configure_held_out, front_members, generalisation_gap
+from gi.engine.project import pytest_setup
 from gi.engine.recorded import Measurements, as_is, open_recorded, replay_comparison
 from gi.engine.run_folder import ORIGINAL, STORE_NAME
 from gi.engine.sandbox.bubblewrap import isolation
@@ -47,8 +49,10 @@ from gi.model.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
+from gi.model.sites import Location
 from gi.reports.document import write_report_or_warn
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
+from mutators.base import unexecuted_sites
 from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
 from populations import Individual
 
@@ -78,6 +82,8 @@ class Progress:
     hypervolume: float = 0.0
     front_size: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: What the run is doing before its first generation ("" once the search runs).
+    phase: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,14 @@ class Experiment:
         else:
             self.folder = config.run_folder if replay_of is None else replay_into or replay_of / REPLAY_FOLDER
         self.on_progress = on_progress or (lambda progress, generation_done: None)
+        self.progress = Progress(generations=config.search.generations)
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
+        files = ", ".join(config.program.files[:3]) + (", ..." if len(config.program.files) > 3 else "")
+        self.phase(f"reading the editable files ({files}): parsing them and indexing their sites")
         self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
+        megabytes = sum(len(text) for text in self.program.sources.values()) / 1e6
+        self.phase(f"{len(self.program.files)} files ({megabytes:.2g} MB), {len(self.program.sites)} sites;"
+                   f" asking {config.python_path()} about itself")  # fmt: skip
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -140,8 +152,10 @@ class Experiment:
         self.failure_order = FailureOrder()
         for evaluation in self.cache.values():
             self.failure_order.note(evaluation.tests)
-        self.progress = Progress(generations=config.search.generations)
         self.suspicious: dict[tuple[str, int], float] = {}
+        #: The sites no training test executes (their locations), and the counts summary.json gives.
+        self.unexecuted: frozenset[Location] = frozenset()
+        self.sites: dict[str, int] | None = None
         self.hot: dict[str, float] = {}
         self.protected = self._workload_functions()
         self.evaluator.protected = self.protected
@@ -181,7 +195,9 @@ class Experiment:
         if self.store.last_checkpoint() is None:
             self.store.clear_measurements()  # nothing was built on them; the program may have changed
         section = config.evaluation
+        self.pytest, interpreter = pytest_setup(self.program, config.python_path())
         limits = sandbox_limits(config)
+        limits = dataclasses.replace(limits, read_only=(*limits.read_only, *map(Path, interpreter.folders)))
         self.isolation = isolation(limits)
         inside = [self.folder, config.run_folder, config.llm_cache]
         self.evaluator = Evaluator(
@@ -197,6 +213,7 @@ class Experiment:
                 secrets=_secrets(config),
                 fail_fast=config.tests.fail_fast,
                 first_failure=config.tests.fail_fast and section.shortcuts,
+                pytest=self.pytest,
                 **workload_settings(config),
             ),
         )
@@ -205,11 +222,15 @@ class Experiment:
 
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
+        if self.config.tests.holdout or self.config.tests.holdout_fraction or self.config.tests.differential:
+            self.phase("setting up the held-out tests")
         for warning in configure_held_out(self.config, self.evaluator, self.measurements, original):
             if warning not in self.progress.warnings:
                 self.progress.warnings.append(warning)
         if not (self.evaluator.settings.holdout or self.evaluator.settings.holdout_ids):
             self.held_out = None  # tests.differential found nothing to check, and nothing else is held out
+        if self.config.workload is not None:
+            self.phase("timing the original's workload and profiling it")
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.cache.get(original.tree_hash)
@@ -219,6 +240,7 @@ class Experiment:
                 self.store.put_evaluation(evaluation, individual="baseline", generation=-1)
                 self.cache[original.tree_hash] = evaluation
         if evaluation is None:
+            self.phase(f"running the original's training tests ({', '.join(self.config.tests.train)})")
             engine = self.evaluator.settings.engine
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
             evaluation = self.evaluator.evaluate(original)  # the reference: always the cold path
@@ -228,6 +250,8 @@ class Experiment:
                     f"{self.config.program_root}: gi cannot trust the original program's test report:"
                     f" {evaluation.detail.strip().splitlines()[0]}"
                 )
+            if evaluation.status is not Status.OK or not evaluation.tests:
+                self._check_tests_run(original)  # names why, as gi init does
             if evaluation.status is not Status.OK:
                 raise ProgramError(
                     f"{self.config.program_root}: the original program's training tests do not run"
@@ -255,12 +279,46 @@ class Experiment:
 
     # --- the loop ---------------------------------------------------------------------------
 
+    def _coverage(self) -> Coverage | None:
+        """The original's coverage by the training tests, a context per test (recorded, so a
+        resumed run and a replay keep it): for leaving out the sites no training test executes
+        (unless mutators.untested) and for running a variant's tests that execute an edited line
+        first (tests.fail_fast). None when coverage could not be read."""
+        sources = self.program.sources
+
+        def measure() -> dict[str, Any]:
+            run, lines = self.evaluator.line_coverage(apply(self.program, Patch()))
+            if run.foreign_imports:
+                problem = cannot_run(run, self.config.tests.train, self.evaluator.settings.pytest.python, 0)
+                raise ProgramError(f"{self.config.source}: {problem}")
+            return {"lines": Coverage.of(lines, sources).to_json() if lines else None}
+
+        recorded = self.measurements.get("coverage", measure, encode=as_is, decode=as_is)
+        return None if recorded["lines"] is None else Coverage.from_json(recorded["lines"], sources)
+
     def _context(self, baseline: Evaluation) -> MutationContext:
-        """Where operators should edit: hot functions of the workload, and the suspicious lines
-        of fault localisation when the original fails tests."""
+        """Where operators should edit: hot functions of the workload, the suspicious lines of
+        fault localisation when the original fails tests, and only lines the training tests
+        execute (unless mutators.untested)."""
         self.hot = self.timing.hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
+        executed: dict[str, frozenset[int]] | None = None
+        tested: dict[str, frozenset[int]] = {}
+        self.phase("coverage of the original by its training tests")
+        coverage = self.evaluator.coverage = self._coverage()
+        if coverage is None:
+            self._warn("coverage of the original could not be read: every site may be edited")
+        else:
+            unexecuted = unexecuted_sites(self.program, coverage.executed_lines(), coverage.tested_lines())
+            self.unexecuted = frozenset(unexecuted)
+            count = sum(site.location in unexecuted for site in self.program.sites)
+            self.sites = {"total": len(self.program.sites), "unexecuted": count,
+                          "left_out": 0 if self.config.mutators.untested else count}  # fmt: skip
+            if not self.config.mutators.untested:
+                executed, tested = coverage.executed_lines(), coverage.tested_lines()
         return MutationContext(
+            executed_lines=executed,
+            tested_lines=tested,
             feedback=self._feedback,
             excluded_functions=self.protected,
             # Module-level code (constants, imports) is not in the profile and keeps weight 1:
@@ -292,13 +350,45 @@ class Experiment:
         settings = dataclasses.replace(self.evaluator.settings, engine="warm",
                                        preload=tuple(third_party_imports(self.program, texts)))  # fmt: skip
         self.evaluator.settings = settings
-        return "warm", "evaluation.engine = 'warm'" if wanted == "warm" else "no test starts another Python process"
+        return (
+            "warm",
+            "evaluation.engine = 'warm'" if wanted == "warm" else "no test reads the editable files by itself",
+        )
+
+    def _held_out_count(self) -> int:
+        """How many held-out tests judged the run's front (0: none did)."""
+        return len(self.held_out.baseline or {}) if self.held_out is not None else 0
+
+    def _untested(self, variant: Variant) -> bool:
+        """Whether every edit of a variant lands where no training test executes (only possible
+        with mutators.untested): no test judged it."""
+        edits = variant.patch.edits
+        return bool(edits) and all(edit.target in self.unexecuted for edit in edits)
+
+    def phase(self, text: str) -> None:
+        """Say what the run does before its first generation: each phase, as it starts."""
+        self.progress.phase = text
+        self.on_progress(self.progress, False)
+
+    def _warn(self, warning: str) -> None:
+        if warning not in self.progress.warnings:
+            self.progress.warnings.append(warning)
+            self.on_progress(self.progress, False)
+
+    def _check_tests_run(self, original: Variant) -> None:
+        """The original's training tests must run: else one line naming why and the fix, as `gi
+        init` gives it."""
+        run = self.evaluator.training_run(original)
+        problem = cannot_run(run, self.config.tests.train, str(self.config.python_path()), self.config.tests.timeout)
+        if problem is not None:
+            raise ProgramError(f"{self.config.source}: the original's training tests cannot run: {problem}")
 
     def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
         """The warm path must give the original the outcomes the cold path gave it; if not, the
         run goes cold and says why. The verdict is recorded: a resumed run and a replay keep it."""
         if self.engine != "warm":
             return
+        self.phase("checking that the warm path gives the original the cold path's outcomes")
 
         def agrees() -> dict[str, bool]:
             warm = self.evaluator.warm_training(original)
@@ -329,6 +419,7 @@ class Experiment:
         wanted = self.config.mutators.fault_localisation
         if wanted is False or (wanted == "auto" and baseline.measures.get("failed_tests", 0) == 0):
             return {}
+        self.phase("fault localisation: the lines the failing tests execute")
         return self.measurements.get(
             "suspiciousness",
             lambda: self.evaluator.suspiciousness(apply(self.program, Patch())),
@@ -611,6 +702,8 @@ class Experiment:
         baseline = self._baseline()
         self.llm = self._llm_operator(baseline)
         search = self._search(baseline)
+        self.phase(f"generation 0: {self.config.search.population} programs, the original among them")
+        self.progress.phase = ""
         checkpoint = self.store.last_checkpoint()
         if checkpoint is not None:
             self._restore(search, checkpoint)
@@ -771,6 +864,8 @@ class Experiment:
             if smaller is not None and smaller["of_edits"] == variant.patch.to_json():  # see gi/studies/minimize.py
                 entry["minimal"] = {key: value for key, value in smaller.items() if key != "of_edits"}
                 entry["minimal_diff"] = apply(self.program, Patch.from_json(smaller["edits"])).diff()
+            if self.config.mutators.untested and self._untested(variant):
+                entry["untested"] = True
             ablation = ablated.get(known_as, ablated.get(member.id))
             if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/studies/ablation.py
                 entry["ablation"] = ablation["edits"]
@@ -811,6 +906,8 @@ class Experiment:
                 ],
                 "hot_functions": {name: round(share, 4) for name, share in sorted(self.hot.items())},
                 "protected_functions": sorted(self.protected),
+                "sites": self.sites,
+                "held_out_tests": self._held_out_count(),
                 "timed_out_share": round(timed_out, 4),
                 "engine": {
                     "training_tests": self.engine,

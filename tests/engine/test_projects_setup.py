@@ -86,3 +86,18 @@ def test_coverage_keeps_what_ran_outside_any_test(tmp_path: Path) -> None:
         )
     assert run.outcomes == {"tests/test_cache.py::test_get": "passed"}
     assert coverage["src/shop/cache.py"] == {1: {""}, 2: {"tests/test_cache.py::test_get"}}
+
+
+def test_subtests_in_the_summary_line_are_not_a_forgery(tmp_path: Path) -> None:
+    """pytest 9 counts subtests in its summary ('1 passed, 2 subtests passed'), as cachetools'
+    suite has it: the report checks read that line as pytest's own."""
+    root = src_layout(tmp_path / "project")
+    (root / "tests" / "test_sub.py").write_text(
+        "def test_each(subtests):\n    for value in (1, 2):\n        with subtests.test(value=value):\n"
+        "            assert value\n"
+    )
+    files = ["src/shop/__init__.py", "src/shop/cache.py"]
+    with workspace(root, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), setup=setup_for(root, files))
+    assert not run.forged, run.forged
+    assert run.outcomes["tests/test_sub.py::test_each"] == "passed"
