@@ -21,6 +21,12 @@ Per project it prints:
 - left out: the sites the run left out because no training test executes them;
 - front: its members other than the original, with their held-out verdicts.
 
+For the projects --reference names (toolz by default), the same run again, side by side, the way
+gi judged every variant before this benchmark's issue: a cold copy and interpreter per variant,
+every test run (evaluation.engine = "cold", evaluation.shortcuts = false). The seed and the
+scores are the same, so the runs evaluate the same programs: the benchmark checks each got the
+same verdict (status and failed tests) both ways, and prints both rates.
+
 Sdists, environments and project folders live in a cache outside the repository (default
 ~/.cache/gi-benchmarks; --cache names another), so CI never runs this: it needs PyPI. Every
 run extracts each sdist afresh (the environment is kept), so earlier runs leave nothing.
@@ -163,6 +169,9 @@ class Outcome:
     run: str = ""
     rate: float | None = None
     summary: dict[str, Any] | None = None
+    reference_rate: float | None = None
+    #: Programs both runs evaluated, and those of them with the same verdict both ways.
+    compared: tuple[int, int] | None = None
 
 
 def gi_init(folder: Path) -> tuple[bool, str]:
@@ -172,11 +181,18 @@ def gi_init(folder: Path) -> tuple[bool, str]:
     return done.returncode == 0, said.strip()
 
 
-def gi_run(folder: Path, generations: int, population: int, timeout: float) -> tuple[str, float | None, Path | None]:
+#: What makes a run judge each variant the way gi did before: cold, every test.
+REFERENCE = ("--set", 'evaluation.engine="cold"', "--set", "evaluation.shortcuts=false", "--set",
+             "experiment.name=reference")  # fmt: skip
+
+
+def gi_run(
+    folder: Path, generations: int, population: int, timeout: float, extra: tuple[str, ...] = ()
+) -> tuple[str, float | None, Path | None]:
     """Run the written config for a few generations; return the last line said, the evaluations
     a second over generations 1.. (from the arrival of the progress lines) and the run folder."""
     command = [*gi_command(), "run", str(folder / "gi.toml"), "--generations", str(generations),
-               "--population", str(population)]  # fmt: skip
+               "--population", str(population), *extra]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     arrivals: list[tuple[float, int]] = []  # (time, evaluations) at each generation's line
     lines: list[str] = []
@@ -200,6 +216,15 @@ def gi_run(folder: Path, generations: int, population: int, timeout: float) -> t
     if process.returncode != 0:
         return f"exit {process.returncode}: {said.strip()}", rate, None
     return "ok", rate, run_folder
+
+
+def verdicts(run_folder: Path) -> dict[str, tuple[str, float | None]]:
+    """Each evaluated program's verdict (status, failed tests), by tree hash."""
+    found = {}
+    for line in (run_folder / "evaluations.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        found[row["tree_hash"]] = (row["status"], row["measures"].get("failed_tests"))
+    return found
 
 
 def describe_front(summary: dict[str, Any]) -> list[str]:
@@ -239,6 +264,7 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=3)
     parser.add_argument("--population", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one gi run may take")
+    parser.add_argument("--reference", default="toolz", help="projects also run the way gi judged variants before")
     args = parser.parse_args()
     known = {project.name: project for project in PROJECTS}
     wanted = [name.strip() for name in args.projects.split(",") if name.strip()]
@@ -260,6 +286,15 @@ def main() -> None:
             if run_folder is not None:
                 outcome.summary = json.loads((run_folder / "summary.json").read_text(encoding="utf-8"))
             print(f"  gi run: {outcome.run}", flush=True)
+            if run_folder is not None and name in args.reference.split(","):
+                said, outcome.reference_rate, reference = gi_run(
+                    folder, args.generations, args.population, args.timeout, REFERENCE
+                )
+                print(f"  reference run (cold, every test): {said}", flush=True)
+                if reference is not None:
+                    ours, theirs = verdicts(run_folder), verdicts(reference)
+                    both = set(ours) & set(theirs)
+                    outcome.compared = (len(both), sum(ours[key] == theirs[key] for key in both))
         outcomes.append(outcome)
     print()
     print(f"{'project':<18} {'init':<5} {'suite s':>8} {'evals/s':>8} {'x suite':>8} {'held-out':>9} {'left out':>12}")
@@ -272,6 +307,14 @@ def main() -> None:
             f"{outcome.project.folder_name:<18} {'ok' if outcome.init_ok else 'no':<5} {outcome.suite.seconds:>8.2f}"
             f" {rate:>8} {times:>8} {held:>9} {left:>12}"
         )
+    for outcome in outcomes:
+        if outcome.reference_rate is not None and outcome.rate is not None and outcome.compared is not None:
+            both, same = outcome.compared
+            print(
+                f"{outcome.project.folder_name}: {outcome.rate:.2f} evaluations/s against {outcome.reference_rate:.2f}"
+                f" cold with every test ({outcome.rate / outcome.reference_rate:.1f}x); the same verdict for {same}"
+                f" of the {both} programs both runs evaluated"
+            )
     for outcome in outcomes:
         print(f"{outcome.project.folder_name}:")
         if not outcome.init_ok:

@@ -11,6 +11,7 @@ so two workers do not compete for the same core while the clock runs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import socket
@@ -46,7 +47,7 @@ from fitness.runtime import (
 )
 from fitness.selection import Coverage, first_tests
 from fitness.tests import DEFAULT_SETUP, PytestSetup, TestRun, count_failed, first_failing, run_tests
-from gi.engine.sandbox.bubblewrap import Isolation, isolation
+from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
@@ -214,7 +215,8 @@ class Evaluator:
         sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
-            yield Sandbox(self.settings.limits, space)
+            # A cold copy serves one variant: its tests may write beside themselves.
+            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=True), space)
 
     def redact(self, text: str) -> str:
         """`text` without the secrets gi knows of, for everything that is stored or sent."""
@@ -235,10 +237,14 @@ class Evaluator:
         """One cold test run, each test under its own limit (see `_retried`); a variant's training
         run stops at its first failure when the settings say so."""
         order, first_failure = self._stop_plan(variant) if training else ((), False)
-        return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
-                                          setup=self.settings.pytest,
-                                          default_limit=self.settings.test_timeout, order=order,
-                                          first_failure=first_failure))  # fmt: skip
+        before = loadable_files(sandbox.workdir)
+        run = _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                                         setup=self.settings.pytest, default_limit=self.settings.test_timeout,
+                                         order=order, first_failure=first_failure))  # fmt: skip
+        planted = sorted(loadable_files(sandbox.workdir) - before)
+        if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
+            run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
+        return run
 
     def _stop_plan(self, variant: Variant | None) -> tuple[tuple[str, ...], bool]:
         """The training tests' order (tests.fail_fast) and whether to stop at the first failure

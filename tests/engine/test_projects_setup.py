@@ -6,12 +6,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from fitness.faults import covered_test_run
 from fitness.tests import PytestSetup, run_tests, why_not_run
+from gi.engine.evaluation import EvaluationSettings, Evaluator
 from gi.engine.project import import_roots, module_names
+from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
 
 CACHE = "def get(key):\n    return key * 2\n"
 TESTS = "from shop.cache import get\n\n\ndef test_get():\n    assert get(2) == 4\n"
@@ -101,3 +107,60 @@ def test_subtests_in_the_summary_line_are_not_a_forgery(tmp_path: Path) -> None:
         run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), setup=setup_for(root, files))
     assert not run.forged, run.forged
     assert run.outcomes["tests/test_sub.py::test_each"] == "passed"
+
+
+WRITING_TESTS = """\
+import os
+
+from calc import add
+
+HERE = os.path.dirname(__file__)
+
+
+def test_writes_beside_itself():
+    with open(os.path.join(HERE, "out.txt"), "w") as stream:
+        stream.write("x")
+    assert add(1, 2) == 3
+
+
+def test_cannot_rewrite_a_test():
+    try:
+        with open(__file__, "a") as stream:
+            stream.write("# changed")
+    except OSError:
+        return
+    raise AssertionError("a test file was writable")
+"""
+
+
+def writing_project(folder: Path) -> Program:
+    (folder / "tests").mkdir(parents=True)
+    (folder / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (folder / "tests" / "test_calc.py").write_text(WRITING_TESTS)
+    return Program.load(folder, ["calc.py"])
+
+
+@pytest.mark.skipif(not bubblewrap_available(), reason="the copy's test files are held read-only by bubblewrap")
+def test_tests_that_write_where_they_stand_pass_but_cannot_touch_the_verdict(tmp_path: Path) -> None:
+    program = writing_project(tmp_path / "project")
+    evaluator = Evaluator(program, EvaluationSettings(train=("tests",), timeout=60))
+    run = evaluator.training_run(apply(program, Patch()))
+    assert run.outcomes == {
+        "tests/test_calc.py::test_writes_beside_itself": "passed",
+        "tests/test_calc.py::test_cannot_rewrite_a_test": "passed",
+    }, run.failure_report()
+    assert not run.forged
+
+
+def test_a_conftest_the_run_adds_makes_it_forged(tmp_path: Path) -> None:
+    """What pytest loads by name (a conftest.py, compiled code) must be the project's own: a
+    run that adds one to its writable copy is not trusted."""
+    program = writing_project(tmp_path / "project")
+    planting = (
+        "import os\n\ndef add(a, b):\n    open(os.path.join('tests', 'sub', 'conftest.py'), 'w').close()\n"
+        "    return a + b\n"
+    )
+    (tmp_path / "project" / "tests" / "sub").mkdir()
+    evaluator = Evaluator(program, EvaluationSettings(train=("tests",), timeout=60))
+    run = evaluator.training_run(Variant(program, Patch(), {"calc.py": planting}, ()))
+    assert run.forged == "the test run added tests/sub/conftest.py to the project's copy"

@@ -82,6 +82,43 @@ def _python_paths() -> list[Path]:
     return sorted(set(found))
 
 
+#: The files of a project a test run reads to decide what runs and how: never writable, even
+#: where the tests may write beside themselves.
+VERDICT_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"})
+
+
+def is_verdict_file(name: str) -> bool:
+    """A test module, a conftest.py or a file that holds pytest's settings."""
+    return name in VERDICT_NAMES or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+
+
+def verdict_files(folder: Path) -> list[Path]:
+    """The regular files under `folder` a test run's verdict depends on (see `is_verdict_file`)."""
+    found = []
+    for parent, _, names in os.walk(folder):
+        found += [
+            Path(parent) / name for name in names if is_verdict_file(name) and not os.path.islink(Path(parent) / name)
+        ]
+    return found
+
+
+#: Files a run may not add to a writable copy: what pytest or the interpreter would load
+#: (a conftest.py, settings, compiled code, path and start-up hooks). An honest run writes no
+#: bytecode (PYTHONDONTWRITEBYTECODE) and no cache (-p no:cacheprovider).
+_PLANTABLE = (".pyc", ".pth")
+_PLANTABLE_NAMES = VERDICT_NAMES | {"sitecustomize.py", "usercustomize.py", "__init__.py"}
+
+
+def loadable_files(folder: Path) -> set[str]:
+    """The files under `folder` (relative) that pytest or the interpreter would load by name."""
+    found = set()
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            if name in _PLANTABLE_NAMES or name.endswith(_PLANTABLE) or is_verdict_file(name):
+                found.add((Path(parent) / name).relative_to(folder).as_posix())
+    return found
+
+
 def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Workspace) -> list[str]:
     """`argv` run by bubblewrap in `space`, from `cwd`: the namespaces, and mounts of only the
     system folders, the Python installation, `limits.read_only` and the workspace."""
@@ -107,7 +144,13 @@ def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Wo
     mounts += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
     for path in (*_python_paths(), *limits.read_only):
         mounts += ["--ro-bind", str(path), str(path)]
-    mounts += ["--ro-bind", str(space.program), str(space.program), "--ro-bind", str(space.tools), str(space.tools)]
+    if limits.writable_program:
+        mounts += ["--bind", str(space.program), str(space.program)]
+        for verdict in verdict_files(space.program):
+            mounts += ["--ro-bind", str(verdict), str(verdict)]
+    else:
+        mounts += ["--ro-bind", str(space.program), str(space.program)]
+    mounts += ["--ro-bind", str(space.tools), str(space.tools)]
     mounts += ["--bind", str(space.outputs), str(space.outputs)]
     # HOME and TMPDIR: RAM of a capped size that dies with the command, so neither the
     # disk nor the next command sees what this one left there.
