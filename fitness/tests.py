@@ -430,7 +430,7 @@ PLUGIN_OPTIONS = (
 )  # fmt: skip
 _UNRECOGNISED = re.compile(r"error: unrecognized arguments: (?P<options>.+)$", re.MULTILINE)
 _CONFIG_FILE = re.compile(r"^\s*(?:inifile|configfile): (?P<file>\S+)", re.MULTILINE)
-_READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]")
+READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]")
 
 
 def missing_plugins(output: str) -> tuple[list[str], list[str], str]:
@@ -490,7 +490,7 @@ def why_not_run(run: TestRun, python: str) -> str:
                 " or name the project's environment that has it (program.python)"
             )
         return f"{where} (the project's pytest settings) use {shown}, which pytest there ({python}) does not know"
-    if _READ_ONLY.search(output):
+    if READ_ONLY.search(output):
         return f"the tests write where gi's copy of the project is read-only: {last_error_line(output)}"
     return f"pytest could not run the training tests (exit status {run.exit_status}): {last_error_line(output)}"
 

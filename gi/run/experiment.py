@@ -28,7 +28,16 @@ import numpy as np
 
 from fitness.objectives import OBJECTIVES, Constraint, Objective, objective_values, reference_point
 from fitness.selection import Coverage
-from fitness.tests import NOT_FAILING, FailureOrder, cannot_run, overfits, per_test_limits, regressions, test_counts
+from fitness.tests import (
+    NOT_FAILING,
+    READ_ONLY,
+    FailureOrder,
+    cannot_run,
+    overfits,
+    per_test_limits,
+    regressions,
+    test_counts,
+)
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.variation import Candidate
 from gi.config import Config
@@ -392,12 +401,17 @@ class Experiment:
 
         def agrees() -> dict[str, bool]:
             warm = self.evaluator.warm_training(original)
-            return {"agrees": warm.outcomes == baseline.tests and not warm.forged}
+            writes = bool(READ_ONLY.search(warm.failure_report()))
+            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes}
 
-        if not self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)["agrees"]:
+        check = self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)
+        if not check["agrees"]:
             self.evaluator.close()
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
-            self.engine, self.engine_reason = "cold", "the warm path gave the original other outcomes than the cold"
+            why = "the warm path gave the original other outcomes than the cold"
+            if check.get("writes"):
+                why += " (its tests write where they stand: the warm workers' copy is read-only, a cold one is not)"
+            self.engine, self.engine_reason = "cold", why
             self.progress.warnings.append(f"evaluation.engine: {self.engine_reason}; the run uses the cold path")
 
     def _workload_functions(self) -> frozenset[str]:
