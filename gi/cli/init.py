@@ -35,6 +35,8 @@ def init_command(args: argparse.Namespace, console: Console) -> int:
     say(console, f"  training tests: {', '.join(project.train)}")
     if project.holdout:
         say(console, f"  held-out tests: {', '.join(project.holdout)}")
+    elif original.tests < 2:
+        say(console, "  held-out tests: none found, and one training test is too few to hold a share out")
     else:
         say(
             console,

@@ -266,18 +266,26 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
         minimize = ["failed_tests", "size"]
     else:
         minimize = ["failed_tests", "runtime", "size"] if timed else ["failed_tests", "complexity", "size"]
-    holdout = (
-        f"# Never seen by the search: run on the front as it grows, to see what overfits.\n"
-        f"holdout = {_toml_list(project.holdout)}"
-        if project.holdout
-        else _comments(
-            "No held-out folder was found, so a share of the training tests (a split seeded by"
-            " experiment.seed) is held out: the search never sees them, and they judge the front as it"
-            " grows, to see which patches change what no training test checks. A folder of held-out"
-            ' tests instead: holdout = ["holdout"], and holdout_fraction = 0.'
+    if project.holdout:
+        holdout = (
+            "# Never seen by the search: run on the front as it grows, to see what overfits.\n"
+            f"holdout = {_toml_list(project.holdout)}"
         )
-        + f"\nholdout_fraction = {HOLDOUT_FRACTION}"
-    )
+    elif original is not None and original.tests < 2:
+        holdout = _comments(
+            f"No held-out folder was found, and {original.tests} training test is too few to hold a share"
+            ' out: a folder of tests the search never sees, e.g. holdout = ["holdout"], shows what overfits.'
+        )
+    else:
+        holdout = (
+            _comments(
+                "No held-out folder was found, so a share of the training tests (a split seeded by"
+                " experiment.seed) is held out: the search never sees them, and they judge the front as it"
+                " grows, to see which patches change what no training test checks. A folder of held-out"
+                ' tests instead: holdout = ["holdout"], and holdout_fraction = 0.'
+            )
+            + f"\nholdout_fraction = {HOLDOUT_FRACTION}"
+        )
     fail_fast = (
         ""
         if repair
