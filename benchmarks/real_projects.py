@@ -254,7 +254,7 @@ def left_out(summary: dict[str, Any]) -> str:
     sites = summary.get("sites")
     if not isinstance(sites, dict):
         return "-"
-    return f"{sites.get('uncovered', 0)} of {sites.get('total', 0)}"
+    return f"{sites.get('left_out', 0)} of {sites.get('total', 0)}"
 
 
 def main() -> None:

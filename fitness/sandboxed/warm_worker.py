@@ -15,6 +15,12 @@ length and JSON. For each request it forks a child that:
   TMPDIR and puts that folder first on their PYTHONPATH;
 - runs pytest with gi's plugin, and exits with pytest's status.
 
+The project's test modules and conftest.py files are the same for every variant (tests are
+never editable, and the copy is read-only): the worker rewrites their asserts once, as
+pytest's assertion rewriter would, and children take the rewritten code from it when a file's
+source is unchanged (`cache_rewrites`; on toolz's suite this was most of a child's time, since
+no bytecode cache is written in the sandbox).
+
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
 rewriter) is the same for every variant, and was half of a child's time. So where nothing of
 the project runs during it (no conftest.py in the project), the worker prepares pytest's
@@ -51,6 +57,7 @@ import struct
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -175,6 +182,43 @@ def preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(BaseException):
             importlib.import_module(name)
+
+
+def _is_rewritten(name: str) -> bool:
+    """A file pytest's assertion rewriter rewrites by default: a test module or a conftest.py."""
+    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+
+
+def cache_rewrites() -> int:
+    """Rewrite the asserts of the project's test modules and conftest.py files once, here in
+    the worker, and make pytest's rewriter take a file's code from this cache when its source
+    is the one rewritten (else, or with `enable_assertion_pass_hook`, it rewrites as usual).
+    Returns how many files were cached."""
+    try:
+        from _pytest.assertion import rewrite
+
+        original = rewrite._rewrite_test
+    except (ImportError, AttributeError):  # another pytest: children rewrite as usual
+        return 0
+    cached: dict[str, tuple[Any, Any]] = {}
+    for folder, subfolders, names in os.walk(os.getcwd()):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name != "__pycache__"]
+        for name in names:
+            if _is_rewritten(name):
+                path = os.path.join(folder, name)
+                with contextlib.suppress(Exception):  # a file that does not parse: pytest reports it in the child
+                    cached[path] = original(Path(path), None)  # type: ignore[arg-type]  # None: no pass hook
+
+    def rewrite_test(fn: Any, config: Any) -> Any:
+        hit = cached.get(str(fn))
+        if hit is None or (config is not None and config.getini("enable_assertion_pass_hook")):
+            return original(fn, config)
+        if importlib.util.source_hash(fn.read_bytes()) != hit[0]:
+            return original(fn, config)
+        return hit
+
+    rewrite._rewrite_test = rewrite_test
+    return len(cached)
 
 
 #: gi's report plugin (fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
@@ -401,6 +445,7 @@ def main() -> None:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a child cannot reach the worker's pipes via /proc
     sys.path.insert(0, os.getcwd())
     preload(sys.argv[1:])
+    cache_rewrites()
     # What is loaded now is shared by every child: keep the collector away from it (pytest
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()

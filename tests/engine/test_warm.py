@@ -136,3 +136,22 @@ def test_python_processes_the_tests_start_import_the_variant_too(tmp_path: Path)
     first, variant, again = (run.outcomes for run in runs)
     assert set(first.values()) == {"failed"} and first == again
     assert set(variant.values()) == {"passed"}, runs[1].failure_report()
+
+
+def test_a_childs_asserts_are_rewritten_from_the_workers_cache(tmp_path: Path) -> None:
+    """The worker rewrites the test modules' asserts once; each child's failing assert still
+    says what pytest's rewriting says (the values, `where` each came from)."""
+    project = tmp_path / "rewritten"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        runs = [
+            pool.run_tests({"calc.py": ORIGINAL}, ["tests"], timeout=60, limits={}, default_limit=0) for _ in range(2)
+        ]
+    finally:
+        pool.close()
+    for run in runs:
+        assert run.outcomes == {"tests/test_calc.py::test_answer": "failed"}
+        assert "where 1 = answer()" in run.failures["tests/test_calc.py::test_answer"], run.failures
