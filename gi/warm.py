@@ -34,7 +34,16 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from fitness.tests import PLUGIN_MODULE, TestRun, plugin_files, plugin_source, pytest_arguments, read_report
+from fitness.tests import (
+    NO_CHECKS,
+    PLUGIN_MODULE,
+    Checks,
+    TestRun,
+    plugin_files,
+    plugin_source,
+    pytest_arguments,
+    read_report,
+)
 from gi.program import Program, parse_quietly
 from gi.results import ProcessOutcome
 from gi.sandbox import WATCH_INTERVAL, Limits, LiveCommand, Sandbox, Workspace, workspace
@@ -251,15 +260,17 @@ class WarmPool:
         default_limit: float,
         order: Sequence[str] = (),
         first_failure: bool = False,
+        checks: Checks = NO_CHECKS,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `fitness.tests.run_tests` gives on a cold copy (`order` and `first_failure` as there)."""
+        what `fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
+        `checks` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)
         with self._worker() as worker:
             env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order)
             request = {"sources": changed, "argv": pytest_arguments(paths, first_failure=first_failure), "env": env,
-                       "key": key, "timeout": timeout}  # fmt: skip
+                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
             before = worker.prepared_runs
             outcome = worker.run(request, timeout)
             with self._lock:
@@ -268,7 +279,7 @@ class WarmPool:
                 worker.broken = True  # it died, stopped answering or was stopped: the pool replaces it
                 why = worker.stopped or "the warm worker died or stopped answering (the variant may have killed it)"
                 outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0)
-        return read_report(outcome, key.encode())
+        return read_report(outcome, key.encode(), checks)
 
     def close(self) -> None:
         self._spawns.put(None)
