@@ -50,11 +50,12 @@ from pathlib import Path
 import libcst as cst
 import numpy as np
 
-from gi.describe import describe
-from gi.edits import DeleteStatement, Edit, ReplaceExpression, node_at
-from gi.evaluation import EvaluationSettings, Evaluator
-from gi.patch import Patch, Variant, apply
-from gi.program import Location, Program, SiteKind
+from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.model.describe import describe
+from gi.model.edits import DeleteStatement, Edit, ReplaceExpression, node_at
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
+from gi.model.sites import Location, SiteKind
 from mutators import OPERATORS, MutationContext, names, templates
 
 REPO = Path(__file__).resolve().parents[1]
@@ -265,7 +266,7 @@ class Bug:
     subject: Subject
     edit: Edit
     sources: dict[str, str]
-    #: The edit in words (gi.describe, on the correct program).
+    #: The edit in words (gi.model.describe, on the correct program).
     words: str
     #: The share of REACH_DRAWS proposals of the fixing operator that make the correct program.
     reach: float

@@ -36,10 +36,11 @@ from typing import Any
 import numpy as np
 
 from fitness.tests import FailureOrder, per_test_limits
-from gi.evaluation import EvaluationSettings, Evaluator
-from gi.patch import Patch, Variant, apply
-from gi.program import Program
-from gi.sandbox import Limits, isolation
+from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.sandbox.bubblewrap import isolation
+from gi.engine.sandbox.limits import Limits
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
 from mutators import OPERATORS, MutationContext
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "experiments" / "programs"
@@ -73,7 +74,7 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
 
     import pytest
 
-    from fitness.warm_worker import preload
+    from fitness.sandboxed.warm_worker import preload
 
     preload([])
     gc.collect()

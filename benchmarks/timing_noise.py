@@ -24,9 +24,9 @@ import numpy as np
 from scipy import stats
 
 from fitness.runtime import RIGOROUS, SCREENING, SpeedUp, Workload, compare, loops_for
-from gi.evaluation import EvaluationSettings, Evaluator
-from gi.patch import Patch, Variant, apply
-from gi.program import Program
+from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
 
 WORK = """\
 SIZE = {size}

@@ -16,7 +16,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 
-from gi.results import CommandRunner
+from gi.model.results import CommandRunner
 
 #: Where the generated checks go in a held-out copy of the program (relative to its root).
 TEST_FILE = "gi_differential/test_gi_differential.py"

@@ -15,7 +15,7 @@ from pathlib import Path
 from coverage import CoverageData
 
 from fitness.tests import NOT_FAILING, TestRun, run_tests
-from gi.results import CommandRunner
+from gi.model.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"
 

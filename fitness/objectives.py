@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gi.registry import Registry
+from gi.model.registry import Registry
 
 
 class Direction(enum.StrEnum):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyperf
 
-from gi.results import CommandRunner, ProcessOutcome
+from gi.model.results import CommandRunner, ProcessOutcome
 
 SCRIPT_NAME = "gi_workload.py"
 TIMING_NAME = "timing.json"

@@ -3,7 +3,7 @@
 Training tests are run on every variant and drive selection; held-out tests are run only
 on front members, never for selection, to see which patches overfit the tests used in search.
 
-Outcomes come from gi's plugin over a signed channel (see fitness/pytest_plugin.py), and a
+Outcomes come from gi's plugin over a signed channel (see fitness/sandboxed/pytest_plugin.py), and a
 report counts only when independent signals agree with it: every record carries a valid
 signature in sequence; the plugin saw pytest's machinery unchanged from the start of the
 session; the canary tests (clones of real tests that must fail, `Checks`) failed; the
@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gi.results import CommandRunner, ProcessOutcome
+from fitness.sandboxed import FOLDER as SANDBOXED
+from gi.model.results import CommandRunner, ProcessOutcome
 
 #: Outcomes a test can have. "timed_out": it was running when the time limit struck;
 #: "not_run": collected but never reached; "missing": known from the baseline, not collected.
@@ -53,7 +54,7 @@ _COUNT = re.compile(r"(\d+) ([a-z]+)")
 
 @dataclass(frozen=True)
 class Checks:
-    """What gi's plugin checks in one run beyond the report itself (see fitness/pytest_plugin.py).
+    """What gi's plugin checks in one run beyond the report itself (see fitness/sandboxed/pytest_plugin.py).
 
     Canaries: a canary is the clone of a real test whose editable functions return a value that
     equals nothing. On the original it failed, so on any variant it must fail, whatever the
@@ -90,7 +91,7 @@ NO_CHECKS = Checks()
 @functools.cache
 def plugin_source() -> str:
     """The plugin's source, copied into each workspace's tools folder."""
-    return (Path(__file__).parent / "pytest_plugin.py").read_text(encoding="utf-8")
+    return (SANDBOXED / "pytest_plugin.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ The model (floor 1) is importable from here: `Program`, `Location`, the edits, `
 config, command line) lives in the other modules of this package.
 """
 
-from gi.edits import (
+from gi.model.edits import (
     DeleteStatement,
     Edit,
     InsertControl,
@@ -18,10 +18,11 @@ from gi.edits import (
     ReplaceStatement,
     SwapStatements,
 )
-from gi.errors import ConfigError, EditError, GIError, ProgramError, RegistryError, StoreError
-from gi.patch import Patch, Variant, apply
-from gi.program import Location, Program, Site, SiteKind
-from gi.results import Evaluation, ProcessOutcome, Status
+from gi.model.errors import ConfigError, EditError, GIError, ProgramError, RegistryError, StoreError
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
+from gi.model.results import Evaluation, ProcessOutcome, Status
+from gi.model.sites import Location, Site, SiteKind
 
 __all__ = [
     "ConfigError",

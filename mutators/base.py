@@ -17,10 +17,11 @@ import libcst as cst
 import libcst.metadata
 import numpy as np
 
-from gi.edits import Edit
-from gi.patch import Patch, Variant
-from gi.program import Location, Program, Site, SiteKind
-from gi.registry import Registry
+from gi.model.edits import Edit
+from gi.model.patch import Patch, Variant
+from gi.model.program import Program
+from gi.model.registry import Registry
+from gi.model.sites import Location, Site, SiteKind
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gi.edits import Edit, InsertControl
-from gi.patch import Patch
-from gi.program import Program, Site
+from gi.model.edits import Edit, InsertControl
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.sites import Site
 from mutators.base import MutationContext, choose_site, register, statement_sites
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gi.patch import Patch
-from gi.registry import Registry
+from gi.model.patch import Patch
+from gi.model.registry import Registry
 
 CrossoverFunction = Callable[[Patch, Patch, np.random.Generator], Patch]
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import libcst as cst
 import numpy as np
 
-from gi.edits import Edit, RemoveUnary, ReplaceNumber, ReplaceOperator, operator_of
-from gi.patch import Patch
-from gi.program import Location, Program, SiteKind
+from gi.model.edits import Edit, RemoveUnary, ReplaceNumber, ReplaceOperator, operator_of
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.sites import Location, SiteKind
 from mutators.base import MutationContext, choose_site, register
 
 ARITHMETIC = ("Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 import numpy as np
 
-from gi.edits import (
+from gi.model.edits import (
     Edit,
     Negate,
     OffsetExpression,
@@ -25,8 +25,9 @@ from gi.edits import (
     SwapArguments,
     parent_of,
 )
-from gi.patch import Patch
-from gi.program import Location, Program, Site, SiteKind
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.sites import Location, Site, SiteKind
 from mutators.base import MutationContext, choose_site, register
 from mutators.scopes import BUILTINS, bound_names, movable, unbound_locals, walrus_reads_outside
 

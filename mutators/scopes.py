@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 import libcst.metadata as meta
 
-from gi.edits import node_at
-from gi.program import Location, Program
+from gi.model.edits import node_at
+from gi.model.program import Program
+from gi.model.sites import Location
 
 #: Names of builtins a copied expression may read (unless the program rebinds them).
 BUILTINS = frozenset(dir(builtins))

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from gi.edits import DeleteStatement, Edit, InsertStatement, MoveStatement, ReplaceStatement, SwapStatements
-from gi.patch import Patch
-from gi.program import Location, Program, Site, StatementContext
+from gi.model.edits import DeleteStatement, Edit, InsertStatement, MoveStatement, ReplaceStatement, SwapStatements
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.sites import Location, Site, StatementContext
 from mutators.base import MutationContext, choose_site, register, statement_sites
 
 #: One flag per statement site of a program, in site order.

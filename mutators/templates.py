@@ -14,9 +14,10 @@ import libcst as cst
 import libcst.metadata as meta
 import numpy as np
 
-from gi.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, InsertStatement, KeepOperand
-from gi.patch import Patch
-from gi.program import Location, Program, Site, SiteKind
+from gi.model.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, InsertStatement, KeepOperand
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.sites import Location, Site, SiteKind
 from mutators.base import MutationContext, choose_site, register, statement_sites
 from mutators.names import (
     ATTEMPTS,

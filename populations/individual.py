@@ -12,7 +12,7 @@ from typing import Any
 
 from deap import base
 
-from gi.patch import Patch
+from gi.model.patch import Patch
 
 
 class ParetoFitness(base.Fitness):  # type: ignore[misc]

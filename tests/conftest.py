@@ -12,7 +12,7 @@ from pathlib import Path
 import filelock
 import pytest
 
-from gi.program import Program
+from gi.model.program import Program
 
 #: Non-trivial modules of the installed Python: decorators, async code, match statements,
 #: f-strings, comments and docstrings. Copied, never edited in place.
@@ -60,19 +60,19 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 #: other process idle for most of it. Files not named here follow in their own order, and the
 #: `timing` files come last, run alone while the other process has nothing left to do.
 LONGEST_FIRST = (
-    "gi/test_experiment.py",  # 121
-    "gi/test_replay.py",  # 49
-    "gi/test_starter.py",  # 47
-    "gi/test_random_patches.py",  # 45
-    "gi/test_overfitting.py",  # 44
+    "run/test_experiment.py",  # 121
+    "run/test_replay.py",  # 49
+    "cli/test_starter.py",  # 47
+    "model/test_random_patches.py",  # 45
+    "studies/test_overfitting.py",  # 44
     "hostile/test_hostile_run.py",  # 38
-    "gi/test_dask.py",  # 36
-    "gi/test_llm_runs.py",  # 33
-    "gi/test_repairs.py",  # 31
-    "gi/test_honest_figures.py",  # 22
+    "engine/test_dask.py",  # 36
+    "run/test_llm_runs.py",  # 33
+    "engine/test_repairs.py",  # 31
+    "engine/test_honest_figures.py",  # 22
     "hostile/test_forgery.py",  # 21
     "hostile/test_escape.py",  # 20
-    "gi/test_arms.py",  # 17
+    "studies/test_arms.py",  # 17
 )
 
 

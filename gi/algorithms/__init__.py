@@ -1,6 +1,6 @@
 """The search algorithms, each an ask/tell `Search` over patches (see gi/algorithms/base.py).
 
-Variation (gi/variation.py) and survival and archive pieces (populations/) are shared; each
+Variation (gi/algorithms/variation.py) and survival and archive pieces (populations/) are shared; each
 algorithm is a small class that says how it picks parents or neighbours and what survives.
 """
 
@@ -10,7 +10,7 @@ from gi.algorithms.nsga2 import NSGA2
 from gi.algorithms.nsga3 import NSGA3
 from gi.algorithms.random_search import RandomSearch
 from gi.algorithms.spea2 import SPEA2
-from gi.registry import Registry
+from gi.model.registry import Registry
 
 #: Every algorithm a config can name in `search.algorithm`.
 ALGORITHMS: Registry[type[Search]] = Registry("algorithm")

@@ -22,10 +22,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fitness.objectives import Constraint, Objective, objective_values, violation
-from gi.patch import Patch
-from gi.program import Program
-from gi.results import Evaluation
-from gi.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation
+from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.results import Evaluation
 from mutators import Crossover, MutationContext, Operator
 from mutators.llm import LLMOperator
 from populations import Individual, ParetoArchive, ParetoFitness

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gi.algorithms.base import Search
-from gi.variation import Batch, Offspring
+from gi.algorithms.variation import Batch, Offspring
 from populations import Individual
 
 

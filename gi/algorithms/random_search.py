@@ -10,7 +10,7 @@ and one-edit patches. Only the Pareto archive, the report's front, sees the eval
 from __future__ import annotations
 
 from gi.algorithms.base import Search
-from gi.variation import Batch, Offspring
+from gi.algorithms.variation import Batch, Offspring
 from populations import Individual
 
 

@@ -23,10 +23,11 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
-from gi.edits import Edit, ReplaceFunction, RewritePlan
-from gi.errors import EditError
-from gi.patch import Patch, Variant, apply, effective_edits
-from gi.program import Location, Program, SiteKind, parse_quietly
+from gi.model.edits import Edit, ReplaceFunction, RewritePlan
+from gi.model.errors import EditError
+from gi.model.patch import Patch, Variant, apply, effective_edits
+from gi.model.program import Program, parse_quietly
+from gi.model.sites import Location, SiteKind
 from mutators.base import MutationContext, choose_site
 from mutators.llm.client import LLMClient, LLMStoppedError
 from mutators.llm.prompts import GOALS, Prompts

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from fitness.tests import FailureOrder, TestRun, run_tests
-from gi.program import Program
-from gi.sandbox import Limits, Sandbox, workspace
-from gi.warm import WarmPool
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
+from gi.engine.warm import WarmPool
+from gi.model.program import Program
 
 PROGRAM = "def double(x):\n    return 2 * x\n"
 BROKEN = "def double(x):\n    return 2 + x\n"

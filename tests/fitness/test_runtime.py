@@ -20,7 +20,9 @@ from fitness.runtime import (
     profile,
     timing_cpu,
 )
-from gi.sandbox import Limits, Sandbox, workspace
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
 
 PROGRAM = """\
 def helper(n):

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from fitness.tests import count_failed, overfits, per_test_limits, run_tests
-from gi.sandbox import Limits, Sandbox, bubblewrap_available, workspace
+from gi.engine.sandbox.bubblewrap import bubblewrap_available
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
 
 PROGRAM = """\
 def add(a, b):

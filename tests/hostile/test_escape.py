@@ -15,17 +15,13 @@ import pytest
 
 from fitness.runtime import TIMING_NAME, TimingSettings, Workload, WorkloadError, measure, output_of
 from fitness.tests import run_tests
-from gi.program import Program
-from gi.sandbox import (
-    Limits,
-    Sandbox,
-    bubblewrap_available,
-    read_regular,
-    stops_fork_bombs,
-    workspace,
-    write_new,
-)
-from gi.warm import WarmPool
+from gi.engine.sandbox.bubblewrap import bubblewrap_available
+from gi.engine.sandbox.files import read_regular, write_new
+from gi.engine.sandbox.limits import Limits, stops_fork_bombs
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
+from gi.engine.warm import WarmPool
+from gi.model.program import Program
 from tests.hostile import processes_with
 
 needs_bubblewrap = pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable here")

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from fitness.tests import TestRun, count_failed, run_tests
-from gi.guard import new_risky_names
-from gi.program import Program
-from gi.sandbox import Limits, Sandbox, workspace
-from gi.warm import WarmPool
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
+from gi.engine.warm import WarmPool
+from gi.model.guard import new_risky_names
+from gi.model.program import Program
 
 TESTS = """\
 from calc import add

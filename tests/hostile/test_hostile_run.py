@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from gi.sandbox import bubblewrap_available, stops_fork_bombs
+from gi.engine.sandbox.bubblewrap import bubblewrap_available
+from gi.engine.sandbox.limits import stops_fork_bombs
 from tests.hostile import processes_with
 from tests.llm_server import Action, ScriptedModel, serve
 

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gi.edits import Edit
-from gi.patch import Patch, apply
-from gi.program import Program
+from gi.model.edits import Edit
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
 from mutators import OPERATORS, MutationContext
 
 DRAWS = 300

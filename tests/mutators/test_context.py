@@ -8,8 +8,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from gi.patch import Patch, apply
-from gi.program import Location, Program, SiteKind
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
+from gi.model.sites import Location, SiteKind
 from mutators import OPERATORS, MutationContext, choose_site
 from mutators.base import UnboundContextError, function_spans
 

@@ -10,9 +10,10 @@ import numpy as np
 import openai
 import pytest
 
-from gi.edits import DeleteStatement, ReplaceFunction
-from gi.patch import Patch, apply
-from gi.program import Program, SiteKind
+from gi.model.edits import DeleteStatement, ReplaceFunction
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
+from gi.model.sites import SiteKind
 from mutators import MutationContext
 from mutators.llm import (
     LLMClient,

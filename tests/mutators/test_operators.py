@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from gi.patch import Patch, apply
-from gi.program import Program
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
 from mutators import OPERATORS, MutationContext
 
 BEFORE = """\

@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gi.edits import Clamp, InsertGuard
-from gi.patch import Patch
-from gi.program import Program, SiteKind
+from gi.model.edits import Clamp, InsertGuard
+from gi.model.patch import Patch
+from gi.model.program import Program
+from gi.model.sites import SiteKind
 from mutators import OPERATORS, MutationContext
 from mutators.templates import clamp_bound
 

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from gi.patch import Patch
+from gi.model.patch import Patch
 from populations import Individual, ParetoFitness
 from populations.nsga3 import associate, default_divisions, nsga3_survivors, reference_directions
 

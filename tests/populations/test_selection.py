@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fitness.objectives import OBJECTIVES
-from gi.patch import Patch
+from gi.model.patch import Patch
 from populations import (
     Individual,
     ParetoArchive,

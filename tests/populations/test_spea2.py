@@ -6,7 +6,7 @@ import random
 
 from deap import tools
 
-from gi.patch import Patch
+from gi.model.patch import Patch
 from populations import Individual, ParetoFitness
 from populations.spea2 import spea2_fitness, spea2_survivors, truncate
 

@@ -1,0 +1,9 @@
+"""Scripts that run inside the sandbox, beside the variant: the pytest plugin that reports
+outcomes over a signed channel, and the warm worker. They import nothing of gi: they are
+copied into a workspace's tools/ and run there by the sandbox's Python.
+"""
+
+from pathlib import Path
+
+#: The folder holding the scripts, which the engine copies into each workspace.
+FOLDER = Path(__file__).parent

@@ -1,0 +1,1 @@
+"""The `gi` command (floor 9): one module per command family; `gi.cli.main` parses and dispatches."""

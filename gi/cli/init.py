@@ -1,0 +1,48 @@
+"""`gi init`: write a commented starter config for a project (gi/cli/starter.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+if TYPE_CHECKING:
+    pass
+from gi.cli.output import say, say_isolation
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`gi init`."""
+    init = commands.add_parser(
+        "init",
+        help="write a commented starter config for a project",
+        description="Find the project's Python files and tests, run the training tests once on the original "
+        "(sandboxed, as gi run does) and write gi.toml in it, a commented config that `gi run gi.toml` runs as it "
+        "is (tests never editable, run folders beside the project; a repair's config when the original fails "
+        "tests). Asks nothing; never overwrites an existing gi.toml.",
+    )
+    init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
+
+
+def init_command(args: argparse.Namespace, console: Console) -> int:
+    from gi.cli.starter import write_starter_config
+
+    path, project, original = write_starter_config(args.project, before_tests=say_isolation)
+    say(console, f"wrote {path}")
+    say(console, f"  editable files: {', '.join(project.files)}")
+    say(console, f"  training tests: {', '.join(project.train)}")
+    say(console, f"  held-out tests: {', '.join(project.holdout) or 'none found'}")
+    if original.repair:
+        say(
+            console,
+            f"  the original fails {len(original.failing)} of {original.tests} training tests: a repair"
+            ' (constraint = "none", fault localisation on)',
+        )
+    else:
+        say(console, f"  the original passes all {original.tests} training tests")
+    if project.workload and not original.repair:
+        say(console, f"  workload: {project.workload} (runtime is an objective)")
+    say(console, f"next: read it, then gi run {path}")
+    return 0

@@ -1,0 +1,88 @@
+"""`gi operators`, `gi algorithms` and `gi compare`: what a config can name, and the
+statistics between arms."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    pass
+from gi.cli.output import print_json
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`gi operators`, `gi algorithms` and `gi compare`."""
+    commands.add_parser(
+        "operators",
+        help="list the mutation operators and crossovers a config can name",
+        description="List every registered mutation operator and crossover with what it does.",
+    )
+    commands.add_parser(
+        "algorithms",
+        help="list the search algorithms a config can name",
+        description="List every search algorithm (search.algorithm) with what it does.",
+    )
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare the arms of an experiment (or several runs) with statistics",
+        description="Per arm: final hypervolume on a shared reference point, best value of each objective, "
+        "evaluations to reach it, overfitting rate (median and interquartile range over seeds); between "
+        "each pair of arms: two-sided Mann-Whitney U, Vargha-Delaney A12, Holm-corrected p. Writes "
+        "compare.json, compare-arms.csv and compare-pairs.csv beside the runs.",
+    )
+    compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
+    compare.add_argument("--output", type=Path, help="the folder for the CSV and JSON files")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of tables")
+
+
+def compare_command(args: argparse.Namespace, console: Console) -> int:
+    from gi.reports.compare import arm_table, compare, output_folder, pair_table, write_outputs
+
+    result = compare(args.runs)
+    written = write_outputs(result, args.output or output_folder(args.runs))
+    if args.json:
+        print_json(result)
+        return 0
+    console.print(arm_table(result))
+    if result["pairs"]:
+        console.print(pair_table(result))
+    else:
+        console.print("(one arm only: nothing to test against)")
+    console.print(f"written: {', '.join(str(path) for path in written)}")
+    return 0
+
+
+def algorithms_command(args: argparse.Namespace, console: Console) -> int:
+    from gi.algorithms import ALGORITHMS
+
+    table = Table(title="Search algorithms (search.algorithm)")
+    table.add_column("name")
+    table.add_column("what it does")
+    for name in ALGORITHMS:
+        table.add_row(name + (" (default)" if name == "nsga2" else ""), ALGORITHMS.get(name).description)
+    console.print(table)
+    return 0
+
+
+def operators_command(args: argparse.Namespace, console: Console) -> int:
+    from mutators import CROSSOVERS, OPERATORS
+
+    table = Table(title="Mutation operators (mutators.operators)")
+    table.add_column("name")
+    table.add_column("what it does")
+    for name in OPERATORS:
+        table.add_row(name, OPERATORS.get(name).description)
+    console.print(table)
+    crossovers = Table(title="Crossovers (search.crossovers)")
+    crossovers.add_column("name")
+    crossovers.add_column("what it does")
+    for name in CROSSOVERS:
+        crossovers.add_row(name, CROSSOVERS.get(name).description)
+    console.print(crossovers)
+    return 0

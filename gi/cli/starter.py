@@ -1,0 +1,401 @@
+"""`gi init`: a commented starter config for a project, written without asking anything.
+
+It looks at the project folder the way pytest and gi do: test files (`test_*.py`,
+`*_test.py`) are the tests, by the folder named like a test folder (`tests`, `test`, `testing`)
+that holds them or else by their own path; a folder named `holdout` (or `heldout`, `held_out`)
+holds held-out tests; every other Python file but conftest.py, setup.py and a workload is
+editable. Then it runs the training tests once on the original, as `gi run` runs them (gi's
+evaluator: a sandboxed copy, the held-out tests left out), to fit the config to what they do:
+when the original fails some, the config is a repair's (no constraint, fewest failing tests
+first, fault localisation); the time limits come from how long they took; tests that cannot
+run at all (a module that does not import, pytest failing) are a `ProgramError` naming why.
+The config it writes is one `gi run` accepts unchanged: tests are never editable, and the run
+folder lies beside the project, outside what a run copies.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import textwrap
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gi.model.errors import ConfigError, ProgramError
+from gi.model.program import IGNORED_DIRS
+
+if TYPE_CHECKING:
+    from fitness.tests import TestRun
+    from gi.config import Config
+
+CONFIG_NAME = "gi.toml"
+HOLDOUT_NAMES = frozenset({"holdout", "heldout", "held_out"})
+TEST_FOLDERS = frozenset({"tests", "test", "testing"}) | HOLDOUT_NAMES
+#: Python files that are part of a project's tooling, not of its program.
+NOT_EDITABLE = frozenset({"conftest.py", "setup.py", "noxfile.py", "fabfile.py"})
+#: Seconds `gi init` gives the original's whole training run, and one of its tests (a test
+#: past it is failing, as one that loops forever is).
+CHECK_TIMEOUT = 600.0
+CHECK_TEST_TIMEOUT = 60.0
+#: The written limits: one test may take this many times the slowest test's time in gi init's
+#: run (and at least MIN_TEST_TIMEOUT seconds), a whole run this many times the run's (and at
+#: least MIN_TIMEOUT): enough that the original's own run under `gi run` never meets them.
+TEST_TIMEOUT_FACTOR = 20.0
+MIN_TEST_TIMEOUT = 2
+TIMEOUT_FACTOR = 10.0
+MIN_TIMEOUT = 60
+#: The widest comment line the starter config has.
+COMMENT_WIDTH = 92
+
+
+@dataclass(frozen=True)
+class Project:
+    """What `gi init` found in a project folder (paths relative to it, sorted)."""
+
+    root: Path
+    files: tuple[str, ...]
+    train: tuple[str, ...]
+    holdout: tuple[str, ...]
+    workload: str | None
+
+
+def _is_test(name: str) -> bool:
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _test_path(test_file: Path) -> str:
+    """The pytest path a test file is run by: its outermost folder named like a test folder
+    (tests, test, testing, holdout, ...), else the file itself (a test beside the code)."""
+    for index, part in enumerate(test_file.parts[:-1]):
+        if part in TEST_FOLDERS:
+            return Path(*test_file.parts[: index + 1]).as_posix()
+    return test_file.as_posix()
+
+
+def _python_files(root: Path) -> list[Path]:
+    """Every .py file under root, relative, skipping what gi never searches (caches, VCS,
+    environments) and links."""
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(
+            name for name in subfolders if name not in IGNORED_DIRS and not (Path(folder) / name).is_symlink()
+        )
+        for name in sorted(names):
+            path = Path(folder) / name
+            if name.endswith(".py") and path.is_file() and not path.is_symlink():
+                found.append(path.relative_to(root))
+    return found
+
+
+def _workload(root: Path) -> str | None:
+    """`workload:run` when the project has a workload.py with a no-argument `run` function."""
+    path = root / "workload.py"
+    if not path.is_file():
+        return None
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "run":
+            arguments = node.args
+            positional = len(arguments.posonlyargs) + len(arguments.args)
+            keywords_needed = any(default is None for default in arguments.kw_defaults)
+            if positional == len(arguments.defaults) and not keywords_needed:
+                return "workload:run"
+    return None
+
+
+def survey(root: Path) -> Project:
+    """Find a project's editable files, its training and held-out tests and its workload."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise ProgramError(f"{root}: no such project folder")
+    files = _python_files(root)
+    test_paths = sorted({_test_path(path) for path in files if _is_test(path.name)})
+    holdout = tuple(path for path in test_paths if path in HOLDOUT_NAMES)
+    train = tuple(path for path in test_paths if path not in HOLDOUT_NAMES)
+    if not train:
+        raise ProgramError(
+            f"{root}: no tests found (pytest files named test_*.py or *_test.py, outside a holdout folder);"
+            " gi needs tests to tell a working variant from a broken one"
+        )
+    workload = _workload(root)
+    protected = [Path(test) for test in test_paths]
+    editable = tuple(
+        path.as_posix()
+        for path in files
+        if not any(path == test or test in path.parents for test in protected)
+        and path.name not in NOT_EDITABLE
+        and not (workload and path.as_posix() == "workload.py")
+    )
+    if not editable:
+        raise ProgramError(f"{root}: no Python file to improve (every .py file there is a test or tooling)")
+    return Project(root, editable, train, holdout, workload)
+
+
+@dataclass(frozen=True)
+class OriginalRun:
+    """What the original's training tests did when `gi init` ran them."""
+
+    tests: int
+    #: The failing tests' ids (failed, error, timed out), sorted.
+    failing: tuple[str, ...]
+    #: Seconds the slowest test took, and the whole run.
+    slowest: float
+    seconds: float
+
+    @property
+    def repair(self) -> bool:
+        """Whether the original fails training tests, so the search is a repair."""
+        return bool(self.failing)
+
+    @property
+    def test_timeout(self) -> int:
+        """The per-test limit to write: the original's slowest test's time with room to spare."""
+        return max(MIN_TEST_TIMEOUT, math.ceil(TEST_TIMEOUT_FACTOR * self.slowest + 1))
+
+    @property
+    def timeout(self) -> int:
+        """The limit on a whole test run to write."""
+        return max(MIN_TIMEOUT, math.ceil(TIMEOUT_FACTOR * self.seconds))
+
+
+def _one_line(text: str) -> str:
+    """The line that says what went wrong in pytest's output: the last `E   ...` line, else
+    the last line that is not empty."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
+    return (errors or lines or ["no output"])[-1]
+
+
+def _cannot_run(train: tuple[str, ...], run: TestRun, limit: float) -> str | None:
+    """Why the training tests (paths `train`) of the original did not run at all, or None when they ran."""
+    if run.forged:
+        return f"gi cannot trust the training tests' report: {run.forged}"
+    if run.timed_out:
+        return f"the training tests did not finish in {limit:g} s"
+    if run.collect_errors:
+        where, message = sorted(run.collect_errors.items())[0]
+        more = len(run.collect_errors) - 1
+        also = f" (and {more} more test file{'s' if more > 1 else ''})" if more else ""
+        return f"{where} cannot be collected{also}: {_one_line(message)}"
+    if run.exit_status in (-1, 3, 4):
+        return f"pytest could not run the training tests (exit status {run.exit_status}): {_one_line(run.output_tail)}"
+    if not run.outcomes:
+        return f"pytest collects no test in {', '.join(train)}"
+    return None
+
+
+def run_original_tests(project: Project, config: Config) -> OriginalRun:
+    """Run the project's training tests once on the original program, the way `gi run` runs
+    them (gi's evaluator and sandbox, with `config`'s limits; the held-out tests are not in
+    the copy); raise ProgramError, one line naming the problem, when they cannot run at all."""
+    from fitness.tests import NOT_FAILING
+    from gi.engine.evaluation import EvaluationSettings, Evaluator
+    from gi.engine.sandbox.limits import sandbox_limits
+    from gi.model.patch import Patch, apply
+    from gi.model.program import Program
+
+    program = Program.load(project.root, list(project.files), protected=config.test_paths())
+    settings = EvaluationSettings(
+        train=tuple(config.tests.train),
+        holdout=tuple(config.tests.holdout),
+        timeout=CHECK_TIMEOUT,
+        test_timeout=CHECK_TEST_TIMEOUT,
+        limits=sandbox_limits(config),
+    )
+    run = Evaluator(program, settings).training_run(apply(program, Patch()))
+    problem = _cannot_run(project.train, run, CHECK_TIMEOUT)
+    if problem is not None:
+        raise ProgramError(f"{project.root}: the original's training tests cannot run: {problem}")
+    failing = tuple(sorted(test for test, outcome in run.outcomes.items() if outcome not in NOT_FAILING))
+    return OriginalRun(len(run.outcomes), failing, max(run.durations.values(), default=0.0), run.seconds)
+
+
+def _toml_list(items: tuple[str, ...]) -> str:
+    """A TOML array of strings (JSON's string escapes are TOML's basic strings')."""
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+def _name(root: Path) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-.")
+    return name or "project"
+
+
+def _comment(text: str) -> str:
+    """Text for a TOML comment: on one line, without control characters."""
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", text)
+
+
+def _comments(text: str) -> str:
+    """`text` as TOML comment lines of at most COMMENT_WIDTH characters (a long test id alone
+    on its line)."""
+    lines = textwrap.wrap(_comment(text), COMMENT_WIDTH - 2, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(f"# {line}" for line in lines)
+
+
+def _seconds(value: float) -> str:
+    """A measured time for a comment: '0.93 s', or 'under 0.01 s'."""
+    return "under 0.01 s" if value < 0.01 else f"{value:.2g} s"
+
+
+def _failing_words(original: OriginalRun) -> str:
+    """'3 of its 6 training tests (tests/a.py::one, tests/a.py::two, ...)'."""
+    shown = ", ".join(_comment(test) for test in original.failing[:3])
+    more = ", ..." if len(original.failing) > 3 else ""
+    return f"{len(original.failing)} of its {original.tests} training tests ({shown}{more})"
+
+
+def starter_config(project: Project, original: OriginalRun | None = None) -> str:
+    """The text of a commented starter config for a surveyed project, for a file in its folder:
+    fitted to what its training tests did on the original (`original`; None: not run yet, the
+    defaults of a project whose tests pass)."""
+    name = _name(project.root)
+    repair = original is not None and original.repair
+    timed = project.workload is not None and not repair
+    if repair:
+        minimize = ["failed_tests", "size"]
+    else:
+        minimize = ["failed_tests", "runtime", "size"] if timed else ["failed_tests", "complexity", "size"]
+    holdout = (
+        f"# Never seen by the search: run on the front as it grows, to see what overfits.\n"
+        f"holdout = {_toml_list(project.holdout)}"
+        if project.holdout
+        else '# Tests the search never sees, run on the front as it grows (none found):\n# holdout = ["holdout"]'
+    )
+    kind = "faster" if timed else "simpler"
+    goal = "code that passes its failing tests" if repair else f"{kind} code that passes the same tests"
+    if original is None:
+        limits = "# Seconds for one whole test run.\ntimeout = 60"
+    else:
+        loops = " A repair's edits often make a loop run forever: such a test fails alone at its limit."
+        limits = (
+            _comments(f"Seconds for one whole test run ({_seconds(original.seconds)} when gi init ran them).")
+            + f"\ntimeout = {original.timeout}\n"
+            + _comments(
+                f"Seconds one test may take (the slowest took {_seconds(original.slowest)} when gi init ran them);"
+                " in a variant's run each test gets 10x its time in the original's + 0.5 s, at most this."
+                + (loops if repair else "")
+            )
+            + f"\ntest_timeout = {original.test_timeout}"
+        )
+    if repair and original is not None:
+        why = (
+            f"gi init ran the training tests: the original fails {_failing_words(original)}. So this is a"
+            " repair: fewest failing tests first, then the smallest patch, and no constraint, since no variant"
+            ' passes every test yet ("train_pass" once the tests pass).'
+        )
+        objectives = f'{_comments(why)}\nminimize = {_toml_list(tuple(minimize))}\nconstraint = "none"\n'
+    else:
+        checked = "gi init ran the training tests: the original passes them all. " if original else ""
+        why = f'{checked}Variants must pass every training test; "none" to repair code whose tests fail.'
+        objectives = f'minimize = {_toml_list(tuple(minimize))}\n{_comments(why)}\nconstraint = "train_pass"\n'
+    localisation = (
+        """
+# Edit where the failing tests go: sites are weighted by the Ochiai suspiciousness of their
+# line (run by failing tests more than by passing ones).
+fault_localisation = true"""
+        if repair
+        else ""
+    )
+    if timed:
+        workload = f"""
+# The runtime objective times this no-argument function; a variant must return what the
+# original does.
+[workload]
+call = "{project.workload}"
+check_output = true
+"""
+    elif project.workload:
+        workload = f"""
+# Speed comes after the repair: once the tests pass, make "runtime" an objective and time the
+# workload gi init found:
+# [workload]
+# call = "{project.workload}"
+"""
+    else:
+        workload = """
+# To make the code faster: a no-argument function that exercises it, and "runtime" in
+# objectives.minimize.
+# [workload]
+# call = "workload:run"
+"""
+    return f"""\
+# A starter config `gi init` wrote for {name}: `gi run {CONFIG_NAME}` runs it as it is.
+# Goal: {goal}. Every key is explained in gi's README
+# (Config reference); paths are relative to this file. gi never changes your files: variants
+# run on copies, and `gi apply` applies a result only when you ask.
+
+[experiment]
+name = "{name}"
+# One seed fixes every random choice of a run.
+seed = 1
+# Run folders go beside the project, never inside it.
+output = "../{name}-gi-runs"
+
+[program]
+# The project folder, only ever read.
+root = "."
+# The files gi may edit (globs allowed); tests and conftest.py never are.
+files = {_toml_list(project.files)}
+
+[tests]
+# Pytest paths used during the search.
+train = {_toml_list(project.train)}
+{holdout}
+{limits}
+
+[objectives]
+{objectives}
+[search]
+# `gi algorithms` lists the others.
+algorithm = "nsga2"
+# About population x (generations + 1) test runs in all; `gi run --population N --generations N`
+# tries fewer without changing this file.
+population = 20
+generations = 10
+
+[mutators]
+# Or a list of names from `gi operators`.
+operators = "all"{localisation}
+{workload}"""
+
+
+def _parse(text: str, path: Path) -> Config:
+    """The config a starter text makes, validated as `gi run` validates a file."""
+    from gi.config import parse_config
+
+    return parse_config(tomllib.loads(text), path)
+
+
+def write_starter_config(
+    folder: Path, before_tests: Callable[[Config], None] | None = None
+) -> tuple[Path, Project, OriginalRun]:
+    """Survey a project, run its training tests once on the original (`before_tests` is told
+    the config they run under first) and write the starter config fitted to them as gi.toml in
+    it; refuse to overwrite one, before running anything."""
+    project = survey(folder)
+    path = project.root / CONFIG_NAME
+
+    def refuse_an_existing_config() -> None:
+        if path.exists() or path.is_symlink():
+            raise ConfigError(f"{path}: a config is already there; gi init never overwrites one (remove it first)")
+
+    refuse_an_existing_config()
+    draft = _parse(starter_config(project), path)
+    if before_tests is not None:
+        before_tests(draft)
+    original = run_original_tests(project, draft)
+    text = starter_config(project, original)
+    _parse(text, path)  # what gi run will read: a mistake here is gi's, caught before the file exists
+    refuse_an_existing_config()
+    with path.open("x", encoding="utf-8") as stream:
+        stream.write(text)
+    return path, project, original

@@ -1,0 +1,139 @@
+"""`Config`: a whole experiment config, its sections, arms and seeds, and the runs it makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import field_validator
+from pydantic_core import PydanticCustomError
+
+from gi.config.sections import (
+    ArmSection,
+    EvaluationSection,
+    ExperimentSection,
+    LLMSection,
+    MutatorsSection,
+    ObjectivesSection,
+    ProgramSection,
+    SearchSection,
+    TestsSection,
+    WorkloadSection,
+    _Section,
+)
+
+#: The sections an arm may override.
+ARM_SECTIONS = ("search", "mutators", "llm")
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """`override` laid over `base`, tables merged key by key, anything else replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        return {**base, **{key: _merge(base.get(key), value) for key, value in override.items()}}
+    return override
+
+
+class Config(_Section):
+    """A whole experiment config."""
+
+    experiment: ExperimentSection
+    program: ProgramSection
+    tests: TestsSection
+    objectives: ObjectivesSection
+    search: SearchSection = SearchSection()
+    mutators: MutatorsSection = MutatorsSection()
+    evaluation: EvaluationSection = EvaluationSection()
+    workload: WorkloadSection | None = None
+    llm: LLMSection | None = None
+    arms: list[ArmSection] = []  # noqa: RUF012 (a pydantic model: _Section copies its defaults)
+    #: The config file, set by `load_config`; paths are resolved against its folder.
+    source: Path = Path("<memory>")
+    #: The arm this config is one run of (set by `runs`, never by a config file).
+    arm: str | None = None
+
+    @field_validator("arms")
+    @classmethod
+    def _distinct_arms(cls, arms: list[ArmSection]) -> list[ArmSection]:
+        names = [arm.name for arm in arms]
+        for name in names:
+            if names.count(name) > 1:
+                raise PydanticCustomError(
+                    "repeated_arm", "two arms are named '{name}'; each arm's name names its run folders", {"name": name}
+                )
+        return arms
+
+    @property
+    def is_experiment(self) -> bool:
+        """Whether the config names several runs (`[[arms]]` or `experiment.seeds`)."""
+        return bool(self.arms) or self.experiment.seeds is not None
+
+    @property
+    def experiment_folder(self) -> Path:
+        """Where the runs of an experiment go: `<experiment.output>/<experiment.name>`."""
+        return self.resolve(self.experiment.output) / self.experiment.name
+
+    def arm_data(self, arm: ArmSection) -> dict[str, Any]:
+        """The config data of one arm: this config's, with the arm's sections laid over it."""
+        data = self.model_dump(exclude={"arms", "arm"})
+        for section in ARM_SECTIONS:
+            override = getattr(arm, section)
+            if override:
+                data[section] = _merge(data.get(section) or {}, override)
+        return data
+
+    def runs(self) -> list[Config]:
+        """One config per run: every arm (or the config itself) with every seed, seed by seed.
+
+        A config with neither arms nor seeds is its own single run.
+        """
+        if not self.is_experiment:
+            return [self]
+        arms = self.arms or [ArmSection(name=self.search.algorithm)]
+        runs = []
+        for seed in self.experiment.seeds or [self.experiment.seed]:
+            for arm in arms:
+                data = self.arm_data(arm)
+                data["experiment"] = {**data["experiment"], "seed": seed, "seeds": None}
+                runs.append(Config.model_validate({**data, "arm": arm.name}))
+        return runs
+
+    def resolve(self, path: Path) -> Path:
+        return path if path.is_absolute() else (self.source.parent / path).resolve()
+
+    @property
+    def program_root(self) -> Path:
+        return self.resolve(self.program.root)
+
+    @property
+    def llm_cache(self) -> Path:
+        if self.llm is not None and self.llm.cache is not None:
+            return self.resolve(self.llm.cache)
+        return self.resolve(self.experiment.output) / "llm-cache"
+
+    @property
+    def run_folder(self) -> Path:
+        """`<output>/<name>-seed<seed>` for a single run, `<output>/<name>/<arm>-seed<seed>` for an arm's."""
+        if self.arm is not None:
+            return self.experiment_folder / f"{self.arm}-seed{self.experiment.seed}"
+        return self.resolve(self.experiment.output) / f"{self.experiment.name}-seed{self.experiment.seed}"
+
+    def test_paths(self) -> list[str]:
+        """The training and held-out test paths (without ::node ids), relative to the root."""
+        return [path.split("::")[0] for path in (*self.tests.train, *self.tests.holdout)]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What makes two runs the same experiment (the config, without where it was read from or
+        how many runs go at once). Keys at their defaults that older gi lacked are left out, so
+        runs made before them still resume."""
+        data = self.model_dump(mode="json", exclude={"source", "evaluation", "arms"})
+        data["experiment"].pop("parallel_runs", None)
+        if data["experiment"].get("seeds") is None:
+            data["experiment"].pop("seeds", None)
+        if data["search"].get("reference_divisions") == "auto":
+            data["search"].pop("reference_divisions")
+        if data.get("arm") is None:
+            data.pop("arm", None)
+        for key in ("holdout_fraction", "differential", "differential_inputs", "fail_fast"):
+            if not data["tests"].get(key):
+                data["tests"].pop(key, None)
+        return data

@@ -1,0 +1,246 @@
+"""Experiment configs: TOML files, validated in full before anything runs.
+
+Every mistake becomes one line that names the file and the dotted key, shows the value,
+states the rule and suggests a fix. Paths in a config are relative to the config file.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from fitness.objectives import Constraint
+from gi.config.experiment import ARM_SECTIONS, Config
+from gi.config.sections import (
+    ArmSection,
+    EvaluationSection,
+    ExperimentSection,
+    LLMSection,
+    MutatorsSection,
+    ObjectivesSection,
+    ProgramSection,
+    SearchSection,
+    TestsSection,
+    WorkloadSection,
+)
+from gi.model.errors import ConfigError, RegistryError
+from gi.model.registry import suggest
+
+_SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "experiment": ExperimentSection,
+    "program": ProgramSection,
+    "tests": TestsSection,
+    "objectives": ObjectivesSection,
+    "search": SearchSection,
+    "mutators": MutatorsSection,
+    "evaluation": EvaluationSection,
+    "workload": WorkloadSection,
+    "llm": LLMSection,
+    "arms": ArmSection,
+}
+
+
+def _describe(loc: tuple[int | str, ...]) -> tuple[str, str]:
+    """The dotted key of a pydantic error location and the description of that key."""
+    parts = [str(part) for part in loc if not str(part).startswith(("literal[", "list["))]
+    key = ".".join(parts)
+    description = ""
+    if len(parts) >= 2 and parts[0] in _SECTION_MODELS:
+        field = _SECTION_MODELS[parts[0]].model_fields.get(parts[1])
+        if field is not None and field.description:
+            description = field.description
+    return key, description
+
+
+def _lookup(data: Any, loc: tuple[int | str, ...]) -> Any:
+    for part in loc:
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if in_dict or in_list:
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[str]:
+    lines: list[str] = []
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        key, description = _describe(loc)
+        kind = item["type"]
+        if kind == "extra_forbidden":
+            parent = loc[:-1]
+            model = _SECTION_MODELS.get(str(parent[0])) if parent else Config
+            valid = sorted(model.model_fields) if model else []
+            valid = [name for name in valid if name not in ("source", "arm")]
+            where = f"[{parent[0]}]" if parent else "the top level"
+            lines.append(
+                f"{path}: unknown key {key!r}.{suggest(str(loc[-1]), valid)} Valid keys in {where}: {', '.join(valid)}"
+            )
+        elif kind == "missing":
+            hint = f" ({description})" if description else ""
+            lines.append(f"{path}: missing key {key!r}{hint}; add it to the config")
+        else:
+            value = _lookup(data, loc)
+            message = item["msg"]
+            if message.startswith("Value error, "):
+                message = message.removeprefix("Value error, ")
+            rule = f"; {key} is {description}" if description else ""
+            whole_section = kind in ("direction", "no_objective", "workload_kind", "repeated_arm")
+            shown = f" = {value!r}" if value is not None and not whole_section else ""
+            lines.append(f"{path}: {key}{shown}: {message}{rule}")
+    # Report each key once: a union type yields one error per alternative.
+    seen: set[str] = set()
+    unique = []
+    for line in lines:
+        head = line.split(":", 2)[1]
+        if head not in seen:
+            seen.add(head)
+            unique.append(line)
+    return unique
+
+
+def parse_config(data: dict[str, Any], path: Path) -> Config:
+    """Validate the TOML data of a config file; raises ConfigError with one line per mistake."""
+    experiment = data.get("experiment")
+    if isinstance(experiment, dict) and "seed" in experiment and "seeds" in experiment:
+        raise ConfigError(f"{path}: experiment: give seed = N or seeds = [...], not both")
+    try:
+        config = Config.model_validate({**data, "source": path.resolve()})
+    except ValidationError as error:
+        raise ConfigError("\n".join(_messages(path, data, error))) from None
+    except RegistryError as error:
+        raise ConfigError(f"{path}: {error}") from None
+    _check_paths(config, path)
+    _check_workload(config, path)
+    _check_llm(config, path)
+    _check_fail_fast(config, path)
+    for index, arm in enumerate(config.arms):
+        _check_arm(config, arm, index, path)
+    return config
+
+
+def _check_arm(config: Config, arm: ArmSection, index: int, path: Path) -> None:
+    """Validate the config an arm makes, as a whole; each mistake names the arm."""
+    where = f"arms[{index}] ({arm.name!r})"
+    data = config.arm_data(arm)
+    try:
+        made = Config.model_validate(data)
+    except ValidationError as error:
+        lines = [line.removeprefix(f"{path}: ") for line in _messages(path, data, error)]
+        raise ConfigError("\n".join(f"{path}: {where}: {line}" for line in lines)) from None
+    except RegistryError as error:
+        raise ConfigError(f"{path}: {where}: {error}") from None
+    try:
+        _check_workload(made, path)
+        _check_llm(made, path)
+    except ConfigError as error:
+        raise ConfigError(str(error).replace(f"{path}: ", f"{path}: {where}: ", 1)) from None
+
+
+def _check_llm(config: Config, path: Path) -> None:
+    if config.mutators.llm > 0 and config.llm is None:
+        raise ConfigError(
+            f"{path}: mutators.llm = {config.mutators.llm:g}: the language model needs an [llm] section"
+            ' with base_url and model, e.g. base_url = "http://127.0.0.1:8000/v1"'
+        )
+
+
+def _check_fail_fast(config: Config, path: Path) -> None:
+    if config.tests.fail_fast and config.objectives.constraint is not Constraint.TRAIN_PASS:
+        raise ConfigError(
+            f"{path}: tests.fail_fast = true needs objectives.constraint = 'train_pass': under"
+            f" '{config.objectives.constraint.value}' how many tests fail ranks the variants, so every test must run"
+        )
+
+
+def _check_workload(config: Config, path: Path) -> None:
+    if "runtime" in config.objectives.names() and config.workload is None:
+        raise ConfigError(
+            f"{path}: objectives: 'runtime' needs a [workload] section, e.g. call = \"bench:run\" (a no-argument"
+            " function in the project folder)"
+        )
+
+
+def _check_paths(config: Config, path: Path) -> None:
+    root = config.program_root
+    if not root.is_dir():
+        raise ConfigError(
+            f"{path}: program.root = {str(config.program.root)!r}: no such folder ({root});"
+            " the path is relative to the config file"
+        )
+    for key, paths in (("tests.train", config.tests.train), ("tests.holdout", config.tests.holdout)):
+        for test_path in paths:
+            if not (root / test_path.split("::")[0]).resolve().is_relative_to(root):
+                raise ConfigError(
+                    f"{path}: {key}: {test_path!r} lies outside program.root ({root}); tests must be inside the project"
+                )
+            if not (root / test_path.split("::")[0]).exists():
+                raise ConfigError(
+                    f"{path}: {key}: {test_path!r} does not exist under program.root ({root});"
+                    " test paths are relative to program.root"
+                )
+
+
+def load_config(path: Path | str, settings: Sequence[str] = ()) -> Config:
+    """Read and validate a config file; `settings` ("table.key=VALUE", `gi run --set`) are laid
+    over what it says, for every arm too, and validated with it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read the config file ({error})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    for reserved in ("source", "arm"):
+        if reserved in data:
+            raise ConfigError(f"{path}: unknown key {reserved!r}. Valid top-level tables: {', '.join(_SECTION_MODELS)}")
+    config = parse_config(data, path)
+    if not settings:
+        return config
+    data = _laid_over(data, settings)
+    try:
+        return parse_config(data, path)
+    except ConfigError as error:  # the file alone is valid: the settings made the mistake
+        lines = [f"--set: {line.removeprefix(f'{path}: ')}" for line in str(error).splitlines()]
+        raise ConfigError("\n".join(lines)) from None
+
+
+def _laid_over(data: dict[str, Any], settings: Sequence[str]) -> dict[str, Any]:
+    """The config file's `data` with each "table.key=VALUE" setting in place. VALUE is read as
+    a TOML value (4, 0.5, true, ["a", "b"], "text"); what TOML cannot read is taken as text, so
+    --set search.algorithm=nsga3 needs no quotes. An arm's own value of the key gives way."""
+    data = copy.deepcopy(data)
+    for setting in settings:
+        key, equals, raw = setting.partition("=")
+        path = key.strip().split(".")
+        if not equals or len(path) < 2 or not all(path):
+            raise ConfigError(f"--set {setting}: give table.key=VALUE, as in --set workload.rigorous_processes=4")
+        if path[0] not in _SECTION_MODELS:
+            raise ConfigError(f"--set {setting}: no table {path[0]!r}. Valid tables: {', '.join(_SECTION_MODELS)}")
+        try:
+            value = tomllib.loads(f"value = {raw}")["value"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        table = data
+        for depth, part in enumerate(path[:-1], start=1):
+            inner = table.setdefault(part, {})
+            if not isinstance(inner, dict):
+                raise ConfigError(f"--set {setting}: {'.'.join(path[:depth])} is not a table")
+            table = inner
+        table[path[-1]] = value
+        if path[0] in ARM_SECTIONS:
+            for arm in data.get("arms", []):
+                if isinstance(arm, dict) and isinstance(arm.get(path[0]), dict):
+                    arm[path[0]].pop(path[1], None)
+    return data

@@ -1,0 +1,332 @@
+"""The sections of an experiment config, one pydantic model each, with their rules."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from fitness.objectives import OBJECTIVES, Constraint, Direction
+from fitness.runtime import RIGOROUS
+from gi.algorithms import ALGORITHMS
+from gi.model.registry import suggest
+from mutators import CROSSOVERS, OPERATORS
+from mutators.llm import Prompts
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+
+class ExperimentSection(_Section):
+    name: Annotated[str, Field(min_length=1, pattern=NAME_PATTERN, description="a name for file paths")]
+    seed: Annotated[int, Field(ge=0, description="a whole number >= 0 that fixes every random choice")] = 0
+    seeds: Annotated[
+        list[Annotated[int, Field(ge=0)]] | None,
+        Field(min_length=1, description="seeds to run each arm with, whole numbers >= 0 (instead of seed)"),
+    ] = None
+    output: Annotated[Path, Field(description="the folder run folders go into")] = Path("runs")
+    parallel_runs: Annotated[
+        Literal["auto"] | Annotated[int, Field(ge=1, le=256)],
+        Field(description="runs of an experiment at once; 'auto': cores over evaluation.workers, 1 when timing"),
+    ] = "auto"
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct(cls, seeds: list[int] | None) -> list[int] | None:
+        if seeds is not None and len(set(seeds)) != len(seeds):
+            raise PydanticCustomError("repeated", "a seed is named twice", {})
+        return seeds
+
+
+class ProgramSection(_Section):
+    root: Annotated[Path, Field(description="the project folder, relative to the config file")]
+    files: Annotated[list[str], Field(min_length=1, description="globs of the files GI may edit, relative to root")]
+
+
+class TestsSection(_Section):
+    train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
+    holdout: Annotated[list[str], Field(description="pytest paths run on front members, never for selection")] = []
+    holdout_fraction: Annotated[
+        float, Field(ge=0, lt=1, description="the share of the training tests' ids held out by a seeded split")
+    ] = 0.0
+    differential: Annotated[
+        bool, Field(description="held-out checks: public functions on the training tests' inputs, against the original")
+    ] = False
+    differential_inputs: Annotated[
+        dict[str, list[list[Any]]],
+        Field(description='more inputs for the differential checks: "module:function" -> argument lists'),
+    ] = {}
+    timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
+    test_timeout: Annotated[
+        float,
+        Field(
+            gt=0, le=86400, description="seconds one test may take in the original's run, and at most in a variant's"
+        ),
+    ] = 10.0
+    fail_fast: Annotated[
+        bool,
+        Field(
+            description="a variant failing any training test is infeasible however many it fails (train_pass only),"
+            " so its tests stop at the first failure, those that failed most recently first"
+        ),
+    ] = False
+
+    @field_validator("differential_inputs")
+    @classmethod
+    def _functions(cls, inputs: dict[str, list[list[Any]]]) -> dict[str, list[list[Any]]]:
+        for key in inputs:
+            if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", key):
+                raise ValueError(f"{key!r} is not 'module:function'")
+        return inputs
+
+
+class ObjectivesSection(_Section):
+    minimize: Annotated[list[str], Field(description="objectives to minimise")] = []
+    maximize: Annotated[list[str], Field(description="objectives to maximise")] = []
+    constraint: Annotated[Constraint, Field(description="'train_pass' or 'none'")] = Constraint.TRAIN_PASS
+
+    @field_validator("minimize", "maximize")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in OBJECTIVES:
+                raise PydanticCustomError(
+                    "unknown_name",
+                    "unknown objective '{name}'.{hint} Known objectives: {known}",
+                    {"name": name, "hint": suggest(name, OBJECTIVES.names()), "known": ", ".join(OBJECTIVES.names())},
+                )
+        if len(set(names)) != len(names):
+            raise PydanticCustomError("repeated", "an objective is named twice", {})
+        return names
+
+    @model_validator(mode="after")
+    def _directions(self) -> ObjectivesSection:
+        if not self.minimize and not self.maximize:
+            raise PydanticCustomError(
+                "no_objective", 'name at least one objective, e.g. minimize = ["failed_tests", "size"]', {}
+            )
+        for key, names, direction in (
+            ("minimize", self.minimize, Direction.MINIMIZE),
+            ("maximize", self.maximize, Direction.MAXIMIZE),
+        ):
+            for name in names:
+                if OBJECTIVES.get(name).direction is not direction:
+                    raise PydanticCustomError(
+                        "direction",
+                        "objectives.{key}: '{name}' can only be {right}d; move it to objectives.{right}",
+                        {"key": key, "name": name, "right": OBJECTIVES.get(name).direction.value},
+                    )
+        return self
+
+    def names(self) -> list[str]:
+        return [*self.minimize, *self.maximize]
+
+
+class SearchSection(_Section):
+    algorithm: Annotated[str, Field(description="the search algorithm; see `gi algorithms`")] = "nsga2"
+    population: Annotated[int, Field(ge=2, le=10000, description="individuals per generation, 2 or more")] = 20
+    generations: Annotated[int, Field(ge=0, le=100000, description="generations after the initial one")] = 10
+    crossover_rate: Annotated[float, Field(ge=0, le=1, description="chance an offspring comes by crossover")] = 0.5
+    mutation_rate: Annotated[
+        float, Field(ge=0, le=1, description="chance a crossover offspring also gets a new edit")
+    ] = 1.0
+    crossovers: Annotated[list[str], Field(min_length=1, description="crossover names; see `gi operators`")] = [
+        "concatenation",
+        "uniform",
+        "one_point",
+    ]
+    max_edits: Annotated[int, Field(ge=1, le=1000, description="the most edits a patch may have")] = 10
+    archive_parents: Annotated[
+        float, Field(ge=0, le=1, description="chance a parent is drawn from the Pareto archive, not the population")
+    ] = 0.5
+    reference_divisions: Annotated[
+        Literal["auto"] | Annotated[int, Field(ge=1, le=100)],
+        Field(description="nsga3: divisions per objective of the reference directions; 'auto': as many as fit"),
+    ] = "auto"
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, name: str) -> str:
+        if name not in ALGORITHMS:
+            raise PydanticCustomError(
+                "unknown_name",
+                "unknown algorithm '{name}'.{hint} Known: {known}",
+                {"name": name, "hint": suggest(name, ALGORITHMS.names()), "known": ", ".join(ALGORITHMS.names())},
+            )
+        return name
+
+    @field_validator("crossovers")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in CROSSOVERS:
+                raise PydanticCustomError(
+                    "unknown_name",
+                    "unknown crossover '{name}'.{hint} Known: {known}",
+                    {"name": name, "hint": suggest(name, CROSSOVERS.names()), "known": ", ".join(CROSSOVERS.names())},
+                )
+        return names
+
+
+class MutatorsSection(_Section):
+    operators: Annotated[
+        Literal["all"] | list[str], Field(description="'all' or a list of operator names; see `gi operators`")
+    ] = "all"
+
+    @field_validator("operators")
+    @classmethod
+    def _known(cls, operators: str | list[str]) -> str | list[str]:
+        if isinstance(operators, list):
+            if not operators:
+                raise PydanticCustomError("empty", 'name at least one operator, or write "all"', {})
+            for name in operators:
+                if name not in OPERATORS:
+                    raise PydanticCustomError(
+                        "unknown_name",
+                        "unknown operator '{name}'.{hint} `gi operators` lists them all",
+                        {"name": name, "hint": suggest(name, OPERATORS.names())},
+                    )
+        return operators
+
+    fault_localisation: Annotated[
+        Literal["auto"] | bool,
+        Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
+    ] = "auto"
+    llm: Annotated[float, Field(ge=0, le=1, description="the share of mutations the language model makes")] = 0.0
+
+    def names(self) -> list[str]:
+        return OPERATORS.names() if self.operators == "all" else list(self.operators)
+
+
+class WorkloadSection(_Section):
+    call: Annotated[
+        str | None,
+        Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="a no-argument callable, 'module:function'"),
+    ] = None
+    command: Annotated[list[str] | None, Field(min_length=1, description="a command to time instead")] = None
+    check_output: Annotated[
+        bool,
+        Field(
+            description="a variant whose workload returns other than the original's, or whose code returns other"
+            " values to the workload, is infeasible"
+        ),
+    ] = True
+    timeout: Annotated[float, Field(gt=0, description="seconds allowed for one timing")] = 120.0
+    screening_processes: Annotated[int, Field(ge=1, le=100, description="pyperf worker processes per variant")] = 2
+    rigorous_processes: Annotated[
+        int, Field(ge=2, le=200, description="pyperf worker processes per program in the final re-measurement")
+    ] = RIGOROUS.processes
+    profile: Annotated[
+        Literal["auto"] | bool,
+        Field(description="weight edit sites by the time the workload spends in their function"),
+    ] = "auto"
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WorkloadSection:
+        if (self.call is None) == (self.command is None):
+            raise PydanticCustomError(
+                "workload_kind", 'give either call = "module:function" or command = [...], not both or neither', {}
+            )
+        return self
+
+
+class PromptsSection(_Section):
+    chat_system: Annotated[str, Field(description="the system message (chat API)")] = Prompts.chat_system
+    chat_user: Annotated[str, Field(description="the user message (chat API)")] = Prompts.chat_user
+    completion: Annotated[str, Field(description="the prompt (completions API)")] = Prompts.completion
+
+    @model_validator(mode="after")
+    def _formats(self) -> PromptsSection:
+        try:
+            Prompts(self.chat_system, self.chat_user, self.completion).check()
+        except (KeyError, IndexError, ValueError) as error:
+            raise PydanticCustomError(
+                "template",
+                "a prompt template has an unknown field or stray braces ({error}); fields: goal, name, file, code,"
+                " context, objectives, failures, decorators, def_line",
+                {"error": str(error)},
+            ) from None
+        return self
+
+
+class LLMSection(_Section):
+    base_url: Annotated[str, Field(pattern=r"^https?://", description="the OpenAI-compatible server's URL")]
+    model: Annotated[str, Field(min_length=1, description="the model's name on that server")]
+    api_key_env: Annotated[
+        str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the NAME of the variable holding the key")
+    ] = "OPENAI_API_KEY"
+    api: Annotated[Literal["chat", "completions"], Field(description="'chat' or 'completions'")] = "chat"
+    temperature: Annotated[float, Field(ge=0, le=2, description="sampling temperature, 0 to 2")] = 0.8
+    max_tokens: Annotated[int, Field(ge=1, description="tokens a reply may have")] = 1024
+    samples: Annotated[int, Field(ge=1, le=16, description="replies asked for in one request")] = 1
+    timeout: Annotated[float, Field(gt=0, description="seconds a request may take")] = 60.0
+    retries: Annotated[int, Field(ge=0, le=20, description="retries, with backoff, of a failed request")] = 3
+    concurrency: Annotated[int, Field(ge=1, le=64, description="requests in flight at once")] = 2
+    max_requests: Annotated[int | None, Field(ge=0, description="the most requests a run makes")] = 200
+    max_total_tokens: Annotated[int | None, Field(ge=0, description="the most tokens a run spends")] = None
+    max_cost: Annotated[float | None, Field(ge=0, description="the most money (USD) a run spends")] = 5.0
+    price_prompt: Annotated[float, Field(ge=0, description="USD per million prompt tokens")] = 0.0
+    price_completion: Annotated[float, Field(ge=0, description="USD per million completion tokens")] = 0.0
+    goal: Annotated[
+        Literal["auto", "faster", "simpler", "repair"],
+        Field(description="'auto' (from the objectives), 'faster', 'simpler' or 'repair'"),
+    ] = "auto"
+    cache: Annotated[
+        Path | None, Field(description="the reply cache folder (default: llm-cache in experiment.output)")
+    ] = None
+    prompts: PromptsSection = PromptsSection()
+
+
+class EvaluationSection(_Section):
+    workers: Annotated[int, Field(ge=1, le=512, description="variants evaluated at once")] = max(
+        1, min(4, os.cpu_count() or 1)
+    )
+    memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
+    processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256
+    file_mb: Annotated[int, Field(ge=1, description="the largest file a test run may write, in MiB")] = 1024
+    isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
+    read_only: Annotated[
+        list[Path], Field(description="more host folders the sandbox shows, read-only (e.g. a package the tests need)")
+    ] = []
+    llm_without_sandbox: Annotated[
+        bool, Field(description="let the language model's code run with process limits only, where no sandbox works")
+    ] = False
+    backend: Annotated[
+        Literal["local", "dask"],
+        Field(description="where variants are evaluated: 'local' (this machine's threads) or 'dask' (Dask workers)"),
+    ] = "local"
+    scheduler: Annotated[
+        str | None,
+        Field(
+            pattern=r"^(tcp|tls)://\S+:\d+$",
+            description="the Dask scheduler, tcp://HOST:PORT; unset: a cluster of `workers` processes on this machine",
+        ),
+    ] = None
+    engine: Annotated[
+        Literal["auto", "warm", "cold"],
+        Field(description="'warm' (forking test workers), 'cold' (a fresh copy and process per run) or 'auto'"),
+    ] = "auto"
+    shortcuts: Annotated[
+        bool,
+        Field(
+            description="take the shortcuts that leave results as they are (tests.fail_fast's stop at the first"
+            " failure); false runs every training test of every variant, the reference"
+        ),
+    ] = True
+
+
+class ArmSection(_Section):
+    """One arm of an experiment: a name and the sections it overrides (merged key by key)."""
+
+    name: Annotated[str, Field(min_length=1, pattern=NAME_PATTERN, description="the arm's name, for its run folders")]
+    search: Annotated[dict[str, Any], Field(description="[search] keys this arm sets")] = {}
+    mutators: Annotated[dict[str, Any], Field(description="[mutators] keys this arm sets")] = {}
+    llm: Annotated[dict[str, Any], Field(description="[llm] keys this arm sets")] = {}

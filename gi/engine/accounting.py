@@ -1,0 +1,58 @@
+"""Per-operator accounting: what each operator proposed and what became of it.
+
+Classic and language-model operators are counted alike: edits proposed, tries that found
+no site, offspring that repeated a program, offspring whose new edit changed nothing (took no
+effect, or made the program it was added to), programs evaluated, those passing every
+training test, those on the final front, and seconds spent proposing; the model adds its
+replies that did not parse, were the wrong kind of code or changed nothing (none of which
+became a proposal: they count among the tries without a site), and its tokens and cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gi.algorithms.variation import operator_of_label
+from mutators.llm import LLMOperator
+
+COLUMNS = ("proposals", "no_site", "duplicates", "unchanged", "unparseable", "wrong_kind", "no_ops", "evaluated",
+           "passing", "front", "tokens", "cost", "seconds")  # fmt: skip
+
+
+def count_by_operator(
+    proposals: Mapping[str, Mapping[str, float]],
+    lineage: Iterable[tuple[str, str, bool, dict[str, Any] | None]],
+    front: Iterable[str],
+    llm: LLMOperator | None,
+) -> dict[str, dict[str, float]]:
+    """One row per operator (and per crossover that made offspring without a new edit)."""
+    table: dict[str, dict[str, float]] = {}
+
+    def row(name: str) -> dict[str, float]:
+        return table.setdefault(name, dict.fromkeys(COLUMNS, 0))
+
+    for name, counts in proposals.items():
+        for key, value in counts.items():
+            row(name)[key] = row(name).get(key, 0) + value
+    on_front = set(front)
+    for identifier, label, evaluated_here, evaluation in lineage:
+        if label == "original":
+            continue
+        entry = row(operator_of_label(label))
+        if evaluated_here and evaluation is not None:
+            entry["evaluated"] += 1
+            ok = evaluation["status"] == "ok" and evaluation["measures"].get("failed_tests", 1) == 0
+            entry["passing"] += ok
+        entry["front"] += identifier in on_front
+    if llm is not None:
+        entry = row(llm.name)
+        usage = llm.client.usage
+        entry["unparseable"] = llm.stats.unparseable
+        entry["wrong_kind"] = llm.stats.wrong_kind
+        entry["no_ops"] = llm.stats.no_ops
+        entry["tokens"] = usage.prompt_tokens + usage.completion_tokens
+        entry["cost"] = round(usage.cost, 6)
+    for entry in table.values():
+        entry["seconds"] = round(entry["seconds"], 3)
+    return dict(sorted(table.items()))

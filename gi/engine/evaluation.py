@@ -1,0 +1,467 @@
+"""The evaluator: runs the measures on variants, each in its own scratch copy, in parallel.
+
+`evaluate` never raises: a variant that does not compile, loops forever or crashes pytest
+comes back as an `Evaluation` with that status. Results are cached by tree hash (by the
+engine), so a program that several patches make is measured once.
+
+With a workload, variants that pass the training tests are also timed (screening, with
+pyperf) against the original's most recent measurement; timings never overlap each other,
+so two workers do not compete for the same core while the clock runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from fitness import complexity, size, style
+from fitness.differential import record_cases
+from fitness.faults import covered_test_run, ochiai
+from fitness.runtime import (
+    RIGOROUS,
+    SCREENING,
+    SpeedUp,
+    Timing,
+    TimingSettings,
+    Workload,
+    WorkloadError,
+    compare,
+    interleaved,
+    measure,
+    output_of,
+    profile,
+)
+from fitness.tests import TestRun, count_failed, first_failing, run_tests
+from gi.engine.sandbox.bubblewrap import Isolation, isolation
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
+from gi.engine.warm import WarmPool
+from gi.model.guard import new_risky_names
+from gi.model.patch import Variant
+from gi.model.program import Program, compiler_warnings_ignored
+from gi.model.results import Evaluation, Status
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    train: tuple[str, ...]
+    holdout: tuple[str, ...] = ()
+    #: Test ids split off the training paths (tests.holdout_fraction): held out, though their
+    #: files stay in the training copies (the training tests beside them need them).
+    holdout_ids: tuple[str, ...] = ()
+    #: Files gi writes into held-out copies only (relative path, text): the differential checks,
+    #: a suite `gi validate` brings; their paths are in `holdout`.
+    holdout_files: tuple[tuple[str, str], ...] = ()
+    #: Seconds for one whole test run (the backstop), and for one test in the original's run
+    #: (a variant's test gets fitness.tests.per_test_limits of the original's times, at most this).
+    timeout: float = 60.0
+    test_timeout: float = 10.0
+    limits: Limits = field(default_factory=Limits)
+    workers: int = 1
+    workload: Workload | None = None
+    check_output: bool = True
+    #: Time variants that fail training tests too (repair runs); else only passing ones.
+    time_failing: bool = False
+    workload_timeout: float = 120.0
+    screening: TimingSettings = SCREENING
+    rigorous: TimingSettings = RIGOROUS
+    #: Folders never copied into a workspace (absolute): the run folder and the reply cache,
+    #: when they lie inside the project.
+    exclude: tuple[Path, ...] = ()
+    #: Text that must never reach a report or a prompt (the API key, say).
+    secrets: tuple[str, ...] = ()
+    #: "warm": training tests in warm workers (gi.engine.warm); "cold": a fresh copy and process each.
+    engine: str = "cold"
+    #: Third-party modules the warm workers import once.
+    preload: tuple[str, ...] = ()
+    #: tests.fail_fast: a variant failing any training test scores as failing one (how many is
+    #: not measured), so its run may stop at the first failure.
+    fail_fast: bool = False
+    #: Stop each variant's training tests at the first failure, the tests that failed most
+    #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
+    first_failure: bool = False
+
+
+def program_measures(variant: Variant) -> dict[str, float]:
+    """Measures of the program (its syntax tree): cyclomatic complexity and Halstead volume.
+    Cached with the evaluation by tree hash, and per file's text here."""
+    files = [_program_file_measures(file, variant.sources[file]) for file in variant.program.files]
+    return {"complexity": sum(m[0] for m in files), "halstead_volume": sum(m[1] for m in files)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _program_file_measures(file: str, text: str) -> tuple[float, float]:
+    with compiler_warnings_ignored():  # radon parses the text
+        return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_measures(file: str, text: str) -> tuple[float, float, float]:
+    """Style violations, maintainability index and lines of one file's text."""
+    with compiler_warnings_ignored():
+        return style.violations({file: text}), complexity.maintainability({file: text}), float(text.count("\n") + 1)
+
+
+def variant_measures(variant: Variant) -> dict[str, float]:
+    """Measures of this patch and this text, not of the program: patch size and diff lines
+    (two patches can make one program: Replace(S, I) and [Delete S, Insert I]), style and the
+    maintainability index (comments and layout count there). Recomputed for every candidate,
+    never taken from the cache by tree hash; text measures are cached per file's text."""
+    texts = [_text_measures(file, variant.sources[file]) for file in variant.program.files]
+    return {
+        "size": float(variant.effective_size),
+        "diff_lines": size.diff_lines(variant.diff()),
+        "style": sum(text[0] for text in texts),
+        "maintainability": sum(text[1] for text in texts) / len(texts) if texts else 100.0,
+        "source_lines": sum(text[2] for text in texts),
+    }
+
+
+def static_measures(variant: Variant) -> dict[str, float]:
+    """Every measure read from the source alone."""
+    return {**program_measures(variant), **variant_measures(variant)}
+
+
+def timing_lock_name() -> str:
+    """The name of the lock every timing on this machine holds: its host name, or GI_TIMING_HOST
+    (set it alike for containers that share one machine's cores)."""
+    return f"gi-timing-{os.environ.get('GI_TIMING_HOST') or socket.gethostname()}"
+
+
+def machine_timing_lock() -> filelock.FileLock:
+    """The lock a timing holds: a file lock, so that no two timings on this machine overlap,
+    whether they come from threads of one run or from other gi processes (runs side by side,
+    test processes). Two timings at once share the pinned core and each measures the other."""
+    return filelock.FileLock(Path(tempfile.gettempdir()) / f"{timing_lock_name()}.lock")
+
+
+def _status(run: TestRun) -> Status:
+    if run.forged:
+        return Status.TAMPERED
+    if run.timed_out:
+        return Status.TIMED_OUT
+    if run.exit_status in (-1, 3, 4):  # killed, pytest internal error, usage error
+        return Status.CRASHED
+    return Status.OK
+
+
+def _retried(run: Callable[[], TestRun]) -> TestRun:
+    """A test run; one cut off by the limit on the whole run is tried once more (a loaded
+    machine, not the variant, may be why)."""
+    first = run()
+    return run() if first.timed_out else first
+
+
+class Evaluator:
+    """Measures variants of one program; remembers the original's tests, output and timing."""
+
+    def __init__(self, program: Program, settings: EvaluationSettings, scratch: Path | None = None) -> None:
+        self.program = program
+        self.settings = settings
+        self.scratch = scratch
+        self.baseline_tests: Mapping[str, str] | None = None
+        #: Each training test's time limit, from the original's durations (set with the baseline).
+        self.test_limits: Mapping[str, float] = {}
+        #: The order a run stopping at the first failure gives the training tests (set by the
+        #: engine each generation, from `fitness.tests.FailureOrder`).
+        self.test_order: tuple[str, ...] = ()
+        #: Functions gi never edits (the workload's own, in an editable file): the behaviour
+        #: check records what the editable code returns to them.
+        self.protected: frozenset[str] = frozenset()
+        self._warm: WarmPool | None = None
+        self._warm_lock = threading.Lock()
+        self.baseline_output: str | None = None
+        #: The original's latest screening timing; variants are timed with its loop count.
+        self.baseline_timing: Timing | None = None
+        self._timing_lock: AbstractContextManager[Any] = machine_timing_lock()
+
+    @property
+    def isolation(self) -> Isolation:
+        """Whether commands get bubblewrap's isolation, or process limits only."""
+        return isolation(self.settings.limits)
+
+    @contextmanager
+    def _sandbox(self, variant: Variant, *, holdout: bool = False) -> Iterator[Sandbox]:
+        """A fresh workspace for the variant, and a sandbox to run commands in it.
+
+        During the search (holdout=False) the held-out tests are not in the copy, so no
+        variant can read what it will be judged on at the end.
+        """
+        hidden = self.settings.exclude if holdout else self._training_exclude()
+        sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
+        with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
+                       encodings=self.program.encodings) as space:  # fmt: skip
+            yield Sandbox(self.settings.limits, space)
+
+    def redact(self, text: str) -> str:
+        """`text` without the secrets gi knows of, for everything that is stored or sent."""
+        for secret in self.settings.secrets:
+            if secret:
+                text = text.replace(secret, "[redacted]")
+        return text
+
+    def _run_tests(
+        self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float], *, training: bool = False
+    ) -> TestRun:
+        """One cold test run, each test under its own limit (see `_retried`); a variant's training
+        run stops at its first failure when the settings say so."""
+        order, first_failure = self._stop_plan() if training else ((), False)
+        return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                                          default_limit=self.settings.test_timeout, order=order,
+                                          first_failure=first_failure))  # fmt: skip
+
+    def _stop_plan(self) -> tuple[tuple[str, ...], bool]:
+        """The training tests' order (tests.fail_fast) and whether to stop at the first failure
+        (and the shortcuts). The original's run (no baseline yet) runs as collected, to the end:
+        its outcomes and durations are the reference."""
+        if not self.settings.fail_fast or self.baseline_tests is None:
+            return (), False
+        return self.test_order, self.settings.first_failure
+
+    def _training_exclude(self) -> tuple[Path, ...]:
+        """What never enters a training workspace: the run folder, the reply cache, and the
+        held-out tests, so no variant can read what it will be judged on at the end."""
+        return self.settings.exclude + tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
+
+    def warm_training(self, variant: Variant) -> TestRun:
+        """The training tests on a variant in a warm worker (the engine's fast path)."""
+        with self._warm_lock:
+            if self._warm is None:
+                self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
+                                      preload=self.settings.preload, exclude=self._training_exclude(),
+                                      scratch=self.scratch)  # fmt: skip
+        warm, settings, limits = self._warm, self.settings, self.test_limits
+        order, first_failure = self._stop_plan()
+        return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
+                                               limits=limits, default_limit=settings.test_timeout, order=order,
+                                               first_failure=first_failure))  # fmt: skip
+
+    @property
+    def warm_started(self) -> int:
+        """The warm worker processes this evaluator started, replacements included."""
+        pool = self._warm
+        return pool.started if pool else 0
+
+    def close(self) -> None:
+        """Stop the warm workers, if any."""
+        with self._warm_lock:
+            if self._warm is not None:
+                self._warm.close()
+                self._warm = None
+
+    def training_run(self, variant: Variant) -> TestRun:
+        """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,
+        each test under its limit (before a baseline is set, as for the original: `test_timeout`
+        each, run to the end); the whole report, collection errors and exit status included,
+        for `gi init`'s check of a project's tests."""
+        with self._sandbox(variant) as sandbox:
+            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+
+    def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
+        with self._sandbox(variant, holdout=True) as sandbox:
+            return self._run_tests(sandbox, paths, limits)
+
+    # --- one variant --------------------------------------------------------------------------
+
+    def evaluate(self, variant: Variant) -> Evaluation:
+        """Measure one variant; any failure becomes the evaluation's status, never an exception."""
+        started = time.perf_counter()
+        tree_hash = variant.tree_hash
+
+        def result(status: Status, detail: str, measures: dict[str, float] | None = None,
+                   run: TestRun | None = None) -> Evaluation:  # fmt: skip
+            return Evaluation(status, tree_hash, measures or {}, dict(run.outcomes) if run else {},
+                              self.redact(detail), time.perf_counter() - started,
+                              dict(run.durations) if run else {})  # fmt: skip
+
+        try:
+            if variant.syntax_error is not None:
+                return result(Status.UNPARSEABLE, variant.syntax_error)
+            tampering = new_risky_names(self.program.sources, variant.sources)
+            if tampering:
+                return result(Status.TAMPERED, "new code reaches for the test machinery: " + "; ".join(tampering))
+            measures = static_measures(variant)
+            warm = self.settings.engine == "warm"
+            with ExitStack() as stack:
+                if warm:
+                    run = self.warm_training(variant)
+                else:
+                    sandbox = stack.enter_context(self._sandbox(variant))
+                    run = self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+                failed = count_failed(run, self.baseline_tests)
+                measures["failed_tests"] = float(failed)
+                measures["passed_tests"] = float(run.passed)
+                measures["test_count"] = float(len(run.outcomes))
+                status = _status(run)
+                detail = run.forged or ("" if status is Status.OK and not run.failing() else run.failure_report())
+                if status is Status.TIMED_OUT:
+                    detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
+                if self.settings.fail_fast and failed:
+                    status, detail = self._fails(run, status, detail, measures)
+                wanted = self.settings.time_failing or measures["failed_tests"] == 0
+                if status is Status.OK and self.settings.workload is not None and wanted:
+                    if warm:  # timings and the behaviour check run cold, in a copy of their own
+                        sandbox = stack.enter_context(self._sandbox(variant))
+                    detail += self._workload_measures(sandbox, measures)
+            return result(status, detail, measures, run)
+        except Exception:  # a broken variant is a result, not a crash of the search
+            return result(Status.CRASHED, traceback.format_exc()[-4000:])
+
+    @staticmethod
+    def _fails(run: TestRun, status: Status, detail: str, measures: dict[str, float]) -> tuple[Status, str]:
+        """tests.fail_fast's verdict on a run with a failure: the variant fails, as its first
+        failing test (in the order the tests ran) says; how many fail is not measured, nor what
+        happened after that test. So the score is the same whether the run stopped there or went
+        on (evaluation.shortcuts = false), and crashed or ran out of time later."""
+        measures["failed_tests"] = 1.0
+        measures.pop("passed_tests", None)
+        first = first_failing(run.outcomes)
+        # Nothing failed by itself (nothing ran), the report is not trusted, or the crash or time
+        # limit struck in that very test (it never finished): what happened stands.
+        if first is None or status is Status.TAMPERED or first not in run.durations:
+            return status, detail
+        return Status.OK, run.failure_report(only=first)
+
+    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> str:
+        """Check the workload's output and time it; adds to `measures`, returns what went wrong."""
+        workload = self.settings.workload
+        assert workload is not None
+        try:
+            if self.settings.check_output and self.baseline_output is not None:
+                measures["output_differs"] = float(self._output(sandbox) != self.baseline_output)
+            if self.baseline_timing is not None:
+                with self._timing_lock:
+                    timing = measure(
+                        workload, self.settings.screening, runner=sandbox,
+                        timeout=self.settings.workload_timeout, loops=self.baseline_timing.loops,
+                    )  # fmt: skip
+                measures["runtime_seconds"] = timing.median
+                measures["runtime"] = timing.median / self.baseline_timing.median
+        except WorkloadError as error:
+            if "timed out" not in str(error):
+                measures["workload_failed"] = 1.0
+            return f"\n{error}"
+        return ""
+
+    def evaluate_many(
+        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+    ) -> list[Evaluation]:
+        """Evaluate in parallel (threads: each evaluation is a subprocess), each variant as soon
+        as `variants` yields it; results keep input order."""
+        if self.settings.workers <= 1:
+            results = []
+            for variant in variants:
+                results.append(self.evaluate(variant))
+                if on_done:
+                    on_done(results[-1])
+            return results
+        pool = ThreadPoolExecutor(max_workers=self.settings.workers)
+        try:
+            futures = [pool.submit(self.evaluate, variant) for variant in variants]
+            results = []
+            for future in futures:
+                results.append(future.result())
+                if on_done:
+                    on_done(results[-1])
+            return results
+        finally:
+            # On Ctrl-C or SIGTERM, drop the queued variants instead of evaluating them first.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def evaluate_sources(self, sources: Mapping[str, str]) -> Evaluation:
+        """`evaluate` the program that `sources` (editable file -> text; a file left out keeps the
+        original's text) make: for a backend that ships sources, not patches. The variant's patch
+        is empty, so `size` is 0; the engine takes the patch's own measures from `variant_measures`."""
+        from gi.model.patch import Patch
+
+        unknown = sorted(set(sources) - set(self.program.files))
+        if unknown:
+            raise ValueError(f"not editable files of the program: {', '.join(unknown)}")
+        return self.evaluate(Variant(self.program, Patch(), {**self.program.sources, **sources}, ()))
+
+    # --- the original and the front -------------------------------------------------------------
+
+    def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
+        """Run the held-out tests on a variant (only on front members and the original);
+        `limits` are per-test limits from the original's held-out run."""
+        paths = (*self.settings.holdout, *self.settings.holdout_ids)
+        if not paths:  # pytest would collect the whole project, training tests included
+            return TestRun({}, exit_status=5)
+        return self._tests(variant, paths, limits or {})
+
+    def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
+        """The differential checks' cases, recorded on `variant` (the original) from its training
+        tests; raises DifferentialError."""
+        with self._sandbox(variant) as sandbox:
+            return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
+                                timeout=self.settings.timeout * 3)  # fmt: skip
+
+    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+        with self._sandbox(variant) as sandbox:
+            run, coverage = covered_test_run(
+                self.settings.train,
+                self.program.files,
+                timeout=self.settings.timeout * 3,
+                runner=sandbox,
+                default_limit=self.settings.test_timeout * 3,
+            )
+        return ochiai(coverage, run.outcomes)
+
+    def _workload(self) -> Workload:
+        if self.settings.workload is None:
+            raise ValueError("no workload is configured")
+        return self.settings.workload
+
+    def timing(self, variant: Variant, *, loops: int | None = None) -> Timing:
+        """A screening timing of one variant (the original, to set the baseline); raises WorkloadError."""
+        with self._sandbox(variant) as sandbox, self._timing_lock:
+            return measure(self._workload(), self.settings.screening, runner=sandbox,
+                           timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+
+    def output(self, variant: Variant) -> str:
+        """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
+        with self._sandbox(variant) as sandbox:
+            return self._output(sandbox)
+
+    def _output(self, sandbox: Sandbox) -> str:
+        return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout,
+                         files=self.program.files, inside=sorted(self.protected))  # fmt: skip
+
+    def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Cumulative time of each function of the editable files in the workload, by (file, line)."""
+        with self._sandbox(variant) as sandbox:
+            return profile(self._workload(), self.program.files, runner=sandbox,
+                           timeout=self.settings.workload_timeout)  # fmt: skip
+
+    def rigorous(self, original: Variant, member: Variant, *, loops: int, seed: int = 0) -> SpeedUp:
+        """The speed-up of `member` over `original` from a rigorous, interleaved session."""
+        return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
+
+    def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
+        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a time."""
+        settings = self.settings.rigorous
+        rounds = max(1, settings.processes // 2)
+        pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
+                              min_time=settings.min_time)  # fmt: skip
+        with self._sandbox(original) as first, self._sandbox(member) as second, self._timing_lock:
+
+            def timer(sandbox: Sandbox) -> Callable[[], Timing]:
+                return lambda: measure(self._workload(), pair, runner=sandbox,
+                                       timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+
+            return interleaved(timer(first), timer(second), rounds)

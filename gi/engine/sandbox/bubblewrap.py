@@ -1,0 +1,115 @@
+"""Isolation by bubblewrap: whether it works here, and the arguments that give a command a
+user namespace without capabilities, no network, its own PID namespace and a file system of
+only the system folders, the Python installation and the workspace."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.workspace import Workspace, install_tool
+
+#: System folders mounted read-only inside the sandbox (those that exist on the host).
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: The few files of /etc the interpreter and its libraries read; the rest of /etc stays out.
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What a run's commands are isolated by: said at the start of every run and in summary.json."""
+
+    sandboxed: bool
+    description: str
+
+
+@functools.cache
+def _bubblewrap_problem() -> str | None:
+    """Why bubblewrap cannot give the isolation we ask of it here, or None when it can."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    argv = ["bwrap", *_NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"]
+    try:
+        probe = subprocess.run(argv, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap does not start ({error})"
+    if probe.returncode != 0:
+        reason = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"bubblewrap cannot make its namespaces here ({reason[-1] if reason else probe.returncode})"
+    return None
+
+
+_NAMESPACES = (
+    "--unshare-user", "--disable-userns", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+    "--unshare-cgroup-try", "--hostname", "gi", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+)  # fmt: skip
+
+
+def bubblewrap_available() -> bool:
+    """True if bubblewrap can make every namespace the sandbox uses."""
+    return _bubblewrap_problem() is None
+
+
+def isolation(limits: Limits) -> Isolation:
+    """Which isolation commands get under `limits` on this machine, in one line."""
+    bounds = f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB"
+    if not limits.isolate:
+        return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
+    problem = _bubblewrap_problem()
+    if problem is not None:
+        return Isolation(False, f"NO SANDBOX ({problem}): process limits only ({bounds})")
+    return Isolation(
+        True,
+        "bubblewrap: user namespace without capabilities, no network, own PID namespace, only system"
+        f" folders, the Python installation and the workspace visible ({bounds})",
+    )
+
+
+def _python_paths() -> list[Path]:
+    """The Python installation the commands run: prefixes of the interpreter and the venv."""
+    found: list[Path] = []
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        path = Path(prefix).resolve()
+        if not any(path == other or path.is_relative_to(other) for other in map(Path, _SYSTEM)):
+            found.append(path)
+    return sorted(set(found))
+
+
+def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Workspace) -> list[str]:
+    """`argv` run by bubblewrap in `space`, from `cwd`: the namespaces, and mounts of only the
+    system folders, the Python installation, `limits.read_only` and the workspace."""
+    # The kernel lets uid 0 write sysctls whatever its capabilities, and uid 0 in the sandbox
+    # is root outside: /proc/sys (and the other files of /proc that change the host) stay
+    # read-only. /tmp is RAM: its size is capped like a file.
+    mounts: list[str] = ["--dev", "/dev", "--proc", "/proc"]
+    for host in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
+        if os.path.exists(host):
+            mounts += ["--ro-bind", host, host]
+    mounts += ["--size", str(limits.file_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    for folder in _SYSTEM:
+        path = Path(folder)
+        if path.is_symlink():
+            mounts += ["--symlink", os.readlink(path), folder]
+        elif path.exists():
+            mounts += ["--ro-bind", folder, folder]
+    for file in _ETC:
+        if os.path.exists(file):
+            mounts += ["--ro-bind", file, file]
+    passwd = install_tool(space, "passwd", f"gi:x:{os.getuid()}:{os.getgid()}:gi:{space.temporary}:/bin/sh\n")
+    group = install_tool(space, "group", f"gi:x:{os.getgid()}:\n")
+    mounts += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+    for path in (*_python_paths(), *limits.read_only):
+        mounts += ["--ro-bind", str(path), str(path)]
+    mounts += ["--ro-bind", str(space.program), str(space.program), "--ro-bind", str(space.tools), str(space.tools)]
+    mounts += ["--bind", str(space.outputs), str(space.outputs)]
+    # HOME and TMPDIR: RAM of a capped size that dies with the command, so neither the
+    # disk nor the next command sees what this one left there.
+    mounts += ["--size", str(limits.file_mb * 1024 * 1024), "--tmpfs", str(space.temporary)]
+    return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]

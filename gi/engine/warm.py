@@ -1,0 +1,292 @@
+"""Warm test workers: the fast path for the training tests.
+
+A cold test run pays for a workspace copy, bubblewrap, a fresh interpreter and pytest's
+start-up, for tests that may take milliseconds. A `WarmPool` keeps one warm worker per
+evaluation slot (fitness/sandboxed/warm_worker.py): a long-lived process in the same sandbox, with the
+same limits, that has pytest and the project's third-party dependencies imported and forks a
+fresh child per variant. The child imports the variant's editable modules from their
+sources and runs pytest with gi's plugin, so the report is signed and checked exactly as a
+cold run's (`fitness.tests.read_report`). The worker's copy of the program is read-only to
+it and to the children; only the variant's edited files travel, as text.
+
+A worker that dies (a variant may kill it: it runs in the same PID namespace) or stops
+answering is replaced, and the variant that did it scores as crashed. The cold path stays:
+it is the reference, it runs everything but the training tests (held-out tests, coverage,
+timings), and `warm_unsafe` says which projects it is kept for.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import os
+import queue
+import re
+import secrets
+import select
+import struct
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from fitness.sandboxed import FOLDER as SANDBOXED
+from fitness.tests import (
+    NO_CHECKS,
+    PLUGIN_MODULE,
+    Checks,
+    TestRun,
+    plugin_files,
+    plugin_source,
+    pytest_arguments,
+    read_report,
+)
+from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
+from gi.engine.sandbox.runner import LiveCommand, Sandbox
+from gi.engine.sandbox.workspace import Workspace, workspace
+from gi.model.program import Program, parse_quietly
+from gi.model.results import ProcessOutcome
+
+WORKER_NAME = "gi_warm_worker.py"
+#: Seconds a new worker may take to import pytest and the project's dependencies.
+START_TIMEOUT = 120.0
+#: Seconds gi waits past a request's own limit before it gives up on the worker.
+ANSWER_MARGIN = 10.0
+
+#: Code in the tests or the editable files that runs Python outside the test process: such a
+#: project may read the editable files from disk, where a warm worker keeps the original.
+_SPAWNS = re.compile(r"\b(subprocess|multiprocessing|os\.fork|os\.system|os\.exec\w*|os\.spawn\w*|sys\.executable|"
+                     r"runpy|pytester|testdir|concurrent\.futures)\b")  # fmt: skip
+
+
+class WarmError(Exception):
+    """A warm worker could not start or stopped answering."""
+
+
+def warm_unsafe(program: Program, test_texts: Sequence[str]) -> str | None:
+    """Why the warm path would be wrong for this project, or None. Projects whose tests or
+    code start other Python processes (which would load the editable files from disk, the
+    original, not the variant) keep the cold path."""
+    for name, text in [*program.sources.items(), *(("tests", text) for text in test_texts)]:
+        found = _SPAWNS.search(text)
+        if found:
+            return f"{name} uses {found.group(0)}: a process it starts would not see the variant"
+    return None
+
+
+def third_party_imports(program: Program, test_texts: Sequence[str]) -> list[str]:
+    """Top-level modules the project imports that are not its own: preloaded by the workers
+    (the project's own modules never are: that would run variant code in the worker)."""
+    own = {path.split("/")[0].removesuffix(".py") for path in program.files}
+    own |= {entry.name.removesuffix(".py") for entry in program.root.iterdir()}
+    found: set[str] = set()
+    for text in [*program.sources.values(), *test_texts]:
+        try:
+            tree = parse_quietly(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return sorted(name for name in found - own if name.isidentifier() and name not in sys.builtin_module_names)
+
+
+class WarmWorker:
+    """One warm worker process in its own workspace of the original program."""
+
+    def __init__(self, limits: Limits, space: Workspace, preload: Sequence[str]) -> None:
+        self.sandbox = Sandbox(limits, space)
+        self.sandbox.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
+        script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
+                                           .read_text(encoding="utf-8"))  # fmt: skip
+        self.live: LiveCommand = self.sandbox.start([sys.executable, str(script), *preload],
+                                                    env={"PYTHONPATH": str(self.sandbox.tools)})  # fmt: skip
+        self.broken = False
+        #: Why gi stopped waiting for the worker's answer ("" for no reason of its own: it died).
+        self.stopped = ""
+        ready = self._answer(START_TIMEOUT)
+        if ready != {"ready": True}:
+            self.close()
+            raise WarmError(f"the warm worker did not start: {self.live.stderr.text()[-500:]}")
+        #: The runs whose child started from the worker's prepared pytest configuration.
+        self.prepared_runs = 0
+
+    def _answer(self, timeout: float, refused: int = 0) -> dict[str, Any] | None:
+        """The worker's next answer; None if it died, ran past `timeout`, or its processes
+        turned into a fork bomb (more refused forks than `refused`, what the cap had refused)."""
+        deadline = time.perf_counter() + timeout
+        header = self._read(4, deadline, refused)
+        if header is None:
+            return None
+        body = self._read(struct.unpack(">I", header)[0], deadline, refused)
+        return None if body is None else dict(json.loads(body))
+
+    def _read(self, size: int, deadline: float, refused: int) -> bytes | None:
+        data = b""
+        while len(data) < size:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return None
+            if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
+                self.stopped = self.live.cgroups.fork_bomb(refused)
+                if self.stopped:
+                    return None
+                continue
+            chunk = os.read(self.live.responses, size - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def run(self, request: dict[str, Any], timeout: float) -> ProcessOutcome | None:
+        """Send one request; its outcome, or None when the worker died or stopped answering."""
+        data = json.dumps(request).encode()
+        refused = self.live.cgroups.refused_forks()
+        try:
+            _write_all(self.live.requests, struct.pack(">I", len(data)) + data)
+        except OSError:
+            return None
+        answer = self._answer(timeout + ANSWER_MARGIN, refused)
+        if answer is None or "returncode" not in answer:
+            return None
+        self.prepared_runs += bool(answer.get("prepared"))
+        return ProcessOutcome(
+            returncode=int(answer["returncode"]),
+            stdout=str(answer["stdout"]),
+            stderr=str(answer["stderr"]),
+            seconds=float(answer["seconds"]),
+            timed_out=bool(answer["timed_out"]),
+            channel=base64.b64decode(answer["channel"]),
+            channel_overflow=bool(answer["channel_overflow"]),
+        )
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(descriptor, data) :]
+
+
+class WarmPool:
+    """Warm workers for one program, one per evaluation slot, each in its own workspace."""
+
+    def __init__(self, program: Program, limits: Limits, size: int, *, preload: Sequence[str] = (),
+                 exclude: Sequence[Path] = (), scratch: Path | None = None) -> None:  # fmt: skip
+        self.program = program
+        self.limits = limits
+        self.preload = list(preload)
+        self.exclude = tuple(exclude)
+        self.scratch = scratch
+        self._idle: queue.Queue[tuple[WarmWorker, ExitStack]] = queue.Queue()
+        self._all: list[tuple[WarmWorker, ExitStack]] = []
+        self._lock = threading.Lock()
+        self.size = size
+        self.started = 0
+        self.replaced = 0
+        #: Runs whose child started from a prepared pytest configuration (fitness/sandboxed/warm_worker.py).
+        self.prepared_runs = 0
+        self._spawns: queue.Queue[queue.Queue[tuple[WarmWorker, ExitStack] | BaseException] | None] = queue.Queue()
+        threading.Thread(target=self._spawner, name="gi-warm-spawner", daemon=True).start()
+
+    def _new(self) -> tuple[WarmWorker, ExitStack]:
+        """A new worker, started from the pool's own long-lived thread: bubblewrap dies with the
+        thread that started it (--die-with-parent), and the evaluator's threads come and go."""
+        done: queue.Queue[tuple[WarmWorker, ExitStack] | BaseException] = queue.Queue()
+        self._spawns.put(done)
+        made = done.get()
+        if isinstance(made, BaseException):
+            raise made
+        return made
+
+    def _spawner(self) -> None:
+        while (done := self._spawns.get()) is not None:
+            try:
+                done.put(self._start())
+            except BaseException as error:  # handed to the thread that asked
+                done.put(error)
+
+    def _start(self) -> tuple[WarmWorker, ExitStack]:
+        stack = ExitStack()
+        space = stack.enter_context(workspace(self.program.root, {}, parent=self.scratch, exclude=self.exclude))
+        try:
+            worker = WarmWorker(self.limits, space, self.preload)
+        except BaseException:
+            stack.close()
+            raise
+        stack.callback(worker.close)
+        with self._lock:
+            self._all.append((worker, stack))
+            self.started += 1
+        return worker, stack
+
+    @contextmanager
+    def _worker(self) -> Iterator[WarmWorker]:
+        try:
+            entry = self._idle.get_nowait()
+        except queue.Empty:
+            entry = self._new()
+        healthy = True
+        try:
+            yield entry[0]
+            healthy = entry[0].live.alive() and not entry[0].broken
+        except BaseException:
+            healthy = False
+            raise
+        finally:
+            if healthy:
+                self._idle.put(entry)
+            else:
+                self._retire(entry)
+
+    def _retire(self, entry: tuple[WarmWorker, ExitStack]) -> None:
+        with self._lock:
+            if entry in self._all:
+                self._all.remove(entry)
+            self.replaced += 1
+        entry[1].close()
+
+    def run_tests(
+        self,
+        sources: Mapping[str, str],
+        paths: Sequence[str],
+        *,
+        timeout: float,
+        limits: Mapping[str, float],
+        default_limit: float,
+        order: Sequence[str] = (),
+        first_failure: bool = False,
+        checks: Checks = NO_CHECKS,
+    ) -> TestRun:
+        """Run the tests on the variant whose edited files are `sources` (relative path -> text):
+        what `fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
+        `checks` as there)."""
+        changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
+        key = secrets.token_hex(32)
+        with self._worker() as worker:
+            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order)
+            request = {"sources": changed, "argv": pytest_arguments(paths, first_failure=first_failure), "env": env,
+                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
+            before = worker.prepared_runs
+            outcome = worker.run(request, timeout)
+            with self._lock:
+                self.prepared_runs += worker.prepared_runs - before
+            if outcome is None:
+                worker.broken = True  # it died, stopped answering or was stopped: the pool replaces it
+                why = worker.stopped or "the warm worker died or stopped answering (the variant may have killed it)"
+                outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0)
+        return read_report(outcome, key.encode(), checks)
+
+    def close(self) -> None:
+        self._spawns.put(None)
+        with self._lock:
+            entries, self._all = self._all, []
+        for _, stack in entries:
+            stack.close()

@@ -1,0 +1,104 @@
+"""The edit base: `Edit` (plain data, JSON round trip, registered by kind) and the
+`RewritePlan` through which an edit says how it changes the tree."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import libcst as cst
+
+from gi.model.errors import EditError
+from gi.model.program import Program
+from gi.model.sites import Location
+
+
+class RewritePlan(Protocol):
+    """What an edit may ask of `apply`; locations are sites of the original program."""
+
+    def delete(self, target: Location) -> None: ...
+
+    def insert_before(self, target: Location, statement: cst.BaseStatement) -> None: ...
+
+    def replace(self, target: Location, statement: cst.BaseStatement) -> None: ...
+
+    def rewrite(self, target: Location, change: Callable[[cst.CSTNode], cst.CSTNode]) -> None: ...
+
+
+EDIT_KINDS: dict[str, type[Edit]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Base of all edits. Subclasses set `kind` and implement `contribute`.
+
+    `removes()` names the subtrees whose original content the edit takes away (they block
+    later edits inside them and void earlier ones); `rewrites()` names nodes rewritten in
+    place, where the last rewrite wins.
+    """
+
+    kind: ClassVar[str] = ""
+    target: Location
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # No zero-argument super() here: slots=True rebuilds the class, which breaks it.
+        if cls.kind:
+            EDIT_KINDS[cls.kind] = cls
+
+    def anchors(self) -> tuple[Location, ...]:
+        """Sites that must still exist for the edit to take effect."""
+        return (self.target,)
+
+    def positions(self) -> tuple[Location, ...]:
+        """Statements before which the edit inserts: they may be gone, their parent may not."""
+        return ()
+
+    def removes(self) -> tuple[Location, ...]:
+        return ()
+
+    def rewrites(self) -> tuple[Location, ...]:
+        return ()
+
+    def ingredients(self) -> tuple[Location, ...]:
+        """Original statements the edit copies from."""
+        return ()
+
+    def contribute(self, plan: RewritePlan, program: Program) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement contribute")
+
+    def describe(self) -> str:
+        """A one-line account for diffs and reports."""
+        return f"{self.kind} at {self.target}"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            data[field.name] = value.to_json() if isinstance(value, Location) else value
+        return data
+
+    @staticmethod
+    def from_json(data: Any) -> Edit:
+        """Rebuild an edit from `to_json` output; raises EditError naming what is wrong."""
+        if not isinstance(data, dict) or "kind" not in data:
+            raise EditError(f"an edit is a JSON object with a 'kind', got {data!r}")
+        cls = EDIT_KINDS.get(data["kind"])
+        if cls is None:
+            raise EditError(f"unknown edit kind {data['kind']!r}; known kinds: {sorted(EDIT_KINDS)}")
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            if field.name not in data:
+                if field.default is not dataclasses.MISSING:
+                    continue
+                raise EditError(f"edit {data['kind']!r} lacks the field {field.name!r}: {data!r}")
+            raw = data[field.name]
+            try:
+                values[field.name] = Location.from_json(raw) if field.type == "Location" else raw
+            except ValueError as error:
+                raise EditError(f"edit {data['kind']!r}, field {field.name!r}: {error}") from None
+        extra = set(data) - {"kind"} - set(values)
+        if extra:
+            raise EditError(f"edit {data['kind']!r} has unknown fields {sorted(extra)}")
+        return cls(**values)

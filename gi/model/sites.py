@@ -1,0 +1,376 @@
+"""Sites and their locations: the places an edit can touch in the original program, found in
+one walk over each file's tree (`SiteCollector`), addressed by stable `Location`s."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+import libcst.metadata
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Location:
+    """Where a site is in the original program: a file and a field/index path."""
+
+    file: str
+    path: str
+
+    def contains(self, other: Location, *, strictly: bool = False) -> bool:
+        """True if `other` lies inside this location's subtree (or is it, unless strictly)."""
+        if self.file != other.file:
+            return False
+        if self.path == other.path:
+            return not strictly
+        return other.path.startswith(self.path + ".") or other.path.startswith(self.path + "[")
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "path": self.path}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Location:
+        if not isinstance(data, dict) or not isinstance(data.get("file"), str) or not isinstance(data.get("path"), str):
+            raise ValueError(f"a location is {{'file': str, 'path': str}}, got {data!r}")
+        return cls(data["file"], data["path"])
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.path}"
+
+
+class SiteKind(enum.StrEnum):
+    """The kinds of places an operator can edit."""
+
+    STATEMENT = "statement"
+    FUNCTION = "function"
+    BINARY_OPERATOR = "binary_operator"
+    AUGMENTED_ASSIGNMENT = "augmented_assignment"
+    COMPARISON = "comparison"
+    BOOLEAN_OPERATOR = "boolean_operator"
+    UNARY_OPERATOR = "unary_operator"
+    NUMBER = "number"
+    #: An expression whose value is read (not an assignment target, a keyword's name, a
+    #: decorator, a default, an annotation, nor inside a lambda, comprehension or f-string).
+    EXPRESSION = "expression"
+
+
+@dataclass(frozen=True, slots=True)
+class StatementContext:
+    """What the syntax allows at a statement's position, and what the statement needs there.
+
+    Operators use it so that every edit they propose keeps the file compilable: a `break`
+    needs an enclosing loop, a `return` a function, an `await` an async function, a name a
+    nested function declares `nonlocal` must keep its binding.
+    """
+
+    # Where the statement stands.
+    in_function: bool = False
+    in_async_function: bool = False
+    in_generator: bool = False
+    in_loop: bool = False
+    #: Nothing may be inserted before it nor put in its place: a `from __future__` import,
+    #: or a statement before a function's last global/nonlocal declaration.
+    fixed_position: bool = False
+    #: False when it binds a name that a nested function declares nonlocal.
+    removable: bool = True
+    # What the statement needs where a copy of it goes.
+    needs_function: bool = False
+    needs_async: bool = False
+    needs_loop: bool = False
+    yields: bool = False
+    yields_from: bool = False
+    returns_value: bool = False
+    #: False for declarations, `from __future__` imports and functions declaring nonlocal names.
+    movable: bool = True
+
+    def accepts(self, other: StatementContext) -> bool:
+        """Can a copy of the statement described by `other` stand at this position?"""
+        if not other.movable or self.fixed_position:
+            return False
+        if other.needs_function and not self.in_function:
+            return False
+        if other.needs_async and not self.in_async_function:
+            return False
+        if other.needs_loop and not self.in_loop:
+            return False
+        # A yield would turn a plain function into a generator; async generators have more rules.
+        if other.yields and not self.in_generator:
+            return False
+        return not (self.in_async_function and (other.yields_from or (other.returns_value and self.in_generator)))
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One editable place: its location, its kind, a short label, and for statements its context."""
+
+    location: Location
+    kind: SiteKind
+    #: The enclosing function's qualified name ("Class.method"), or "" at module level.
+    function: str
+    line: int
+    context: StatementContext | None = None
+
+
+def _children(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
+    """Yield (path step, child) for every child node, in field order."""
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        if isinstance(value, cst.CSTNode):
+            yield field.name, value
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            for index, item in enumerate(value):
+                if isinstance(item, cst.CSTNode):
+                    yield f"{field.name}[{index}]", item
+
+
+def _join(path: str, step: str) -> str:
+    return f"{path}.{step}" if path else step
+
+
+_LOOPS = (cst.For, cst.While)
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def _own_scope(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, int]]:
+    """Yield (node, loop depth) for `node` and its descendants, not entering nested scopes."""
+    stack: list[tuple[cst.CSTNode, int]] = [(node, 0)]
+    while stack:
+        current, depth = stack.pop()
+        yield current, depth
+        for step, child in _children(current):
+            if not isinstance(child, _SCOPES):
+                inner = depth + 1 if isinstance(current, _LOOPS) and step == "body" else depth
+                stack.append((child, inner))
+
+
+def _is_future_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
+        for small in statement.body
+    )
+
+
+def _nonlocal_names(node: cst.CSTNode) -> frozenset[str]:
+    """Names declared nonlocal anywhere below `node`."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Nonlocal):
+            names.update(item.name.value for item in current.names)
+        stack.extend(child for _, child in _children(current))
+    return frozenset(names)
+
+
+def _requirements(statement: cst.CSTNode) -> StatementContext:
+    """Work out what a statement needs from the position a copy of it is placed at."""
+    needs: dict[str, bool] = dict.fromkeys(
+        ("needs_function", "needs_async", "needs_loop", "yields", "yields_from", "returns_value"), False
+    )
+    movable = not _is_future_import(statement) and not _nonlocal_names(statement)
+    if isinstance(statement, _SCOPES):
+        return StatementContext(movable=movable)
+    for node, loop_depth in _own_scope(statement):
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            movable = False
+        elif isinstance(node, cst.Return):
+            needs["needs_function"] = True
+            needs["returns_value"] |= node.value is not None
+        elif isinstance(node, cst.Yield):
+            needs["needs_function"] = needs["yields"] = True
+            needs["yields_from"] |= isinstance(node.value, cst.From)
+        elif isinstance(node, cst.Await):
+            needs["needs_function"] = needs["needs_async"] = True
+        elif isinstance(node, (cst.Break, cst.Continue)) and loop_depth == 0:
+            needs["needs_loop"] = True
+        elif isinstance(node, (cst.For, cst.With, cst.CompFor)) and node.asynchronous is not None:
+            needs["needs_function"] = needs["needs_async"] = True
+    return StatementContext(movable=movable, **needs)
+
+
+_EXPRESSION_KINDS: tuple[tuple[type[cst.CSTNode], SiteKind], ...] = (
+    (cst.BinaryOperation, SiteKind.BINARY_OPERATOR),
+    (cst.AugAssign, SiteKind.AUGMENTED_ASSIGNMENT),
+    (cst.ComparisonTarget, SiteKind.COMPARISON),
+    (cst.BooleanOperation, SiteKind.BOOLEAN_OPERATOR),
+    (cst.UnaryOperation, SiteKind.UNARY_OPERATOR),
+    (cst.Integer, SiteKind.NUMBER),
+    (cst.Float, SiteKind.NUMBER),
+)
+
+
+#: The fields of each node type that hold an expression whose value is read.
+_LOAD_FIELDS: dict[type[cst.CSTNode], frozenset[str]] = {
+    node_type: frozenset(fields)
+    for node_type, fields in (
+        (cst.Arg, ("value",)),
+        (cst.Return, ("value",)),
+        (cst.Assign, ("value",)),
+        (cst.AnnAssign, ("value",)),
+        (cst.AugAssign, ("value",)),
+        (cst.Expr, ("value",)),
+        (cst.BinaryOperation, ("left", "right")),
+        (cst.UnaryOperation, ("expression",)),
+        (cst.BooleanOperation, ("left", "right")),
+        (cst.Comparison, ("left",)),
+        (cst.ComparisonTarget, ("comparator",)),
+        (cst.Call, ("func",)),
+        (cst.Attribute, ("value",)),
+        (cst.Subscript, ("value",)),
+        (cst.Index, ("value",)),
+        (cst.Slice, ("lower", "upper", "step")),
+        (cst.If, ("test",)),
+        (cst.While, ("test",)),
+        (cst.IfExp, ("test", "body", "orelse")),
+        (cst.Assert, ("test", "msg")),
+        (cst.DictElement, ("key", "value")),
+        (cst.For, ("iter",)),
+        (cst.Raise, ("exc",)),
+        (cst.WithItem, ("item",)),
+    )
+}
+_CONTAINERS = (cst.List, cst.Tuple, cst.Set)
+#: Expressions never offered as sites: replacing or wrapping them changes what the syntax allows.
+_NOT_EXPRESSION_SITES = (cst.Yield, cst.Await, cst.NamedExpr, cst.Ellipsis)
+#: Nodes with no expression site inside: an annotation or a decorator is no value the code
+#: computes there, an f-string's fields take no copy with its quotes (before Python 3.12),
+#: and a lambda's or comprehension's names live in a scope of their own.
+_NO_EXPRESSIONS_INSIDE = (
+    cst.Annotation,
+    cst.Decorator,
+    cst.FormattedStringExpression,
+    cst.Lambda,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+    cst.GeneratorExp,
+)
+
+
+def _reads(node: cst.CSTNode, step: str, reading: bool) -> bool:
+    """Does the child of `node` at `step` stand where a value is read? (`reading`: does `node`.)"""
+    field = step.partition("[")[0]
+    if isinstance(node, _CONTAINERS):
+        return reading and field == "elements"
+    if isinstance(node, cst.Element):
+        return reading and field == "value"
+    return field in _LOAD_FIELDS.get(type(node), frozenset())
+
+
+@dataclass
+class _Scope:
+    in_function: bool = False
+    in_async_function: bool = False
+    in_generator: bool = False
+    in_loop: bool = False
+    function: str = ""
+    #: Names that functions nested in this one declare nonlocal: their bindings must stay.
+    nonlocal_names: frozenset[str] = frozenset()
+    #: The line of this function's last global/nonlocal declaration (0: none).
+    declarations_end: int = 0
+
+
+class _SiteCollector:
+    """Walks one module, recording every site with its location and context."""
+
+    def __init__(self, file: str, module: cst.Module) -> None:
+        self.file = file
+        self.module = module
+        self.sites: list[Site] = []
+        self.nodes: dict[Location, cst.CSTNode] = {}
+        self._lines = _line_starts(module)
+
+    def collect(self) -> None:
+        self._walk(self.module, "", _Scope(), in_body=False, reading=False)
+
+    def _walk(
+        self,
+        node: cst.CSTNode,
+        path: str,
+        scope: _Scope,
+        *,
+        in_body: bool,
+        reading: bool,
+        pattern: bool = False,
+        sealed: bool = False,
+    ) -> None:
+        location = Location(self.file, path)
+        line = self._lines.get(id(node), 0)
+        if in_body and isinstance(node, cst.BaseStatement):
+            needs = _requirements(node)
+            context = dataclasses.replace(
+                needs,
+                in_function=scope.in_function,
+                in_async_function=scope.in_async_function,
+                in_generator=scope.in_generator,
+                in_loop=scope.in_loop,
+                fixed_position=_is_future_import(node) or line <= scope.declarations_end,
+                removable=not (
+                    scope.nonlocal_names
+                    and any(
+                        isinstance(inner, cst.Name) and inner.value in scope.nonlocal_names
+                        for inner, _ in _own_scope(node)
+                    )
+                ),
+            )
+            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context), node)
+        if isinstance(node, cst.FunctionDef):
+            self._add(Site(location, SiteKind.FUNCTION, scope.function, line), node)
+        # A `case` pattern is no expression: only its numbers may change (`case 1` to `case 2`).
+        pattern = pattern or isinstance(node, cst.MatchPattern)
+        for node_type, kind in _EXPRESSION_KINDS:
+            if isinstance(node, node_type) and (not pattern or kind is SiteKind.NUMBER):
+                self._add(Site(location, kind, scope.function, line), node)
+        if (
+            reading
+            and not sealed
+            and isinstance(node, cst.BaseExpression)
+            and not isinstance(node, _NOT_EXPRESSION_SITES)
+        ):
+            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line), node)
+        # Nothing inside these is an expression site (nor is a parameter's default).
+        inner_sealed = sealed or pattern or isinstance(node, _NO_EXPRESSIONS_INSIDE)
+        for step, child in _children(node):
+            self._walk(
+                child,
+                _join(path, step),
+                self._child_scope(node, step, scope),
+                in_body=isinstance(node, (cst.Module, cst.IndentedBlock)) and step.startswith("body["),
+                reading=_reads(node, step, reading),
+                pattern=pattern,
+                sealed=inner_sealed or (isinstance(node, cst.Param) and step == "default"),
+            )
+
+    def _add(self, site: Site, node: cst.CSTNode) -> None:
+        self.sites.append(site)
+        self.nodes[site.location] = node
+
+    def _child_scope(self, node: cst.CSTNode, step: str, scope: _Scope) -> _Scope:
+        if isinstance(node, cst.FunctionDef) and step == "body":
+            name = f"{scope.function}.{node.name.value}" if scope.function else node.name.value
+            own = [inner for inner, _ in _own_scope(node.body)]
+            declarations = [self._lines.get(id(n), 0) for n in own if isinstance(n, (cst.Global, cst.Nonlocal))]
+            return _Scope(
+                in_function=True,
+                in_async_function=node.asynchronous is not None,
+                in_generator=any(isinstance(n, cst.Yield) for n in own),
+                function=name,
+                nonlocal_names=_nonlocal_names(node.body),
+                declarations_end=max(declarations, default=0),
+            )
+        if isinstance(node, cst.ClassDef) and step == "body":
+            name = f"{scope.function}.{node.name.value}" if scope.function else node.name.value
+            return _Scope(function=name)
+        if isinstance(node, _LOOPS) and step == "body":
+            return dataclasses.replace(scope, in_loop=True)
+        return scope
+
+
+def _line_starts(module: cst.Module) -> dict[int, int]:
+    """Map id(node) to its first line, for labels and for weighting sites by profile."""
+    wrapper = libcst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(libcst.metadata.PositionProvider)
+    return {id(node): position.start.line for node, position in positions.items()}

@@ -1,0 +1,211 @@
+"""The terminal's tables of a run folder (rich): the front, its edits, the operators, the
+validation figures; read from summary.json, so `gi show` needs no store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    pass
+from gi.engine.run_folder import ORIGINAL, gap_rate
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
+
+
+def _header(name: str) -> str:
+    """A column title that wraps between words at 80 columns: `failed_tests` as `failed tests`."""
+    return name.replace("_", " ")
+
+
+def _tests(counts: Mapping[str, Any] | None) -> str:
+    return f"{counts['passed']}/{counts['passed'] + counts['failed']}" if counts else "-"
+
+
+def changed_members(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The front members that change the program: the empty patch is the original, shown once."""
+    return [
+        member
+        for member in summary["front"]
+        if member["id"] != ORIGINAL and (member["diff"] is not None or member["descriptions"])
+    ]
+
+
+def front_table(summary: Mapping[str, Any]) -> Table:
+    """The front as a table: one row per member that changes the program, the original first
+    for comparison; `front_edits` spells out each member's edits and speed-up below it."""
+    names = [objective["name"] for objective in summary["objectives"]]
+    table = Table(title=f"Pareto front of {summary['experiment']['name']} (seed {summary['experiment']['seed']})")
+    table.add_column("id", no_wrap=True)
+    for name in names:
+        table.add_column(_header(name), justify="right", overflow="fold")
+    table.add_column("held-out", justify="right")
+    table.add_column("edits", justify="right")
+    baseline = summary["baseline"]
+    table.add_row(
+        "original",
+        *(_number(baseline["objectives"].get(name)) for name in names),
+        _tests(baseline.get("holdout")),
+        "0",
+        style="dim",
+    )
+    members = changed_members(summary)
+    for member in members:
+        held = _tests(member.get("holdout")) + (" overfits" if member["overfits"] else "")
+        table.add_row(
+            member["id"],
+            *(_number(member["objectives"].get(name)) for name in names),
+            held,
+            str(len(member["descriptions"])),
+        )
+    if len(members) < len(summary["front"]):
+        table.caption = "the original program is itself on the front"
+    return table
+
+
+def front_edits(summary: Mapping[str, Any]) -> Table:
+    """Every front member's speed-up and edits, one per line beside its id, in full: long lines
+    wrap, none is cut."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column()
+    for member in changed_members(summary):
+        lines = list(member["descriptions"])
+        if member.get("speedup"):
+            lines.insert(0, f"speed-up {describe_speedup(member['speedup'], short=True)}")
+        for index, line in enumerate(lines):
+            grid.add_row(member["id"] if index == 0 else "", Text(line))
+    return grid
+
+
+def front_view(summary: Mapping[str, Any]) -> Group:
+    """What `gi run` and `gi show` print for a front: the table, then each member's edits."""
+    return Group(front_table(summary), front_edits(summary))
+
+
+def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) -> str:
+    """'3.1x (2.9-3.3), significant', or why there is no figure; an implausible one says so."""
+    if not speedup:
+        return "-"
+    if "error" in speedup:
+        return "not measured" if short else f"not measured: {speedup['error']}"
+    figure = f"{speedup['value']:.3g}x ({speedup['low']:.3g}-{speedup['high']:.3g})"
+    doubt = speedup.get("implausible", False)
+    if short:
+        return figure + ("" if speedup["significant"] else " n.s.") + (" implausible?" if doubt else "")
+    verdict = "significant" if speedup["significant"] else "not significant"
+    warning = "; IMPLAUSIBLE: check that the workload still does its work" if doubt else ""
+    return f"{figure}, {verdict} (Mann-Whitney U p = {speedup['p_value']:.2g}){warning}"
+
+
+#: The per-operator counts (summary.json keys) and their short titles, so that the table stays
+#: readable at 80 columns: _TABLE_COLUMNS in the table, the others in words under it.
+_OPERATOR_COLUMNS = {
+    "proposals": "proposed",
+    "duplicates": "repeats",
+    "evaluated": "run",
+    "passing": "passing",
+    "front": "front",
+    "seconds": "secs",
+    "no_site": "tries without a site",
+    "unparseable": "unparseable replies",
+    "wrong_kind": "replies of the wrong kind",
+    "unchanged": "proposed edits that changed nothing",
+    "no_ops": "edits that changed nothing",
+    "tokens": "tokens",
+    "cost": "USD",
+}
+_TABLE_COLUMNS = ("proposals", "duplicates", "evaluated", "passing", "front", "seconds")
+
+
+def operator_table(summary: Mapping[str, Any]) -> Group:
+    """Per-operator accounting: proposals and what became of them (repeats: programs already
+    seen; run: evaluated; passing: every training test; seconds spent proposing); under the
+    table, what only some operators have (the model's tokens, cost and replies it could not use)."""
+    table = Table(title="Operators")
+    rows = summary["operators"]
+    table.add_column("operator", no_wrap=True)
+    for column in _TABLE_COLUMNS:
+        table.add_column(_OPERATOR_COLUMNS[column], justify="right")
+    notes = Text()
+    for name, row in rows.items():
+        table.add_row(name, *(_number(row.get(column, 0)) for column in _TABLE_COLUMNS))
+        extra = [f"{_number(row[key])} {title}" for key, title in _OPERATOR_COLUMNS.items()
+                 if key not in _TABLE_COLUMNS and row.get(key)]  # fmt: skip
+        if extra:
+            notes.append(f"{name}: {', '.join(extra)}\n")
+    llm = summary.get("llm")
+    if llm and llm.get("stopped"):
+        notes.append(f"the language model stopped: {llm['stopped']}\n")
+    notes.rstrip()
+    return Group(table, notes)
+
+
+#: The columns of a validation table: how many programs were checked, how many overfit (and
+#: their share), how many of those the operator's edit introduced (of how many programs with no
+#: overfitting parent, and that share), how many inherited their overfit from a parent.
+VALIDATION_COLUMNS = ("checked", "overfit", "introduced", "inherited")
+
+
+def _percent(rate: float | None) -> str:
+    """A share as a percentage, \"-\" when nothing was counted."""
+    return "-" if rate is None else f"{rate:.0%}"
+
+
+def validation_rows(figures: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    """The rows of a validation, as `gi show` and the report print them: front, every feasible
+    program, the language model's edits against the classic ones, then each operator; the cells
+    are VALIDATION_COLUMNS'. A validation stored by an older gi has no introduced or inherited counts ("-")."""
+    rows = [("front", figures["front"]), ("every feasible program", figures["feasible"])]
+    rows += [(f"{name} edits", share) for name, share in figures["groups"].items() if share["checked"]]
+    rows += [(f"  by {name}", share) for name, share in figures["operators"].items()]
+    shown = []
+    for name, share in rows:
+        introduced = "-"
+        if share.get("introduced") is not None:
+            introduced = f"{share['introduced']} of {share['clean_parents']} ({_percent(share['introduced_rate'])})"
+        inherited = "-" if share.get("inherited") is None else str(share["inherited"])
+        overfit = f"{share['overfit']} ({_percent(share['rate'])})"
+        shown.append((name, [str(share["checked"]), overfit, introduced, inherited]))
+    return shown
+
+
+def validation_baseline(figures: Mapping[str, Any]) -> str:
+    """What the suite gives the original program: the baseline the figures are judged against."""
+    counts = figures.get("baseline") or {}
+    if not counts:
+        return "the original under this suite: not recorded"
+    return (
+        f"the original under this suite: {counts['passed']} passed, {counts['failed']} failed,"
+        f" {counts.get('skipped', 0)} skipped (it is in no rate)"
+    )
+
+
+#: What the introduced and inherited columns count, under a validation table.
+VALIDATION_LEGEND = (
+    "introduced: the overfits no parent had, of the programs with no overfitting parent; inherited: a parent"
+    " overfits too"
+)
+
+
+def gap_table(gap: Sequence[Mapping[str, Any]]) -> Table:
+    """The generalisation gap as `gi show` prints it: one row per generation."""
+    table = Table(title="Generalisation gap: the front's new members on the held-out tests")
+    for column in ("generation", "checked", "overfit", "rate"):
+        table.add_column(column, justify="right")
+    for row in gap:
+        table.add_row(
+            str(row["generation"]),
+            str(row["checked"]),
+            str(row["overfit"]),
+            "-" if (rate := gap_rate(row)) is None else f"{rate:.0%}",
+        )
+    return table

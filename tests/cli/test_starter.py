@@ -1,0 +1,165 @@
+"""`gi init`: on each example project, a starter config that validates as written, never makes
+a test editable, puts run folders outside the project, fits a repair when the original fails
+its tests, and runs as written to the end (shortened from the command line only)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fitness.objectives import Constraint
+from gi.cli.main import main
+from gi.config import load_config
+from gi.model.program import Program
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "programs"
+NAMES = sorted(path.name for path in EXAMPLES.iterdir() if path.is_dir())
+#: The examples whose original fails training tests (their experiments/*.toml are repairs).
+REPAIRS = {"bsearch", "windows"}
+#: The budget the whole-run test gives each example: small, and smallest for those timed
+#: with a workload (each passing variant is timed, each changed front member re-timed rigorously).
+BUDGETS = {"dedupe": (2, 0), "batching": (2, 0)}
+#: And for those, a rigorous re-measurement of 2 processes a program (the fewest) rather than 30:
+#: whether a screening timing puts a variant on the front (and so the re-measurement runs) is up
+#: to noise, and nothing here asserts on its verdict.
+TIMED_SETTINGS = ["--set", "workload.rigorous_processes=2"]
+
+
+def copy_example(tmp_path: Path, name: str) -> Path:
+    destination = tmp_path / name
+    shutil.copytree(EXAMPLES / name, destination, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def test_every_example_is_found() -> None:
+    assert set(NAMES) >= {"batching", "bsearch", "dedupe", "grading", "windows"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_init_writes_a_config_that_validates_unchanged(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = copy_example(tmp_path, name)
+    assert main(["init", str(project)]) == 0
+    assert f"wrote {project / 'gi.toml'}" in capsys.readouterr().out
+    config = load_config(project / "gi.toml")
+    assert config.program_root == project.resolve()
+    assert config.tests.train == ["tests"] and config.tests.holdout == ["holdout"]
+    tests = config.tests.train + config.tests.holdout
+    program = Program.load(config.program_root, config.program.files, protected=tests)
+    assert program.files == (f"{name}.py",), "tests and the workload are never editable"
+    assert not config.run_folder.resolve().is_relative_to(project.resolve()), "the run folder is outside the copy"
+    repair = name in REPAIRS
+    assert (config.objectives.constraint is Constraint.NONE) == repair, "a repair has no constraint"
+    assert (config.mutators.fault_localisation is True) == repair
+    assert (config.objectives.names() == ["failed_tests", "size"]) == repair
+    assert config.tests.test_timeout >= 2, "a per-test limit, from the original's slowest test"
+    text = (project / "gi.toml").read_text()
+    assert ("So this is a repair" in text) == repair, "the config says why it is a repair"
+    assert max(len(line) for line in text.splitlines()) <= 100
+    timed = (project / "workload.py").exists() and not repair
+    assert ("runtime" in config.objectives.names()) == timed
+    assert (config.workload is not None) == timed
+
+
+def test_init_never_overwrites_a_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = copy_example(tmp_path, "grading")
+    (project / "gi.toml").write_text("# mine\n")
+    assert main(["init", str(project)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gi: error: ") and "never overwrites" in err[0]
+    assert (project / "gi.toml").read_text() == "# mine\n"
+
+
+def test_init_without_tests_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "lonely").mkdir()
+    (tmp_path / "lonely" / "lonely.py").write_text("X = 1\n")
+    assert main(["init", str(tmp_path / "lonely")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "no tests found" in line
+    assert not (tmp_path / "lonely" / "gi.toml").exists()
+
+
+def test_tests_inside_a_package_and_beside_the_code(tmp_path: Path) -> None:
+    project = tmp_path / "deep"
+    (project / "src" / "pkg" / "tests").mkdir(parents=True)
+    (project / "src" / "pkg" / "core.py").write_text("def one():\n    return 1\n")
+    (project / "src" / "pkg" / "tests" / "helpers.py").write_text("ONE = 1\n")
+    (project / "src" / "pkg" / "tests" / "test_core.py").write_text("def test_one():\n    assert True\n")
+    (project / "src" / "pkg" / "util_test.py").write_text("def test_util():\n    assert True\n")
+    assert main(["init", str(project)]) == 0
+    config = load_config(project / "gi.toml")
+    assert config.program.files == ["src/pkg/core.py"]
+    assert config.tests.train == ["src/pkg/tests", "src/pkg/util_test.py"]
+
+
+def test_top_level_test_files_and_nested_packages(tmp_path: Path) -> None:
+    project = tmp_path / "pkg"
+    (project / "src" / "pkg").mkdir(parents=True)
+    (project / "src" / "pkg" / "core.py").write_text("def one():\n    return 1\n")
+    (project / "src" / "pkg" / "__init__.py").write_text("")
+    (project / "conftest.py").write_text("import sys\nsys.path.insert(0, 'src')\n")
+    (project / "setup.py").write_text("")
+    (project / "test_core.py").write_text("from pkg.core import one\n\n\ndef test_one():\n    assert one() == 1\n")
+    assert main(["init", str(project)]) == 0
+    config = load_config(project / "gi.toml")
+    assert config.program.files == ["src/pkg/__init__.py", "src/pkg/core.py"]
+    assert config.tests.train == ["test_core.py"] and config.tests.holdout == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_every_starter_config_runs_as_written(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gi run gi.toml` on the file gi init wrote, untouched: shortened from the command line only."""
+    project = copy_example(tmp_path, name)
+    assert main(["init", str(project)]) == 0
+    config = project / "gi.toml"
+    written = config.read_bytes()
+    population, generations = BUDGETS.get(name, (4, 1))
+    argv = ["run", str(config), "--quiet", "--population", str(population), "--generations", str(generations)]
+    if name in BUDGETS:
+        argv += TIMED_SETTINGS
+    assert main(argv) == 0, capsys.readouterr().err
+    assert config.read_bytes() == written
+    run = tmp_path / f"{name}-gi-runs" / f"{name}-seed1"
+    summary = json.loads((run / "summary.json").read_text())
+    assert [entry["generation"] for entry in summary["generations"]] == list(range(generations + 1))
+    baseline = summary["baseline"]
+    assert (baseline["training"]["failed"] > 0) == (name in REPAIRS)
+    assert baseline["holdout"]["passed"] + baseline["holdout"]["failed"] > 0
+    assert summary["front"], "a run to the end has a front"
+    assert (run / "report.html").is_file()
+
+
+def write_broken(folder: Path, test: str) -> Path:
+    (folder / "tests").mkdir(parents=True)
+    (folder / "code.py").write_text("def one():\n    return 1\n")
+    (folder / "tests" / "test_code.py").write_text(test)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("test", "problem"),
+    [
+        (
+            "import not_installed_anywhere\n\n\ndef test_one():\n    assert True\n",
+            "tests/test_code.py cannot be collected: ModuleNotFoundError: No module named 'not_installed_anywhere'",
+        ),
+        ("import sys\n\nsys.exit(4)\n", "pytest could not run the training tests"),
+        ("def helper():\n    return 1\n", "pytest collects no test in tests"),
+    ],
+    ids=["does-not-import", "pytest-stops", "no-test"],
+)
+def test_tests_that_cannot_run_are_one_line_and_no_config(
+    tmp_path: Path, test: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = write_broken(tmp_path / "broken", test)
+    assert main(["init", str(project)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gi: error: ")]
+    assert len(err) == 1, err
+    assert f"{project}: the original's training tests cannot run: " in err[0]
+    assert problem in err[0], err[0]
+    assert not (project / "gi.toml").exists()

@@ -1,0 +1,91 @@
+"""The warm engine's prepared pytest start-up, and where it must not be used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
+from fitness.tests import PLUGIN_MODULE
+from gi.engine.sandbox.limits import Limits
+from gi.engine.warm import WarmPool
+from gi.model.program import Program
+
+ORIGINAL = "def answer():\n    return 1\n"
+VARIANT = "def answer():\n    return 2\n"
+
+CONFTEST = """\
+import pytest
+
+from calc import answer
+
+
+@pytest.fixture
+def answered():
+    return answer()
+"""
+
+TESTS = """\
+from calc import answer
+
+
+def test_answer():
+    assert answer() == 2
+
+
+def test_through_the_conftest(answered):
+    assert answered == 2
+"""
+
+
+def test_the_worker_loads_the_plugin_gi_names() -> None:
+    assert REPORT_PLUGIN == PLUGIN_MODULE
+    argv = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "tests"]
+    assert without_report_plugin(argv) == ["-p", "no:cacheprovider", "-q", "tests"]
+
+
+def outcomes(tmp_path: Path, conftest: bool) -> tuple[list[dict[str, str]], int]:
+    """The tests on the original, the variant, then the original again, in one warm worker;
+    and how many of those runs started from a prepared pytest configuration."""
+    project = tmp_path / ("with" if conftest else "without")
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(TESTS)
+    if conftest:
+        (project / "tests" / "conftest.py").write_text(CONFTEST)
+    else:
+        (project / "tests" / "test_calc.py").write_text(
+            TESTS.replace("(answered)", "()").replace("answered ==", "answer() ==")
+        )
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        runs = [
+            pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
+            for source in (ORIGINAL, VARIANT, ORIGINAL)
+        ]
+    finally:
+        pool.close()
+    assert pool.started == 1, "one worker served all three"
+    assert not any(run.forged for run in runs)
+    return [run.outcomes for run in runs], pool.prepared_runs
+
+
+def test_each_child_sees_its_own_variant_with_a_prepared_start_up(tmp_path: Path) -> None:
+    (first, variant, again), prepared = outcomes(tmp_path, conftest=False)
+    assert prepared == 3, "every child started from the prepared configuration"
+    assert set(first.values()) == {"failed"} and set(variant.values()) == {"passed"} and again == first
+
+
+def test_a_conftest_importing_the_editable_code_sees_each_variant(tmp_path: Path) -> None:
+    """A conftest.py runs project code as pytest starts: the worker must not prepare pytest
+    (the conftest would keep the original's function for every child)."""
+    (first, variant, again), prepared = outcomes(tmp_path, conftest=True)
+    assert prepared == 0
+    assert (
+        first
+        == again
+        == {
+            "tests/test_calc.py::test_answer": "failed",
+            "tests/test_calc.py::test_through_the_conftest": "failed",
+        }
+    )
+    assert set(variant.values()) == {"passed"}
