@@ -44,13 +44,13 @@ from fitness.runtime import (
     output_of,
     profile,
 )
-from fitness.tests import TestRun, count_failed, first_failing, run_tests
+from fitness.tests import NO_CHECKS, Checks, TestRun, count_failed, first_failing, run_tests
 from gi.engine.sandbox.bubblewrap import Isolation, isolation
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.engine.verdict import CanaryTests, SecondRun, model_code_uses, second_run
 from gi.engine.warm import WarmPool
-from gi.model.guard import new_risky_names
 from gi.model.patch import Variant
 from gi.model.program import Program, compiler_warnings_ignored
 from gi.model.results import Evaluation, Status
@@ -188,6 +188,13 @@ class Evaluator:
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
         self._timing_lock: AbstractContextManager[Any] = machine_timing_lock()
+        #: The training tests whose canaries fail on the original (`learn_canaries`), and the
+        #: types the original returns to the tests (for the front's second run).
+        self.canaries = CanaryTests(editable=tuple(program.files))
+        self.original_types: dict[str, str] = {}
+        #: Set on a worker whose host judged each variant's code before sending its sources.
+        self.judged = False
+        self._canary_lock = threading.Lock()
 
     @property
     def isolation(self) -> Isolation:
@@ -215,14 +222,55 @@ class Evaluator:
         return text
 
     def _run_tests(
-        self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float], *, training: bool = False
-    ) -> TestRun:
+        self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float], *, training: bool = False,
+        checks: Checks = NO_CHECKS,
+    ) -> TestRun:  # fmt: skip
         """One cold test run, each test under its own limit (see `_retried`); a variant's training
-        run stops at its first failure when the settings say so."""
+        run stops at its first failure when the settings say so; the plugin makes the `checks`."""
         order, first_failure = self._stop_plan() if training else ((), False)
         return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
                                           default_limit=self.settings.test_timeout, order=order,
-                                          first_failure=first_failure))  # fmt: skip
+                                          first_failure=first_failure, checks=checks))  # fmt: skip
+
+    def written_by_model(self, variant: Variant) -> bool:
+        """Whether a language model wrote some of the variant's code (an edit that does not only
+        recombine the original's); on a worker, which gets no patch, whether the host said so."""
+        if not variant.patch.edits:
+            return self.judged and self.canaries.learned
+        return not all(edit.recombines for edit in variant.patch.edits)
+
+    def _checks(self, variant: Variant | None) -> Checks:
+        """The canaries of a variant's training run: only for code a model wrote (the classic
+        operators' recombinations forge nothing), learned on the original the first time."""
+        if variant is None or self.baseline_tests is None or not self.written_by_model(variant):
+            return NO_CHECKS
+        self.learn_canaries()
+        return self.canaries.checks()
+
+    def learn_canaries(self) -> None:
+        """Clone every training test on the original, once: those whose clones fail can be
+        canaries. The same run notes the types the original returns to the tests."""
+        with self._canary_lock:
+            if self.canaries.learned:
+                return
+            from gi.model.patch import Patch, apply
+
+            with self._sandbox(apply(self.program, Patch())) as sandbox:
+                run = self._run_tests(sandbox, self.settings.train, {}, checks=self.canaries.learning())
+            self.original_types = dict(run.returned)
+            self.canaries.learn(run)
+
+    def second_run(self, variant: Variant, searched: Mapping[str, str]) -> SecondRun:
+        """A front member's second run (gi.engine.verdict.second_run), cold, one test file a process."""
+        by_file: dict[str, list[str]] = {}
+        for test in searched:
+            by_file.setdefault(test.split("::")[0], []).append(test)
+
+        def run(paths: Sequence[str], checks: Checks) -> TestRun:
+            with self._sandbox(variant) as sandbox:
+                return self._run_tests(sandbox, by_file[paths[0]], self.test_limits, checks=checks)
+
+        return second_run(searched, run, sorted(by_file), self.canaries, self.original_types)
 
     def _stop_plan(self) -> tuple[tuple[str, ...], bool]:
         """The training tests' order (tests.fail_fast) and whether to stop at the first failure
@@ -246,9 +294,10 @@ class Evaluator:
                                       scratch=self.scratch)  # fmt: skip
         warm, settings, limits = self._warm, self.settings, self.test_limits
         order, first_failure = self._stop_plan()
+        checks = self._checks(variant)
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
                                                limits=limits, default_limit=settings.test_timeout, order=order,
-                                               first_failure=first_failure))  # fmt: skip
+                                               first_failure=first_failure, checks=checks))  # fmt: skip
 
     @property
     def warm_started(self) -> int:
@@ -291,9 +340,9 @@ class Evaluator:
         try:
             if variant.syntax_error is not None:
                 return result(Status.UNPARSEABLE, variant.syntax_error)
-            tampering = new_risky_names(self.program.sources, variant.sources)
-            if tampering:
-                return result(Status.TAMPERED, "new code reaches for the test machinery: " + "; ".join(tampering))
+            refused = self.refusal(variant)
+            if refused is not None:
+                return result(Status.TAMPERED, refused)
             measures = static_measures(variant)
             warm = self.settings.engine == "warm"
             with ExitStack() as stack:
@@ -301,7 +350,9 @@ class Evaluator:
                     run = self.warm_training(variant)
                 else:
                     sandbox = stack.enter_context(self._sandbox(variant))
-                    run = self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+                    run = self._run_tests(
+                        sandbox, self.settings.train, self.test_limits, training=True, checks=self._checks(variant)
+                    )
                 failed = count_failed(run, self.baseline_tests)
                 measures["failed_tests"] = float(failed)
                 measures["passed_tests"] = float(run.passed)
@@ -320,6 +371,12 @@ class Evaluator:
             return result(status, detail, measures, run)
         except Exception:  # a broken variant is a result, not a crash of the search
             return result(Status.CRASHED, traceback.format_exc()[-4000:])
+
+    def refusal(self, variant: Variant) -> str | None:
+        """Why the variant is scored tampered without running, or None: its model-written code
+        uses what the original does not (gi.engine.verdict.model_code_uses)."""
+        uses = [] if self.judged else model_code_uses(self.program, variant)
+        return "new code reaches beyond what the original uses: " + "; ".join(uses) if uses else None
 
     @staticmethod
     def _fails(run: TestRun, status: Status, detail: str, measures: dict[str, float]) -> tuple[Status, str]:

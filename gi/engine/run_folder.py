@@ -142,6 +142,11 @@ class _Ablated(_Shape):
     holdout_alone: list[str] | None = None
 
 
+class _SecondRun(_Shape):
+    agrees: bool
+    detail: str
+
+
 class _Member(_Shape):
     id: str
     generation: int
@@ -153,6 +158,7 @@ class _Member(_Shape):
     holdout: _Tests | None
     overfits: bool | None
     speedup: _SpeedUp | None = None
+    second_run: _SecondRun | None = None
     minimal: _Minimal | None = None
     ablation: list[_Ablated] | None = None
 

@@ -79,6 +79,8 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if "second_run" in entry:  # members with code a model wrote (gi.engine.verdict.second_run)
+            record["second_run"] = entry["second_run"]
         if "ablation" in entry:  # from `gi ablate`, kept in the run store
             record["ablation"] = entry["ablation"]
         if "minimal" in entry:  # from `gi minimize`, kept in the run store

@@ -121,7 +121,7 @@ RISKY_MODULE_NAMES = frozenset({
 })  # fmt: skip
 #: Text that names the machinery (for getattr, import_module, sys.modules, format strings, ...).
 _RISKY_TEXT = re.compile(
-    r"pytest|pluggy|gi_py|gi_workload|gi_warm|GI_[A-Z]|conftest|sys\.modules|builtins|__\w+__|"
+    r"pytest|pluggy|gi_py|gi_workload|gi_warm|GI_[A-Z_]+|conftest|sys\.modules|builtins|__\w+__|"
     + r"\b(?:"
     + "|".join(sorted(FRAME_ATTRIBUTES | MACHINERY_ATTRIBUTES))
     + r")\b"
@@ -632,9 +632,12 @@ def _project_modules(files: Mapping[str, str]) -> set[str]:
     return names
 
 
-def new_risky_names(original: Mapping[str, str], variant: Mapping[str, str]) -> list[str]:
-    """What the variant's files use beyond plain Python that no file of the original uses:
-    "file: label" lines, sorted; empty when the variant adds nothing of the kind.
+def new_risky_names(
+    original: Mapping[str, str], variant: Mapping[str, str], allowed: Mapping[str, str] | None = None
+) -> list[str]:
+    """What the variant's files use beyond plain Python that no file of the original (nor of
+    `allowed`, another program whose uses are allowed) uses: "file: label" lines, sorted; empty
+    when the variant adds nothing of the kind.
 
     A name read but bound nowhere is allowed when a file of the original binds or reads it, a
     private attribute when the original or the file itself defines or reads it (a classic
@@ -643,7 +646,7 @@ def new_risky_names(original: Mapping[str, str], variant: Mapping[str, str]) -> 
     labels: set[str] = set()
     names: set[str] = set()
     attributes: set[str] = set()
-    for source in original.values():
+    for source in [*original.values(), *(allowed or {}).values()]:
         found = uses(source)
         labels |= found.labels | found.quoted
         names |= found.bound_names | found.free_names

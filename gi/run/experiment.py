@@ -610,6 +610,8 @@ class Experiment:
         elapsed_before = float(self.store.get_meta("wall_seconds") or 0.0)
         baseline = self._baseline()
         self.llm = self._llm_operator(baseline)
+        if self.llm is not None:  # the model's variants run with canaries: learn them before the search
+            self.evaluator.learn_canaries()
         search = self._search(baseline)
         checkpoint = self.store.last_checkpoint()
         if checkpoint is not None:
@@ -774,6 +776,11 @@ class Experiment:
             ablation = ablated.get(known_as, ablated.get(member.id))
             if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/studies/ablation.py
                 entry["ablation"] = ablation["edits"]
+            if variant.changed_files and evaluation.ok and self.evaluator.written_by_model(variant):
+                checked = self.evaluator.second_run(variant, evaluation.tests)
+                entry["second_run"] = checked.to_json()
+                if not checked.agrees:
+                    self.progress.warnings.append(f"front member {member.id}: {checked.detail}: its scores are forged")
             if self.timing.active and member.fitness.feasible and variant.changed_files:
                 entry["speedup"] = self.timing.speedup(original, variant)
             if holdout_baseline is not None:

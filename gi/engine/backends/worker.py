@@ -253,6 +253,9 @@ def evaluate_on_worker(job_text: str, sources: Mapping[str, str], tree_hash: str
         evaluator.test_order = tuple(job["test_order"])
         evaluator.protected = frozenset(job["protected"])
         evaluator.baseline_output = job["baseline_output"]
+        evaluator.judged = True  # the host judged the variant's code, where its patch is
+        if job.get("canaries") is not None:
+            evaluator.canaries.must_fail, evaluator.canaries.learned = tuple(job["canaries"]), True
         evaluator.baseline_timing = None
         if timing is not None:
             host = Timing(tuple(timing["process_means"]), int(timing["loops"]))
