@@ -33,16 +33,20 @@ from fitness.faults import covered_test_run, ochiai
 from fitness.runtime import (
     RIGOROUS,
     SCREENING,
+    BehaviourCheck,
     SpeedUp,
     Timing,
     TimingSettings,
     Workload,
     WorkloadError,
+    answered_differently,
+    behaviour_of,
     compare,
     interleaved,
     measure,
     output_of,
     profile,
+    timed_answers,
 )
 from fitness.tests import NO_CHECKS, Checks, TestRun, count_failed, first_failing, run_tests
 from gi.engine.sandbox.bubblewrap import Isolation, isolation
@@ -185,6 +189,12 @@ class Evaluator:
         self._warm: WarmPool | None = None
         self._warm_lock = threading.Lock()
         self.baseline_output: str | None = None
+        #: The training tests' calls of editable functions, replayed by every behaviour check,
+        #: untimed and in the timed processes (set with the original's output).
+        self.behaviour_cases: tuple[tuple[str, str, str], ...] = ()
+        #: Whether the original's timed processes answered as its untimed check did: only then
+        #: is a variant whose timed answers differ scored as tampered.
+        self.timed_check = False
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
         self._timing_lock: AbstractContextManager[Any] = machine_timing_lock()
@@ -367,7 +377,10 @@ class Evaluator:
                 if status is Status.OK and self.settings.workload is not None and wanted:
                     if warm:  # timings and the behaviour check run cold, in a copy of their own
                         sandbox = stack.enter_context(self._sandbox(variant))
-                    detail += self._workload_measures(sandbox, measures)
+                    trouble, tampered = self._workload_measures(sandbox, measures)
+                    detail += trouble
+                    if tampered:
+                        status, detail = Status.TAMPERED, tampered
             return result(status, detail, measures, run)
         except Exception:  # a broken variant is a result, not a crash of the search
             return result(Status.CRASHED, traceback.format_exc()[-4000:])
@@ -393,26 +406,40 @@ class Evaluator:
             return status, detail
         return Status.OK, run.failure_report(only=first)
 
-    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> str:
-        """Check the workload's output and time it; adds to `measures`, returns what went wrong."""
+    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> tuple[str, str]:
+        """Check the workload's output and time it; adds to `measures`, returns what went wrong
+        and why the timing was tampered with ("" when it was not: see `answered_differently`)."""
         workload = self.settings.workload
         assert workload is not None
         try:
+            untimed = None
             if self.settings.check_output and self.baseline_output is not None:
-                measures["output_differs"] = float(self._output(sandbox) != self.baseline_output)
+                untimed = self._output(sandbox)
+                measures["output_differs"] = float(behaviour_of(untimed) != behaviour_of(self.baseline_output))
             if self.baseline_timing is not None:
+                audited = untimed is not None and self.timed_check
                 with self._timing_lock:
                     timing = measure(
-                        workload, self.settings.screening, runner=sandbox,
-                        timeout=self.settings.workload_timeout, loops=self.baseline_timing.loops,
+                        workload, self.settings.screening, runner=sandbox, timeout=self.settings.workload_timeout,
+                        loops=self.baseline_timing.loops, check=self._behaviour_check() if audited else None,
                     )  # fmt: skip
                 measures["runtime_seconds"] = timing.median
                 measures["runtime"] = timing.median / self.baseline_timing.median
+                if audited and untimed is not None:
+                    timed = timed_answers(sandbox)
+                    why = answered_differently(untimed, timed, self.settings.screening.processes)
+                    if why:
+                        return "", f"it answers differently when it is timed: {why}"
         except WorkloadError as error:
             if "timed out" not in str(error):
                 measures["workload_failed"] = 1.0
-            return f"\n{error}"
-        return ""
+            return f"\n{error}", ""
+        return "", ""
+
+    def _behaviour_check(self) -> BehaviourCheck:
+        """What the behaviour check looks at: the editable files' returns to the workload and the
+        training tests' recorded calls (`behaviour_cases`), replayed."""
+        return BehaviourCheck(tuple(self.program.files), tuple(sorted(self.protected)), self.behaviour_cases)
 
     def evaluate_many(
         self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
@@ -490,6 +517,15 @@ class Evaluator:
             return measure(self._workload(), self.settings.screening, runner=sandbox,
                            timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
+    def audited_timing(self, variant: Variant, untimed: str, *, loops: int | None = None) -> tuple[Timing, str]:
+        """A screening timing whose timed processes make the behaviour check: the timing, and why
+        they answered otherwise than `untimed` ("" when they did not); raises WorkloadError."""
+        with self._sandbox(variant) as sandbox, self._timing_lock:
+            timing = measure(self._workload(), self.settings.screening, runner=sandbox, loops=loops,
+                             timeout=self.settings.workload_timeout, check=self._behaviour_check())  # fmt: skip
+            why = answered_differently(untimed, timed_answers(sandbox), self.settings.screening.processes)
+            return timing, why
+
     def output(self, variant: Variant) -> str:
         """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
         with self._sandbox(variant) as sandbox:
@@ -497,7 +533,7 @@ class Evaluator:
 
     def _output(self, sandbox: Sandbox) -> str:
         return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout,
-                         files=self.program.files, inside=sorted(self.protected))  # fmt: skip
+                         check=self._behaviour_check())  # fmt: skip
 
     def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Cumulative time of each function of the editable files in the workload, by (file, line)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 from gi.cli.main import main
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.model.program import normalised_dump, tree_hash
-from tests.hostile.attacks import CALC, HELD_OUT, TRAINING, VERDICT, module, reply
+from tests.hostile.attacks import BENCH, CALC, HELD_OUT, SUMS, SUMS_TESTS, TIMED, TRAINING, VERDICT, module, reply
 from tests.llm_server import Action, ScriptedModel, serve
 
 pytestmark = [
@@ -35,11 +36,14 @@ PERMISSIVE = CALC + "".join(
 )
 
 
-class AddOnly(ScriptedModel):
-    """Serves the script to prompts about `add`; asked about another function, it declines."""
+@dataclass
+class OneFunction(ScriptedModel):
+    """Serves the script to prompts about `function`; asked about another one, it declines."""
+
+    function: str = "add"
 
     def next(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
-        if "`add`" in json.dumps(body):
+        if f"`{self.function}`" in json.dumps(body):
             return super().next(body, headers)
         with self.lock:
             self.requests.append(body)
@@ -59,7 +63,7 @@ def run_ledger(tmp_path: Path, original: str, engine: str) -> tuple[Path, dict[s
     (project / "calc.py").write_text(original)
     (project / "tests" / "test_calc.py").write_text(TRAINING)
     (project / "holdout" / "test_more.py").write_text(HELD_OUT)
-    model = AddOnly(actions=[Action(reply=reply(body)) for _, body in VERDICT.values()],
+    model = OneFunction(actions=[Action(reply=reply(body)) for _, body in VERDICT.values()],
                     default=Action(reply=reply("return a - b + 0")))  # fmt: skip
     config = tmp_path / "ledger.toml"
     for server in serve(model):
@@ -147,3 +151,96 @@ def test_where_the_guard_lets_forgeries_through_the_run_catches_them(tmp_path: P
     for member in summary["front"]:
         if member["objectives"]["failed_tests"] == 0:
             assert member["second_run"] is not None and not member["second_run"]["agrees"], member
+
+
+#: The sums project with each timing forgery's uses kept in a function nobody calls.
+SUMS_KEPT = (
+    SUMS
+    + """
+
+def _kept(n):
+    import os
+
+    return "pyperf" in os.path.sys.modules
+"""
+)
+
+
+#: An honest rewrite: the closed form of the sum of squares.
+HONEST_TOTAL = "def total(n):\n    return (n - 1) * n * (2 * n - 1) // 6\n"
+
+
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_a_speed_up_that_exists_only_when_timed_is_scored_tampered(tmp_path: Path, engine: str) -> None:
+    """Each timed process makes the behaviour check after its timed loops, and it must answer as
+    the untimed check did: a stale answer under pyperf (or after its 50th call) shows in the
+    training tests' calls the check replays."""
+    project = tmp_path / "sums"
+    (project / "tests").mkdir(parents=True)
+    (project / "sums.py").write_text(SUMS_KEPT)
+    (project / "bench.py").write_text(BENCH)
+    (project / "tests" / "test_sums.py").write_text(SUMS_TESTS)
+    fence = "```"
+    replies = [HONEST_TOTAL, *TIMED.values()]
+    actions = [Action(reply=f"Faster:\n{fence}python\n{text}{fence}\n") for text in replies]
+    model = OneFunction(function="total", actions=actions, default=Action(reply="I would rather not."))
+    config = tmp_path / "sums.toml"
+    for server in serve(model):
+        config.write_text(f"""\
+[experiment]
+name = "sums"
+seed = 2
+output = "runs"
+
+[program]
+root = "sums"
+files = ["sums.py"]
+
+[tests]
+train = ["tests"]
+timeout = 30
+
+[objectives]
+minimize = ["failed_tests", "runtime", "size"]
+constraint = "train_pass"
+
+[search]
+population = 6
+generations = 1
+
+[mutators]
+operators = ["constant"]
+llm = 1.0
+
+[workload]
+call = "bench:run"
+check_output = true
+
+[llm]
+base_url = "{server.base_url}"
+model = "scripted"
+api_key_env = "GI_SUMS_KEY"
+timeout = 5
+retries = 0
+
+[evaluation]
+workers = 1
+engine = "{engine}"
+""")
+        assert main(["run", str(config), "--quiet"]) == 0
+    folder = tmp_path / "runs" / "sums-seed2"
+    seen = evaluations(folder)
+    kept = SUMS_KEPT[SUMS_KEPT.index("\n\ndef _kept") :]
+    for name, text in TIMED.items():
+        made = tree_hash({"sums.py": normalised_dump(SUMS.replace(SUMS[SUMS.index("def total") :], text) + kept)})
+        assert made in seen, f"{name}: never evaluated"
+        entry = seen[made]
+        assert entry["status"] == "tampered", (name, entry["status"], entry["detail"], entry["measures"])
+        assert "answers differently when it is timed" in entry["detail"], entry["detail"]
+    honest = seen[
+        tree_hash({"sums.py": normalised_dump(SUMS.replace(SUMS[SUMS.index("def total") :], HONEST_TOTAL) + kept)})
+    ]
+    assert honest["status"] == "ok" and honest["measures"]["output_differs"] == 0.0, honest
+    assert honest["measures"]["runtime"] < 1.0, "the closed form is faster, and nothing is wrong with it"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert not any("answers otherwise in its timed processes" in warning for warning in summary["warnings"])

@@ -146,6 +146,8 @@ class DaskBackend:
                 "test_order": list(evaluator.test_order),
                 "protected": sorted(evaluator.protected),
                 "baseline_output": evaluator.baseline_output,
+                "behaviour_cases": [list(case) for case in evaluator.behaviour_cases],
+                "timed_check": evaluator.timed_check,
                 "canaries": list(evaluator.canaries.must_fail) if evaluator.canaries.learned else None,
                 "baseline_timing": None
                 if timing is None
