@@ -117,6 +117,8 @@ class TestRun:
     forged: str = ""
     #: How the canaries fared, by the node id of the test each cloned.
     canaries: dict[str, str] = field(default_factory=dict)
+    #: Why the run was stopped for using too much of a resource (its disk quota), or "".
+    resource: str = ""
     #: With an audit: the types of the values the editable code returned to the tests
     #: ("module.Type"), each with the method of its own that decides a check ("" for none).
     returned: dict[str, str] = field(default_factory=dict)
@@ -315,6 +317,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
         forged=forged,
         canaries=clones,
         returned=returned,
+        resource=process.resource,
     )
 
 

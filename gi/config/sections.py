@@ -292,6 +292,9 @@ class EvaluationSection(_Section):
     memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
     processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256
     file_mb: Annotated[int, Field(ge=1, description="the largest file a test run may write, in MiB")] = 1024
+    disk_mb: Annotated[
+        int, Field(ge=1, description="the most each folder a command may write holds (RAM in bubblewrap), in MiB")
+    ] = 512
     isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
     read_only: Annotated[
         list[Path], Field(description="more host folders the sandbox shows, read-only (e.g. a package the tests need)")

@@ -11,8 +11,9 @@ so two workers do not compete for the same core while the clock runs.
 
 from __future__ import annotations
 
-import functools
+import errno
 import os
+import re
 import socket
 import tempfile
 import threading
@@ -55,9 +56,11 @@ from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.verdict import CanaryTests, SecondRun, model_code_uses, second_run
 from gi.engine.warm import WarmPool
+from gi.model.errors import EvaluationError
 from gi.model.patch import Variant
 from gi.model.program import Program, compiler_warnings_ignored
 from gi.model.results import Evaluation, Status
+from gi.model.textcache import TextCache
 
 
 @dataclass(frozen=True)
@@ -107,17 +110,28 @@ def program_measures(variant: Variant) -> dict[str, float]:
     return {"complexity": sum(m[0] for m in files), "halstead_volume": sum(m[1] for m in files)}
 
 
-@functools.lru_cache(maxsize=4096)
+#: Measures of one file's text, by the hash of the file's name and text (see gi.model.textcache).
+_PROGRAM_MEASURES: TextCache[tuple[float, float]] = TextCache(4096)
+_TEXT_MEASURES: TextCache[tuple[float, float, float]] = TextCache(4096)
+
+
 def _program_file_measures(file: str, text: str) -> tuple[float, float]:
-    with compiler_warnings_ignored():  # radon parses the text
-        return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+    def measure() -> tuple[float, float]:
+        with compiler_warnings_ignored():  # radon parses the text
+            return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+
+    return _PROGRAM_MEASURES.get(text, measure, file)
 
 
-@functools.lru_cache(maxsize=4096)
 def _text_measures(file: str, text: str) -> tuple[float, float, float]:
     """Style violations, maintainability index and lines of one file's text."""
-    with compiler_warnings_ignored():
-        return style.violations({file: text}), complexity.maintainability({file: text}), float(text.count("\n") + 1)
+
+    def measure() -> tuple[float, float, float]:
+        with compiler_warnings_ignored():
+            lines = float(text.count("\n") + 1)
+            return style.violations({file: text}), complexity.maintainability({file: text}), lines
+
+    return _TEXT_MEASURES.get(text, measure, file)
 
 
 def variant_measures(variant: Variant) -> dict[str, float]:
@@ -156,11 +170,40 @@ def machine_timing_lock() -> filelock.FileLock:
 def _status(run: TestRun) -> Status:
     if run.forged:
         return Status.TAMPERED
+    if run.resource:
+        return Status.RESOURCE
     if run.timed_out:
         return Status.TIMED_OUT
     if run.exit_status in (-1, 3, 4):  # killed, pytest internal error, usage error
         return Status.CRASHED
     return Status.OK
+
+
+#: Errors of the machine, not of gi's code, and what to do about them.
+_MACHINE = {
+    errno.ENOSPC: "free space there",
+    errno.EDQUOT: "free space there",
+    errno.EMFILE: "raise the limit on open files (ulimit -n)",
+    errno.ENFILE: "the system ran out of open files; fewer evaluation.workers may help",
+    errno.ENOMEM: "the machine ran out of memory; fewer evaluation.workers may help",
+}
+
+
+def _gi_failure(error: Exception) -> str:
+    """One line for an error of gi's while it evaluated a variant: what failed, where in gi, and
+    what to do; the variant is not scored and the run stops (it resumes where it stopped)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = next((f"{frame.filename.rpartition('/')[2]}:{frame.lineno}" for frame in reversed(frames)
+                  if "/gi/" in frame.filename or "/fitness/" in frame.filename), "gi")  # fmt: skip
+    text = str(error).strip()
+    code = error.errno if isinstance(error, OSError) else None
+    if code is None and (found := re.search(r"\[Errno (\d+)\] ([^'\]\n]*)", text)):  # shutil.Error lists them
+        code, text = int(found.group(1)), found.group(0)
+    what = f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
+    cure = _MACHINE.get(code) if code is not None else None
+    advice = f"{cure}, then" if cure else "this is a bug of gi's (please report it with this line);"
+    return (f"evaluating a variant failed in gi itself ({what}, in {where}): no variant was scored for it;"
+            f" {advice} run the same command again to resume")  # fmt: skip
 
 
 def _retried(run: Callable[[], TestRun]) -> TestRun:
@@ -337,7 +380,9 @@ class Evaluator:
     # --- one variant --------------------------------------------------------------------------
 
     def evaluate(self, variant: Variant) -> Evaluation:
-        """Measure one variant; any failure becomes the evaluation's status, never an exception."""
+        """Measure one variant; whatever the variant does becomes the evaluation's status, never
+        an exception. An exception is gi's own failure (a full disk, no more open files, a
+        measure that broke): raised as EvaluationError, it stops the run, and scores nothing."""
         started = time.perf_counter()
         tree_hash = variant.tree_hash
 
@@ -368,7 +413,11 @@ class Evaluator:
                 measures["passed_tests"] = float(run.passed)
                 measures["test_count"] = float(len(run.outcomes))
                 status = _status(run)
-                detail = run.forged or ("" if status is Status.OK and not run.failing() else run.failure_report())
+                detail = (
+                    run.forged
+                    or run.resource
+                    or ("" if status is Status.OK and not run.failing() else run.failure_report())
+                )
                 if status is Status.TIMED_OUT:
                     detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
                 if self.settings.fail_fast and failed:
@@ -382,8 +431,8 @@ class Evaluator:
                     if tampered:
                         status, detail = Status.TAMPERED, tampered
             return result(status, detail, measures, run)
-        except Exception:  # a broken variant is a result, not a crash of the search
-            return result(Status.CRASHED, traceback.format_exc()[-4000:])
+        except Exception as error:  # a broken variant is a result, never an exception: this is gi's
+            raise EvaluationError(_gi_failure(error)) from error
 
     def refusal(self, variant: Variant) -> str | None:
         """Why the variant is scored tampered without running, or None: its model-written code

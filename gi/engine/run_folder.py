@@ -116,6 +116,8 @@ class _SpeedUp(_Shape):
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
+    #: p_value adjusted by Holm's method over the front members measured (their family).
+    p_holm: float | None = None
     significant: bool | None = None
     error: str | None = None
 

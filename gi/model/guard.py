@@ -31,18 +31,17 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import importlib
 import re
 import sys
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
 from gi.model.program import parse_quietly
+from gi.model.textcache import TextCache
 
 #: Standard-library modules whose public names new code may use freely: they compute on the
 #: values they are given and reach nothing else.
@@ -567,45 +566,21 @@ def _targets(node: ast.AST) -> list[ast.expr]:
 # --- the judgement ---------------------------------------------------------------------------------
 
 
-class _HashCache:
-    """A bounded cache of `Uses` by the SHA-256 of a file's text: the key is 32 bytes, not the text."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.entries: OrderedDict[bytes, Uses] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, text: str) -> tuple[bytes, Uses | None]:
-        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        with self.lock:
-            found = self.entries.get(key)
-            if found is not None:
-                self.entries.move_to_end(key)
-            return key, found
-
-    def put(self, key: bytes, uses: Uses) -> None:
-        with self.lock:
-            self.entries[key] = uses
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
-
-
-_cache = _HashCache(4096)
+_cache: TextCache[Uses] = TextCache(4096)
 
 
 def uses(source: str) -> Uses:
-    """What `source` uses beyond plain Python (see the module doc); nothing if it does not parse."""
-    key, found = _cache.get(source)
-    if found is not None:
-        return found
-    try:
-        tree = parse_quietly(source)
-    except SyntaxError:
-        found = Uses(*[frozenset[str]()] * 7)
-    else:
-        found = _Walker(tree).run()
-    _cache.put(key, found)
-    return found
+    """What `source` uses beyond plain Python (see the module doc); nothing if it does not parse.
+    Cached by the text's hash (gi.model.textcache)."""
+
+    def read() -> Uses:
+        try:
+            tree = parse_quietly(source)
+        except SyntaxError:
+            return Uses(*[frozenset[str]()] * 7)
+        return _Walker(tree).run()
+
+    return _cache.get(source, read)
 
 
 def risky_names(source: str) -> frozenset[str]:

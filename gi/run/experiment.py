@@ -39,7 +39,7 @@ from gi.engine.run_folder import ORIGINAL, STORE_NAME
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import sandbox_limits
 from gi.engine.sandbox.runner import hide_environment
-from gi.engine.store import Checkpoint, IndividualRecord, RunStore
+from gi.engine.store import VERSIONS, Checkpoint, IndividualRecord, RunStore, tool_versions, version_problems
 from gi.engine.summary import write_report
 from gi.engine.timing import OriginalTiming, workload_functions, workload_settings
 from gi.engine.warm import third_party_imports, warm_unsafe
@@ -47,6 +47,7 @@ from gi.model.errors import ConfigError, LLMError, ProgramError, StoreError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
+from gi.reports.compare import holm
 from gi.reports.document import write_report_or_warn
 from mutators import CROSSOVERS, OPERATORS, Feedback, MutationContext
 from mutators.llm import LLMClient, LLMOperator, LLMSettings, OfflineMissError, Prompts
@@ -117,6 +118,8 @@ class Experiment:
         else:
             self.folder = config.run_folder if replay_of is None else replay_into or replay_of / REPLAY_FOLDER
         self.on_progress = on_progress or (lambda progress, generation_done: None)
+        #: Said at the start of the run: the stored run was made by another gi (gi.engine.store).
+        self.version_warnings: list[str] = []
         self.objectives: list[Objective] = [OBJECTIVES.get(name) for name in config.objectives.names()]
         self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
         try:
@@ -130,6 +133,13 @@ class Experiment:
         try:
             self._open(config, fresh)
             recorded = None if replay_of is None else open_recorded(replay_of, config.fingerprint())
+            if recorded is not None:
+                refused, warning = version_problems(recorded.get_meta(VERSIONS), "replay it")
+                if refused:
+                    recorded.close()
+                    raise StoreError(f"{replay_of}: {refused}")
+                if warning:
+                    self.version_warnings.append(warning)
         except BaseException:
             os.close(self._lock)
             raise
@@ -141,6 +151,7 @@ class Experiment:
         for evaluation in self.cache.values():
             self.failure_order.note(evaluation.tests)
         self.progress = Progress(generations=config.search.generations)
+        self.progress.warnings += self.version_warnings
         self.suspicious: dict[tuple[str, int], float] = {}
         self.hot: dict[str, float] = {}
         self.protected = self._workload_functions()
@@ -180,6 +191,14 @@ class Experiment:
         self.store.set_meta("config", config.fingerprint())
         if self.store.last_checkpoint() is None:
             self.store.clear_measurements()  # nothing was built on them; the program may have changed
+        else:
+            refused, warning = version_problems(self.store.get_meta(VERSIONS), "resume it")
+            if refused:
+                self.store.close()
+                raise StoreError(f"{self.folder}: {refused}, or start afresh with --fresh")
+            if warning:
+                self.version_warnings.append(warning)
+        self.store.set_meta(VERSIONS, tool_versions())
         section = config.evaluation
         limits = sandbox_limits(config)
         self.isolation = isolation(limits)
@@ -791,6 +810,7 @@ class Experiment:
                 }
                 entry["overfits"] = overfits(evaluation.tests, baseline.tests, outcomes, holdout_baseline)
             front.append(entry)
+        _correct_for_many(front)
         timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, self.store.lineage(), [m.id for m in members], self.llm)
@@ -842,6 +862,19 @@ class Experiment:
                 "warnings": self.progress.warnings,
             },
         )
+
+
+def _correct_for_many(front: list[dict[str, Any]]) -> None:
+    """Every front member's speed-up is a test of its own: their p-values are adjusted by Holm's
+    method over the members measured (as `gi compare` adjusts its pairs), and a speed-up is
+    significant only when its adjusted p is below 0.05 and its interval excludes 1."""
+    measured = [entry for entry in front if "p_value" in entry.get("speedup", {})]
+    p_values = [float(entry["speedup"]["p_value"]) for entry in measured]
+    for entry, adjusted in zip(measured, holm(p_values), strict=True):
+        speedup = entry["speedup"]
+        excludes_one = speedup["low"] > 1.0 or speedup["high"] < 1.0
+        entry["speedup"] = {**speedup, "p_holm": float(f"{adjusted:.4g}"),
+                            "significant": adjusted < 0.05 and excludes_one}  # fmt: skip
 
 
 class _BreedingStoppedError(Exception):

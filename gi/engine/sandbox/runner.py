@@ -145,10 +145,10 @@ class Sandbox:
             command = ["/bin/sh", "-c", f'ulimit -v {memory // 1024} && exec "$@"', "gi-limit", *argv]
         return ["/bin/sh", "-c", f'{join}exec "$@"', "gi-sandbox", *command]
 
-    def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
+    def _wrap(self, argv: Sequence[str], cwd: Path, outputs: int | None = None) -> list[str]:
         if not self.isolated:
             return reaper_command(argv)
-        return bubblewrap_command(argv, cwd, self.limits, self.space)
+        return bubblewrap_command(argv, cwd, self.limits, self.space, outputs=outputs)
 
     def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         """The command's whole environment: a few locale variables and ours, nothing else."""
@@ -198,27 +198,30 @@ class Sandbox:
         read_channel, write_channel = os.pipe() if channel else (-1, -1)
         if channel:
             run_env["GI_CHANNEL_FD"] = str(write_channel)
+        # In bubblewrap, outputs/ is RAM; the finisher copies it back through this descriptor.
+        outputs = os.open(self.space.outputs, os.O_RDONLY | os.O_DIRECTORY) if self.isolated else -1
         started = time.perf_counter()
         try:
             process = subprocess.Popen(
-                self._limited(self._wrap(argv, cwd), cap),
+                self._limited(self._wrap(argv, cwd, outputs if outputs >= 0 else None), cap),
                 cwd=cwd,
                 env=run_env,
                 stdin=read_in,
                 stdout=write_out,
                 stderr=write_err,
-                pass_fds=(write_channel,) if channel else (),
+                pass_fds=tuple(descriptor for descriptor in (write_channel, outputs) if descriptor >= 0),
                 start_new_session=True,
             )
         finally:
-            for descriptor in (read_in, write_out, write_err, write_channel):
+            for descriptor in (read_in, write_out, write_err, write_channel, outputs):
                 if descriptor >= 0:
                     os.close(descriptor)
         out, err = _Tail(read_out, limit), _Tail(read_err, limit)
         report = _Tail(read_channel, CHANNEL_BYTES, head=True) if channel else None
         timed_out, bomb = False, ""
+        quota = None if self.isolated else _Quota(self.space, self.limits.disk_mb)
         try:
-            timed_out, bomb = _watch(process, timeout, cap)
+            timed_out, bomb = _watch(process, timeout, cap, quota)
         finally:
             self._stop(process)
             for tail in (out, err, report):
@@ -229,6 +232,7 @@ class Sandbox:
             returncode=process.returncode if process.returncode is not None else -9,
             stdout=out.text(),
             stderr=err.text() + (f"\n{bomb}\n" if bomb else ""),
+            resource=bomb if is_over_quota(bomb) else "",
             seconds=time.perf_counter() - started,
             timed_out=timed_out,
             channel=report.kept() if report is not None else b"",
@@ -288,18 +292,55 @@ class Sandbox:
         process.wait()
 
 
-def _watch(process: subprocess.Popen[bytes], timeout: float, cap: _Cgroups) -> tuple[bool, str]:
-    """Wait for the command to end within `timeout` seconds, looking at its refused forks as
-    it runs: (whether it ran out of time, why it was a fork bomb or ""). Either way it is still
-    running, for the caller to stop."""
+def is_over_quota(why: str) -> bool:
+    """Whether a command was stopped (`why`) for going over its disk quota."""
+    return why.startswith(_Quota.OVER)
+
+
+class _Quota:
+    """Without bubblewrap, what the command's writable folders (outputs/ and TMPDIR) hold,
+    checked as it runs: past `disk_mb` it is stopped, and fails as `resource`. Checked, not
+    enforced: files allocated at once between two looks may go past it for that moment."""
+
+    OVER = "over its disk quota"
+    #: Entries walked at most in one look (a command that made more is over its quota too).
+    ENTRIES = 100_000
+
+    def __init__(self, space: Workspace, disk_mb: int) -> None:
+        self.folders = (space.outputs, space.temporary)
+        self.limit = disk_mb * 1024 * 1024
+
+    def exceeded(self) -> str:
+        used, entries = 0, 0
+        stack = [str(folder) for folder in self.folders]
+        while stack:
+            with contextlib.suppress(OSError), os.scandir(stack.pop()) as found:
+                for entry in found:
+                    entries += 1
+                    info = entry.stat(follow_symlinks=False)
+                    used += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+            if used > self.limit or entries > self.ENTRIES:
+                return f"{self.OVER}: its outputs/ and TMPDIR hold more than {self.limit // 2**20} MiB"
+        return ""
+
+
+def _watch(
+    process: subprocess.Popen[bytes], timeout: float, cap: _Cgroups, quota: _Quota | None = None
+) -> tuple[bool, str]:
+    """Wait for the command to end within `timeout` seconds, looking at its refused forks (and,
+    without bubblewrap, at its disk use) as it runs: (whether it ran out of time, why it was
+    stopped as a fork bomb or over its quota, or ""). Either way it is still running, for the
+    caller to stop."""
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
         try:
             process.wait(timeout=max(0.0, min(remaining, WATCH_INTERVAL)))
-            return False, ""
+            return False, quota.exceeded() if quota is not None else ""
         except subprocess.TimeoutExpired:
-            bomb = cap.fork_bomb()
+            bomb = cap.fork_bomb() or (quota.exceeded() if quota is not None else "")
             if bomb:
                 return False, bomb
             if remaining <= 0:
@@ -320,6 +361,13 @@ class LiveCommand:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def stopped(self, refused: int = 0) -> str:
+        """Why the command must be stopped now, or "": a fork bomb (more refused forks than
+        `refused`), or, without bubblewrap, its writable folders over their quota."""
+        if bomb := self.cgroups.fork_bomb(refused):
+            return bomb
+        return "" if self.sandbox.isolated else _Quota(self.sandbox.space, self.sandbox.limits.disk_mb).exceeded()
 
     def stop(self) -> None:
         """Kill the command and everything it started; close the pipes."""
