@@ -30,52 +30,23 @@ reaches the test machinery by a way the guard does not know (see README, "The sa
 from __future__ import annotations
 
 import ast
-import contextlib
-import importlib
 import re
-import sys
-import threading
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
 
 from gi.model.program import parse_quietly
+from gi.model.stdlib import (
+    NAMED_ACCESS,
+    RISKY_MODULE_NAMES,
+    import_label,
+    judge_module_name,
+    purity,
+    resolve,
+    stdlib_module,
+    value_label,
+)
 from gi.model.textcache import TextCache
 
-#: Standard-library modules whose public names new code may use freely: they compute on the
-#: values they are given and reach nothing else.
-_WHOLLY_PURE = (
-    "__future__", "abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "collections",
-    "collections.abc", "colorsys", "contextlib", "copy", "dataclasses", "datetime", "decimal", "difflib", "enum",
-    "fractions", "functools", "graphlib", "hashlib", "heapq", "hmac", "itertools", "json", "keyword", "math",
-    "numbers", "operator", "pprint", "random", "re", "reprlib", "stat", "statistics", "string", "struct",
-    "textwrap", "typing", "unicodedata", "zlib",
-)  # fmt: skip
-#: Modules of which only some names are plain.
-_PARTLY_PURE = {
-    "io": ("StringIO", "BytesIO"),
-    "os": ("sep", "linesep", "pathsep", "curdir", "pardir", "extsep", "altsep", "name", "fspath"),
-    "posixpath": ("join", "split", "splitext", "basename", "dirname", "normpath", "normcase", "commonpath",
-                  "commonprefix", "isabs", "relpath", "sep", "curdir", "pardir", "extsep"),
-    "sys": ("maxsize", "float_info", "int_info", "hash_info", "version_info", "byteorder", "platform",
-            "getrecursionlimit", "getsizeof", "intern", "maxunicode"),
-}  # fmt: skip
-#: The pure modules: None, every public name is plain; a set, only those names are.
-PURE_MODULES: dict[str, frozenset[str] | None] = {
-    **dict.fromkeys(_WHOLLY_PURE),
-    **{module: frozenset(names) for module, names in _PARTLY_PURE.items()},
-}
-#: Names of pure modules that are no such thing: they evaluate text, build a computed attribute
-#: access or read attributes by a name in a string.
-DENIED = frozenset({
-    "operator.attrgetter", "operator.methodcaller", "string.Formatter", "typing.get_type_hints",
-    "typing.ForwardRef", "typing._eval_type", "functools.singledispatchmethod",
-})  # fmt: skip
-#: Calls of these with literal names only read attributes, which are judged as attributes.
-NAMED_ACCESS = frozenset({"operator.attrgetter", "operator.methodcaller"})
-#: The one alias path of the standard library that code writes every day.
-_CANONICAL_ALIASES = frozenset({("os", "path")})
 #: Built-in names that are plain computation.
 PLAIN_BUILTINS = frozenset(
     name
@@ -113,11 +84,6 @@ MACHINERY_ATTRIBUTES = frozenset({
     "get_plugin", "has_plugin", "list_name_plugin", "add_hookcall_monitoring", "add_hookspecs", "_hookimpls",
     "_inner_hookexec", "_hookexec", "_multicall", "pytest_impl", "pytest_spec",
 })  # fmt: skip
-#: Modules that reach the interpreter or the test run, as an attribute of anything.
-RISKY_MODULE_NAMES = frozenset({
-    "os", "sys", "builtins", "gc", "inspect", "importlib", "ctypes", "posix", "subprocess", "pytest", "_pytest",
-    "pluggy",
-})  # fmt: skip
 #: Text that names the machinery (for getattr, import_module, sys.modules, format strings, ...).
 _RISKY_TEXT = re.compile(
     r"pytest|pluggy|gi_py|gi_workload|gi_warm|GI_[A-Z_]+|conftest|sys\.modules|builtins|__\w+__|"
@@ -129,11 +95,6 @@ _RISKY_TEXT = re.compile(
 _PLAIN_TEXT = frozenset({"__main__", "__init__", "__name__", "__file__", "__doc__", "__future__"})
 #: A replacement field of a format string that reads an attribute: "{0.attribute}".
 _FORMAT_ATTRIBUTE = re.compile(r"\{[^{}!:]*\.([A-Za-z_]\w*)")
-#: Modules gi imports in its own process to resolve a name: importing them does nothing else.
-_NOT_IMPORTED = frozenset({
-    "antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "__hello__", "__phello__", "lib2to3",
-    "ensurepip", "venv", "pydoc_data", "__main__", "readline",
-})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -156,87 +117,6 @@ class Uses:
     #: The text labels of strings that never run (docstrings): allowed in variants, where a
     #: classic operator may have moved such text into an expression.
     quoted: frozenset[str]
-
-
-# --- resolving a dotted name -----------------------------------------------------------------------
-
-
-_modules: dict[str, ModuleType | None] = {}
-_modules_lock = threading.Lock()
-
-
-def _module(name: str) -> ModuleType | None:
-    """The standard-library module `name`, imported in gi's process to resolve names in it; None
-    for anything else (the project's modules and third-party packages are never imported here)."""
-    top = name.split(".", maxsplit=1)[0]
-    if top not in sys.stdlib_module_names or top in _NOT_IMPORTED:
-        return None
-    with _modules_lock:
-        if name not in _modules:
-            try:
-                with warnings.catch_warnings(), contextlib.redirect_stdout(None):
-                    warnings.simplefilter("ignore")
-                    _modules[name] = importlib.import_module(name)
-            except Exception:  # a module of another platform, or one removed from this Python
-                _modules[name] = None
-        return _modules[name]
-
-
-def _resolve(dotted: str, attributes: list[str]) -> tuple[str, list[str], list[str]]:
-    """Follow `dotted` ("os.path", "operator.attrgetter") and then `attributes` from the module
-    they start at while they lead to modules: (the module reached, by its own name, or `dotted`
-    when it is no standard-library module; the attributes left; the alias paths taken, as labels)."""
-    parts = dotted.split(".")
-    loaded = _module(parts[0])
-    if loaded is None:
-        return dotted, attributes, []
-    module, attributes = loaded.__name__, [*parts[1:], *attributes]
-    aliases = []
-    while attributes:
-        value = getattr(loaded, attributes[0], None)
-        if value is None and isinstance(submodule := _module(f"{module}.{attributes[0]}"), ModuleType):
-            value = submodule  # a submodule not imported by its package (xml.etree)
-        if not isinstance(value, ModuleType):
-            break
-        if value.__name__ != f"{module}.{attributes[0]}" and (module, attributes[0]) not in _CANONICAL_ALIASES:
-            aliases.append(f"{module}.{attributes[0]} (the module {value.__name__})")
-        module, attributes, loaded = value.__name__, attributes[1:], value
-    return module, attributes, aliases
-
-
-def _pure(module: str) -> frozenset[str] | bool | None:
-    """None when every public name of `module` is plain, the plain names when only some are,
-    False when it is not pure at all."""
-    return PURE_MODULES.get(module, False)
-
-
-def _judge_module_name(module: str, name: str) -> str | None:
-    """The label for using `module.name` (a standard-library module by its own name), or None
-    when it is plain, or when no such name exists (reading it raises AttributeError)."""
-    full = f"{module}.{name}"
-    pure = _pure(module)
-    loaded = _module(module)
-    if full not in DENIED and (pure is None or (isinstance(pure, frozenset) and name in pure)):
-        return None
-    if loaded is not None and not hasattr(loaded, name):
-        return None
-    return full
-
-
-def _import_label(module: str) -> str | None:
-    """The label for importing `module`: the pure modules of the standard library (even those
-    only some names of which are plain: the names are judged where they are used) are free."""
-    return None if _pure(module) is not False else f"import {module}"
-
-
-def _value_label(module: str) -> str | None:
-    """The label for holding `module` as a value (`m = os`): free only for wholly pure modules,
-    since a name read from a module held in a variable is no longer resolved."""
-    return (
-        None
-        if _pure(module) is None and not any(name.startswith(module + ".") for name in DENIED)
-        else (f"{module} as a value")
-    )
 
 
 # --- the walk --------------------------------------------------------------------------------------
@@ -312,16 +192,16 @@ class _Walker:
         self.bound |= set(self.imports)
         for node in self.nodes:  # `m = os`: m names os wherever it is read
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                value = self._dotted_module(node.value)
+                value = self._dottedmodule(node.value)
                 if value is not None:
                     self.imports.setdefault(node.targets[0].id, value)
                     self.judged.update(id(part) for part in ast.walk(node.value))
 
-    def _dotted_module(self, node: ast.expr) -> str | None:
+    def _dottedmodule(self, node: ast.expr) -> str | None:
         """The module an expression `a.b.c` names, when `a` is imported and the chain resolves
         to a standard-library module; None otherwise."""
         chain = self._resolved_chain(node)
-        return chain[0] if chain is not None and not chain[1] and _module(chain[0]) is not None else None
+        return chain[0] if chain is not None and not chain[1] and stdlib_module(chain[0]) is not None else None
 
     def _resolved_chain(self, node: ast.expr) -> tuple[str, list[str]] | None:
         """`a.b.c` with `a` imported, resolved: (the module reached, the attributes left); None
@@ -333,7 +213,7 @@ class _Walker:
         module = self._module_of(node)
         if module is None:
             return None
-        resolved, rest, aliases = _resolve(module, list(reversed(parts)))
+        resolved, rest, aliases = resolve(module, list(reversed(parts)))
         self.labels.update(aliases)
         return resolved, rest
 
@@ -367,8 +247,8 @@ class _Walker:
             self._rebinding(node)
 
     def _import(self, module: str) -> str | None:
-        loaded = _module(module)
-        return _import_label(loaded.__name__ if loaded is not None else module)
+        loaded = stdlib_module(module)
+        return import_label(loaded.__name__ if loaded is not None else module)
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level:  # the project's own modules
@@ -378,15 +258,15 @@ class _Walker:
             self.labels.add(label)
         for alias in node.names:
             if alias.name == "*":
-                if _pure(module) is not None:
+                if purity(module) is not None:
                     self.labels.add(f"from {module} import *")
                 continue
-            resolved, rest, aliases = _resolve(module, [alias.name])
+            resolved, rest, aliases = resolve(module, [alias.name])
             self.labels.update(aliases)
             if not rest:
-                if label := _import_label(resolved):
+                if label := import_label(resolved):
                     self.labels.add(label)
-            elif f"{resolved}.{rest[0]}" not in NAMED_ACCESS and (label := _judge_module_name(resolved, rest[0])):
+            elif f"{resolved}.{rest[0]}" not in NAMED_ACCESS and (label := judge_module_name(resolved, rest[0])):
                 self.labels.add(label)
 
     def _chain(self, node: ast.Attribute) -> None:
@@ -408,19 +288,19 @@ class _Walker:
             self._attribute(attribute, inner if position == 0 else None, text_receiver=text and position == 0)
 
     def _module_chain(self, module: str, attributes: list[str]) -> None:
-        resolved, rest, aliases = _resolve(module, attributes)
+        resolved, rest, aliases = resolve(module, attributes)
         self.labels.update(aliases)
-        if _module(resolved.split(".")[0]) is None:  # the project's or a third party's module
+        if stdlib_module(resolved.split(".")[0]) is None:  # the project's or a third party's module
             for attribute in rest:
                 self._attribute(attribute, None)
             return
         if not rest:  # the chain ends at a module, held as a value
-            if label := _value_label(resolved):
+            if label := value_label(resolved):
                 self.labels.add(label)
             return
         if f"{resolved}.{rest[0]}" in NAMED_ACCESS and len(rest) == 1:
             self.labels.add(f"{resolved}.{rest[0]} as a value")  # a call of it is judged in _call
-        elif label := _judge_module_name(resolved, rest[0]):
+        elif label := judge_module_name(resolved, rest[0]):
             self.labels.add(label)
         for attribute in rest[1:]:
             self._attribute(attribute, None)
@@ -445,11 +325,11 @@ class _Walker:
         name = node.id
         imported = self._module_of(node)
         if imported is not None:
-            resolved, rest, _ = _resolve(imported, [])
-            if _module(resolved.split(".")[0]) is None:
+            resolved, rest, _ = resolve(imported, [])
+            if stdlib_module(resolved.split(".")[0]) is None:
                 label = None  # the project's or a third party's: its names are judged where read
             elif not rest:
-                label = _value_label(resolved)
+                label = value_label(resolved)
             elif f"{resolved}.{rest[0]}" in NAMED_ACCESS:
                 label = f"{resolved}.{rest[0]} as a value"
             else:
@@ -536,8 +416,8 @@ class _Walker:
                 module = self._module_of(base)
                 if module is None:
                     continue
-                resolved, rest, _ = _resolve(module, list(reversed(parts)))
-                loaded = _module(resolved)
+                resolved, rest, _ = resolve(module, list(reversed(parts)))
+                loaded = stdlib_module(resolved)
                 if loaded is None or (len(rest) == 1 and hasattr(loaded, rest[0])):
                     self.labels.add(f"assigns {'.'.join([resolved, *rest])}")
 
@@ -625,7 +505,7 @@ def new_risky_names(
         found = uses(source)
         labels |= found.labels | found.quoted
         names |= found.bound_names | found.free_names
-        attributes |= found.attribute_names
+        attributes |= found.attribute_names | found.private_attributes
     labels |= {f"import {module}" for module in _project_modules(original)}
     flagged = []
     for file, source in sorted(variant.items()):
