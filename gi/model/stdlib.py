@@ -38,11 +38,12 @@ PURE_MODULES: dict[str, frozenset[str] | None] = {
     **dict.fromkeys(_WHOLLY_PURE),
     **{module: frozenset(names) for module, names in _PARTLY_PURE.items()},
 }
-#: Names of pure modules that are no such thing: they evaluate text, build a computed attribute
-#: access or read attributes by a name in a string.
+#: Names of pure modules that are no such thing: they evaluate text (a function registered with
+#: singledispatch has its annotations evaluated, and an annotation may be any string made at run
+#: time), build a computed attribute access or read attributes by a name in a string.
 DENIED = frozenset({
     "operator.attrgetter", "operator.methodcaller", "string.Formatter", "typing.get_type_hints",
-    "typing.ForwardRef", "typing._eval_type", "functools.singledispatchmethod",
+    "typing.ForwardRef", "typing._eval_type", "functools.singledispatch", "functools.singledispatchmethod",
 })  # fmt: skip
 #: Calls of these with literal names only read attributes, which are judged as attributes.
 NAMED_ACCESS = frozenset({"operator.attrgetter", "operator.methodcaller"})

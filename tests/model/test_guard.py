@@ -91,6 +91,8 @@ DODGES = {
     "importlib": "import importlib\n\ndef f():\n    return importlib.import_module('g' + 'c')\n",
     "string's Formatter": "import string\n\ndef f(g):\n    return string.Formatter().get_field('0.x', [g], {})\n",
     "typing's evaluation of text": "import typing\n\ndef f(g):\n    return typing.get_type_hints(g)\n",
+    "singledispatch's evaluation of an annotation": "import functools\n\nA = '_' + '_import_' + '_(\"os\")'\n\n"
+    "def g(x: A):\n    pass\n\nfunctools.singledispatch(len).register(g)\n",
     "a module's attribute rebound": "import os\n\ndef f():\n    os.sep = '!'\n",
     "text naming the plugin": "def f(m):\n    return m['gi_py' 'test_report']\n",
     "sys.getprofile": "import sys\n\ndef f():\n    return sys.getprofile()\n",
