@@ -28,7 +28,6 @@ from typing import Any
 
 import filelock
 
-from fitness import complexity, size, style
 from fitness.differential import record_cases
 from fitness.faults import covered_test_run, ochiai
 from fitness.runtime import (
@@ -54,13 +53,13 @@ from gi.engine.sandbox.bubblewrap import Isolation, isolation
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.engine.source_measures import static_measures
 from gi.engine.verdict import CanaryTests, SecondRun, model_code_uses, second_run
 from gi.engine.warm import WarmPool
 from gi.model.errors import EvaluationError
 from gi.model.patch import Variant
-from gi.model.program import Program, compiler_warnings_ignored
+from gi.model.program import Program
 from gi.model.results import Evaluation, Status
-from gi.model.textcache import TextCache
 
 
 @dataclass(frozen=True)
@@ -101,57 +100,6 @@ class EvaluationSettings:
     #: Stop each variant's training tests at the first failure, the tests that failed most
     #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
     first_failure: bool = False
-
-
-def program_measures(variant: Variant) -> dict[str, float]:
-    """Measures of the program (its syntax tree): cyclomatic complexity and Halstead volume.
-    Cached with the evaluation by tree hash, and per file's text here."""
-    files = [_program_file_measures(file, variant.sources[file]) for file in variant.program.files]
-    return {"complexity": sum(m[0] for m in files), "halstead_volume": sum(m[1] for m in files)}
-
-
-#: Measures of one file's text, by the hash of the file's name and text (see gi.model.textcache).
-_PROGRAM_MEASURES: TextCache[tuple[float, float]] = TextCache(4096)
-_TEXT_MEASURES: TextCache[tuple[float, float, float]] = TextCache(4096)
-
-
-def _program_file_measures(file: str, text: str) -> tuple[float, float]:
-    def measure() -> tuple[float, float]:
-        with compiler_warnings_ignored():  # radon parses the text
-            return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
-
-    return _PROGRAM_MEASURES.get(text, measure, file)
-
-
-def _text_measures(file: str, text: str) -> tuple[float, float, float]:
-    """Style violations, maintainability index and lines of one file's text."""
-
-    def measure() -> tuple[float, float, float]:
-        with compiler_warnings_ignored():
-            lines = float(text.count("\n") + 1)
-            return style.violations({file: text}), complexity.maintainability({file: text}), lines
-
-    return _TEXT_MEASURES.get(text, measure, file)
-
-
-def variant_measures(variant: Variant) -> dict[str, float]:
-    """Measures of this patch and this text, not of the program: patch size and diff lines
-    (two patches can make one program: Replace(S, I) and [Delete S, Insert I]), style and the
-    maintainability index (comments and layout count there). Recomputed for every candidate,
-    never taken from the cache by tree hash; text measures are cached per file's text."""
-    texts = [_text_measures(file, variant.sources[file]) for file in variant.program.files]
-    return {
-        "size": float(variant.effective_size),
-        "diff_lines": size.diff_lines(variant.diff()),
-        "style": sum(text[0] for text in texts),
-        "maintainability": sum(text[1] for text in texts) / len(texts) if texts else 100.0,
-        "source_lines": sum(text[2] for text in texts),
-    }
-
-
-def static_measures(variant: Variant) -> dict[str, float]:
-    """Every measure read from the source alone."""
-    return {**program_measures(variant), **variant_measures(variant)}
 
 
 def timing_lock_name() -> str:

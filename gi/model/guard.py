@@ -64,7 +64,9 @@ PLAIN_BUILTINS = frozenset(
 #: Builtins that read an attribute by a name given as a value.
 REFLECTION = frozenset({"getattr", "hasattr"})
 #: Dunder attributes ordinary code reads.
-PLAIN_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__init__", "__module__", "__post_init__"})
+PLAIN_DUNDERS = frozenset({
+    "__name__", "__qualname__", "__doc__", "__init__", "__module__", "__post_init__", "__class__",
+})  # fmt: skip
 #: Dunders a class of new code may define: none of them changes what a test's check sees.
 PLAIN_CLASS_DUNDERS = frozenset({
     "__init__", "__new__", "__repr__", "__str__", "__post_init__", "__slots__", "__doc__", "__module__",
@@ -403,11 +405,14 @@ class _Walker:
 
     def _rebinding(self, node: ast.stmt) -> None:
         """Assigning to (or deleting) an existing attribute of a module: rebinding another
-        module's code (`os.environ = ...`, `plugin._write = ...`)."""
+        module's code (`os.environ = ...`, `plugin._write = ...`); and assigning any dunder
+        (`value.__class__ = Other`, which a read of it does not)."""
         for target in _targets(node):
             for inner in ast.walk(target):
                 if not isinstance(inner, ast.Attribute):
                     continue
+                if inner.attr.startswith("__") and inner.attr.endswith("__"):
+                    self.labels.add(f"assigns .{inner.attr}")
                 parts = [inner.attr]
                 base = inner.value
                 while isinstance(base, ast.Attribute):

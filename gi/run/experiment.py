@@ -32,13 +32,14 @@ from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.variation import Candidate
 from gi.config import Config
 from gi.engine.accounting import count_by_operator
-from gi.engine.evaluation import EvaluationSettings, Evaluator, variant_measures
+from gi.engine.evaluation import EvaluationSettings, Evaluator
 from gi.engine.held_out import HeldOut, configure_held_out, front_members, generalisation_gap
 from gi.engine.recorded import Measurements, as_is, open_recorded, replay_comparison
 from gi.engine.run_folder import ORIGINAL, STORE_NAME
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import sandbox_limits
 from gi.engine.sandbox.runner import hide_environment
+from gi.engine.source_measures import variant_measures
 from gi.engine.store import VERSIONS, Checkpoint, IndividualRecord, RunStore, tool_versions, version_problems
 from gi.engine.summary import write_report
 from gi.engine.timing import OriginalTiming, workload_functions, workload_settings

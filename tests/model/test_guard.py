@@ -57,6 +57,7 @@ HONEST = {
     "getattr with a literal": "def name_of(item):\n    return getattr(item, 'name', '?')\n",
     "repr of a class": "class Money:\n    def __init__(self, cents):\n        self.cents = cents\n\n"
     "    def __repr__(self):\n        return f'Money({self.cents})'\n",
+    "the name of a class": "def kind(value):\n    return value.__class__.__name__\n",
     "super": "class Base:\n    def __init__(self):\n        self.ready = True\n\nclass Child(Base):\n"
     "    def __init__(self):\n        super().__init__()\n",
     "main guard": "def main():\n    return 0\n\nif __name__ == '__main__':\n    main()\n",
@@ -83,6 +84,7 @@ DODGES = {
     "a computed format template": "def f(g, t):\n    return (t + '0.gi_fr' + 'ame}').format(g)\n",
     "a match pattern on a frame": "def f(g):\n    match g:\n        case object(gi_frame=frame):\n            return frame\n",
     "a class equal to everything": "class R(float):\n    def __eq__(self, other):\n        return True\n",
+    "a value's class replaced": "def f(value, other):\n    value.__class__ = other\n    return value\n",
     "a class made by type()": "def f(d):\n    return type('R', (float,), d)\n",
     "a metaclass": "class M(type):\n    pass\n\nclass R(metaclass=M):\n    pass\n",
     "setattr": "def f(c, n, v):\n    setattr(c, n, v)\n",

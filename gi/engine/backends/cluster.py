@@ -38,7 +38,8 @@ from typing import Any
 from gi.engine.backends.base import Backend, BackendError, LocalBackend
 from gi.engine.backends.bundle import bundle_program
 from gi.engine.backends.worker import BundlePlugin, evaluate_on_worker, settings_to_json, worker_report
-from gi.engine.evaluation import Evaluator, timing_lock_name, variant_measures
+from gi.engine.evaluation import Evaluator, timing_lock_name
+from gi.engine.source_measures import variant_measures
 from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status
 
