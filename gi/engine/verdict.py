@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fitness.tests import NOT_FAILING, Checks, TestRun
+from fitness.tests import Checks, TestRun
 from gi.model.guard import new_risky_names
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -116,8 +116,3 @@ def second_run(
         return SecondRun(False, f"it returns {own[0]} to the tests, whose {returned[own[0]].rpartition('.')[2]}"
                          " decides the tests' checks, and no value of the original's does", returned)  # fmt: skip
     return SecondRun(True, "", returned)
-
-
-def failing(outcomes: Mapping[str, str]) -> list[str]:
-    """The tests that do not pass (but those skipped or expected to fail)."""
-    return sorted(test for test, outcome in outcomes.items() if outcome not in NOT_FAILING)

@@ -19,10 +19,12 @@ on a class, `type()` making a class, text naming gi's or pytest's machinery. `ne
 refuses the uses of a variant that no file of the original has: the engine scores such a
 variant as tampered without running it.
 
-Classic operators only move and recombine code the original already has, so what they make
-uses nothing new. Plain Python, the pure standard-library modules and the public attributes of
-values the code holds are always allowed: every way *to* a foreign value (a frame, a module, a
-closure, the collector) goes through a use listed here. The guard is one layer: the test run's
+Classic operators only move and recombine code the original already has; now and then that
+makes a use of the kind (a module put where a value was), so the engine judges only what a
+model wrote, against the original and the classic edits' own result (gi.engine.verdict). Plain
+Python, the pure standard-library modules and the public attributes of values the code holds
+are always allowed: every way *to* a foreign value (a frame, a module, a closure, the
+collector) goes through a use listed here. The guard is one layer: the test run's
 canaries and registry check, the signed report and the second run of the front catch what
 reaches the test machinery by a way the guard does not know (see README, "The sandbox").
 """
