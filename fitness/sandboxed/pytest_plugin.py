@@ -168,10 +168,11 @@ def _changes(before: dict[str, object], after: dict[str, object], root: str) -> 
         old, new = before.get(name), after.get(name)
         if old == new:
             continue
-        if isinstance(old, tuple) and isinstance(new, tuple) and old[0] is new[0] and name[0] != " ":
-            added = [impl for impl in new[1] if impl not in old[1]]
-            if all(_a_conftest(impl[0], root) for impl in added) and [i for i in new[1] if i in old[1]] == list(old[1]):
-                continue
+        if isinstance(new, tuple) and name[0] != " " and (old is None or (isinstance(old, tuple) and old[0] is new[0])):
+            kept = () if old is None else old[1]
+            added = [impl for impl in new[1] if impl not in kept]
+            if all(_a_conftest(impl[0], root) for impl in added) and [i for i in new[1] if i in kept] == list(kept):
+                continue  # a conftest.py collected, with a hook of its own or no new one
         changed.append(name.strip())
     return changed
 

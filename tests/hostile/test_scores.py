@@ -135,3 +135,19 @@ def test_a_value_equal_to_everything_is_seen_by_the_audit_of_returned_values(
     assert count_failed(forged) == 0, "the value does pass every test"
     ledger = [(kind, method) for kind, method in forged.returned.items() if "Ledger" in kind]
     assert [method.rpartition(".")[2] for _, method in ledger] == ["__eq__"], forged.returned
+
+
+def test_a_projects_own_conftest_files_are_no_tampering(tmp_path: Path) -> None:
+    """pytest registers the conftest.py files it collects while the session runs: plugins of the
+    project, not a variant's; hooks of their own included."""
+    project = tmp_path / "calc"
+    (project / "tests" / "deeper").mkdir(parents=True)
+    (project / "calc.py").write_text(CALC.replace("a - b", "a + b"))
+    (project / "tests" / "test_calc.py").write_text(TRAINING)
+    (project / "tests" / "deeper" / "test_more.py").write_text(TRAINING.replace("def test_", "def test_more_"))
+    hooks = "import pytest\n\n@pytest.fixture\ndef unit():\n    return 1\n\ndef pytest_runtest_setup(item):\n    pass\n"
+    (project / "tests" / "conftest.py").write_text(hooks)
+    (project / "tests" / "deeper" / "conftest.py").write_text(hooks + "\ndef pytest_report_header(config):\n    return 'x'\n")
+    with workspace(project, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), checks=Checks(editable=EDITABLE))
+    assert not run.forged and run.passed == 6, (run.forged, run.outcomes)
