@@ -147,7 +147,9 @@ def test_a_projects_own_conftest_files_are_no_tampering(tmp_path: Path) -> None:
     (project / "tests" / "deeper" / "test_more.py").write_text(TRAINING.replace("def test_", "def test_more_"))
     hooks = "import pytest\n\n@pytest.fixture\ndef unit():\n    return 1\n\ndef pytest_runtest_setup(item):\n    pass\n"
     (project / "tests" / "conftest.py").write_text(hooks)
-    (project / "tests" / "deeper" / "conftest.py").write_text(hooks + "\ndef pytest_report_header(config):\n    return 'x'\n")
+    (project / "tests" / "deeper" / "conftest.py").write_text(
+        hooks + "\ndef pytest_report_header(config):\n    return 'x'\n"
+    )
     with workspace(project, {}) as space:
         run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), checks=Checks(editable=EDITABLE))
     assert not run.forged and run.passed == 6, (run.forged, run.outcomes)
