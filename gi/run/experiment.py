@@ -630,7 +630,7 @@ class Experiment:
         elapsed_before = float(self.store.get_meta("wall_seconds") or 0.0)
         baseline = self._baseline()
         self.llm = self._llm_operator(baseline)
-        if self.llm is not None:  # the model's variants run with canaries: learn them before the search
+        if self.llm is not None and not self.measurements.replaying:  # a model's variants run with canaries
             self.evaluator.learn_canaries()
         search = self._search(baseline)
         checkpoint = self.store.last_checkpoint()
