@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fitness.objectives import OBJECTIVES, Constraint, Direction
+from fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
 from fitness.runtime import RIGOROUS
 from gi.algorithms import ALGORITHMS
 from gi.model.registry import suggest
@@ -97,10 +97,16 @@ class ObjectivesSection(_Section):
     @classmethod
     def _known(cls, names: list[str]) -> list[str]:
         for name in names:
-            if name not in OBJECTIVES:
+            if is_user_objective(name):  # a user's function: imported when the config is loaded
+                if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", name):
+                    raise PydanticCustomError(
+                        "user_objective", "'{name}' is not 'module:function' (a user's objective)", {"name": name}
+                    )
+            elif name not in OBJECTIVES:
                 raise PydanticCustomError(
                     "unknown_name",
-                    "unknown objective '{name}'.{hint} Known objectives: {known}",
+                    "unknown objective '{name}'.{hint} Known objectives: {known}, or a function of your own as"
+                    " 'module:function'",
                     {"name": name, "hint": suggest(name, OBJECTIVES.names()), "known": ", ".join(OBJECTIVES.names())},
                 )
         if len(set(names)) != len(names):
@@ -118,7 +124,7 @@ class ObjectivesSection(_Section):
             ("maximize", self.maximize, Direction.MAXIMIZE),
         ):
             for name in names:
-                if OBJECTIVES.get(name).direction is not direction:
+                if not is_user_objective(name) and OBJECTIVES.get(name).direction is not direction:
                     raise PydanticCustomError(
                         "direction",
                         "objectives.{key}: '{name}' can only be {right}d; move it to objectives.{right}",

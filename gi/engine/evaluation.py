@@ -49,11 +49,11 @@ from fitness.runtime import (
     timed_answers,
 )
 from fitness.tests import NO_CHECKS, Checks, TestRun, count_failed, first_failing, run_tests
+from gi.engine.measures import static_measures
 from gi.engine.sandbox.bubblewrap import Isolation, isolation
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
-from gi.engine.source_measures import static_measures
 from gi.engine.verdict import CanaryTests, SecondRun, model_code_uses, second_run
 from gi.engine.warm import WarmPool
 from gi.model.errors import EvaluationError
@@ -466,7 +466,7 @@ class Evaluator:
     def evaluate_sources(self, sources: Mapping[str, str]) -> Evaluation:
         """`evaluate` the program that `sources` (editable file -> text; a file left out keeps the
         original's text) make: for a backend that ships sources, not patches. The variant's patch
-        is empty, so `size` is 0; the engine takes the patch's own measures from `variant_measures`."""
+        is empty, so `size` is 0; the engine takes the patch's own measures (gi.engine.measures)."""
         from gi.model.patch import Patch
 
         unknown = sorted(set(sources) - set(self.program.files))

@@ -226,14 +226,14 @@ def test_a_run_that_never_started_gives_way_to_the_corrected_config(
 
 
 def test_two_runs_of_one_folder_at_once_are_refused(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
-    from gi.run.experiment import lock_run_folder
+    from gi.engine.storage import lock_run_folder
 
     program = example_copy("grading")
     config = write_small_config(tmp_path, program, tmp_path / "runs")
     folder = tmp_path / "runs" / "grading-simplify-seed1"
     folder.mkdir(parents=True)
     holder = subprocess.Popen(  # another process holds the run folder, as a running `gi run` does
-        [sys.executable, "-c", "import sys, time; from gi.run.experiment import lock_run_folder;"
+        [sys.executable, "-c", "import sys, time; from gi.engine.storage import lock_run_folder;"
          " from pathlib import Path;"
          f" lock_run_folder(Path({str(folder)!r})); print('locked', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,

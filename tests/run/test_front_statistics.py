@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gi.run.experiment import _correct_for_many
+from gi.engine.summary import _correct_for_many
 
 
 def member(p_value: float, low: float = 1.2, high: float = 1.5) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from gi.engine.backends.base import Backend, BackendError, LocalBackend
 from gi.engine.backends.bundle import bundle_program
 from gi.engine.backends.worker import BundlePlugin, evaluate_on_worker, settings_to_json, worker_report
 from gi.engine.evaluation import Evaluator, timing_lock_name
-from gi.engine.source_measures import variant_measures
+from gi.engine.measures import variant_measures
 from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status
 

@@ -78,6 +78,15 @@ class Edit:
         """A one-line account for diffs and reports."""
         return f"{self.kind} at {self.target}"
 
+    def words(self, program: Program) -> str:
+        """What the edit does at its site, for a person, quoting the original source
+        (`gi.model.describe.describe` puts file:line before it). Every edit class says its own;
+        one that does not (a new operator's, or a subclass, which may change what its parent
+        does) reads as its kind and the source of the site it edits."""
+        from gi.model.edits.words import generic_words  # the words import the edit classes' base
+
+        return generic_words(self, program)
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind}
         for field in dataclasses.fields(self):

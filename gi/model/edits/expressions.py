@@ -11,6 +11,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _copied, _expression, _parenthesised, fitted, parent_of
+from gi.model.edits.words import becomes, other_place, quote, source_line
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -41,6 +42,9 @@ class ReplaceExpression(Edit):
     def describe(self) -> str:
         return f"replace the expression at {self.target} with a copy of {self.ingredient}"
 
+    def words(self, program: Program) -> str:
+        return f"{becomes(self, program)} (a copy from {other_place(program, self, self.ingredient)})"
+
 
 @dataclass(frozen=True, slots=True)
 class ReplaceName(Edit):
@@ -64,6 +68,11 @@ class ReplaceName(Edit):
 
     def describe(self) -> str:
         return f"the name at {self.target} becomes {self.name}"
+
+    def words(self, program: Program) -> str:
+        old = program.node(self.target)
+        assert isinstance(old, cst.Name)
+        return f"{old.value} becomes {self.name} in {source_line(program, self.target)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +110,12 @@ class SwapArguments(Edit):
 
     def describe(self) -> str:
         return f"swap arguments {self.first + 1} and {self.second + 1} of the call at {self.target}"
+
+    def words(self, program: Program) -> str:
+        call = program.node(self.target)
+        assert isinstance(call, cst.Call)
+        which = "the arguments" if len(call.args) == 2 else f"arguments {self.first + 1} and {self.second + 1}"
+        return f"swap {which} of {quote(program, self.target)}"
 
 
 _ADDITIVE_OR_TIGHTER = (
@@ -146,6 +161,9 @@ class OffsetExpression(Edit):
     def describe(self) -> str:
         return f"{'add 1 to' if self.delta > 0 else 'subtract 1 from'} the expression at {self.target}"
 
+    def words(self, program: Program) -> str:
+        return becomes(self, program)
+
 
 @dataclass(frozen=True, slots=True)
 class Negate(Edit):
@@ -167,3 +185,6 @@ class Negate(Edit):
             return fitted(cst.UnaryOperation(operator=not_, expression=inner), parent)
 
         plan.rewrite(self.target, negate)
+
+    def words(self, program: Program) -> str:
+        return becomes(self, program)

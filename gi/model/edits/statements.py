@@ -11,6 +11,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _copy, _in_place_of, _statement
+from gi.model.edits.words import other_place, quote
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -30,6 +31,9 @@ class DeleteStatement(Edit):
 
     def contribute(self, plan: RewritePlan, program: Program) -> None:
         plan.delete(self.target)
+
+    def words(self, program: Program) -> str:
+        return f"delete {quote(program, self.target)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,12 @@ class InsertStatement(Edit):
     def describe(self) -> str:
         return f"insert a copy of {self.ingredient} before {self.target}"
 
+    def words(self, program: Program) -> str:
+        return (
+            f"insert a copy of {quote(program, self.ingredient)} ({other_place(program, self, self.ingredient)}) "
+            f"before {quote(program, self.target)}"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ReplaceStatement(Edit):
@@ -76,6 +86,12 @@ class ReplaceStatement(Edit):
 
     def describe(self) -> str:
         return f"replace {self.target} with a copy of {self.ingredient}"
+
+    def words(self, program: Program) -> str:
+        return (
+            f"replace {quote(program, self.target)} with a copy of {quote(program, self.ingredient)} "
+            f"({other_place(program, self, self.ingredient)})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +119,10 @@ class SwapStatements(Edit):
     def describe(self) -> str:
         return f"swap {self.target} with {self.other}"
 
+    def words(self, program: Program) -> str:
+        where = other_place(program, self, self.other)
+        return f"swap {quote(program, self.target)} with {quote(program, self.other)} ({where})"
+
 
 @dataclass(frozen=True, slots=True)
 class MoveStatement(Edit):
@@ -127,6 +147,12 @@ class MoveStatement(Edit):
 
     def describe(self) -> str:
         return f"move {self.target} before {self.destination}"
+
+    def words(self, program: Program) -> str:
+        return (
+            f"move {quote(program, self.target)} before {quote(program, self.destination)} "
+            f"({other_place(program, self, self.destination)})"
+        )
 
 
 ControlKeyword = Literal["break", "continue", "return"]
@@ -160,6 +186,9 @@ class InsertControl(Edit):
 
     def describe(self) -> str:
         return f"insert {self.keyword} before {self.target}"
+
+    def words(self, program: Program) -> str:
+        return f"insert {self.keyword} before {quote(program, self.target)}"
 
 
 # --- rewrites proposed by a language model ------------------------------------------------
@@ -206,3 +235,9 @@ class ReplaceFunction(Edit):
 
     def describe(self) -> str:
         return f"rewrite the function at {self.target} ({self.model or 'language model'})"
+
+    def words(self, program: Program) -> str:
+        node = program.node(self.target)
+        name = node.name.value if isinstance(node, cst.FunctionDef) else str(self.target)
+        by = f" by {self.model}" if self.model else " by the language model"
+        return f"rewrite function {name}(){by}"

@@ -10,6 +10,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _copied, _operand, _parenthesised, _parse_expression, fitted, parent_of
+from gi.model.edits.words import becomes, other_place, quote, quoted
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -62,6 +63,15 @@ class Clamp(Edit):
             return f"wrap the expression at {self.target} in min(..., {self.bound})"
         return f"wrap the expression at {self.target} in abs(...)"
 
+    def words(self, program: Program) -> str:
+        if self.function == "max":
+            shape = f"max({self.bound}, ...)"
+        elif self.function == "min":
+            shape = f"min(..., {self.bound})"
+        else:
+            shape = "abs(...)"
+        return f"wrap {quote(program, self.target)} in {shape}"
+
 
 BOOLEAN_SIDES = ("left", "right")
 
@@ -100,6 +110,10 @@ class KeepOperand(Edit):
     def describe(self) -> str:
         return f"keep only the {self.side} operand of the condition at {self.target}"
 
+    def words(self, program: Program) -> str:
+        kept = Location(self.target.file, f"{self.target.path}.{self.side}")
+        return f"keep {quote(program, kept)} of {quote(program, self.target)}"
+
 
 @dataclass(frozen=True, slots=True)
 class ExtendCondition(Edit):
@@ -135,6 +149,9 @@ class ExtendCondition(Edit):
     def describe(self) -> str:
         word = "and" if self.operator == "And" else "or"
         return f"the condition at {self.target} becomes `... {word}` a copy of {self.ingredient}"
+
+    def words(self, program: Program) -> str:
+        return f"{becomes(self, program)} (a copy from {other_place(program, self, self.ingredient)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +190,9 @@ class AddCheck(Edit):
         word = "and" if self.operator == "And" else "or"
         shape = f"`{self.check} {word} ...`" if self.first else f"`... {word} {self.check}`"
         return f"the condition at {self.target} becomes {shape}"
+
+    def words(self, program: Program) -> str:
+        return becomes(self, program)
 
 
 GUARD_ACTIONS = ("return", "continue", "break", "raise")
@@ -214,3 +234,7 @@ class InsertGuard(Edit):
 
     def describe(self) -> str:
         return f"insert `if {self.condition}: {self.action}` before {self.target}"
+
+    def words(self, program: Program) -> str:
+        guard = cst.Module(body=[self.statement()]).code
+        return f"insert {quoted(guard)} before {quote(program, self.target)}"
