@@ -5,9 +5,11 @@ on front members, never for selection, to see which patches overfit the tests us
 
 Outcomes come from gi's plugin over a signed channel (see fitness/sandboxed/pytest_plugin.py), and a
 report counts only when independent signals agree with it: every record carries a valid
-signature in sequence; the process's real exit status is pytest's own; pytest's exit status
-and its summary line on stdout do not contradict the outcomes. A run that fails these checks
-is `TestRun.forged`, and the engine scores the variant as tampered.
+signature in sequence; the plugin saw pytest's machinery unchanged from the start of the
+session; the canary tests (clones of real tests that must fail, `Checks`) failed; the
+process's real exit status is pytest's own; pytest's exit status and its summary line on
+stdout do not contradict the outcomes. A run that fails these checks is `TestRun.forged`, and
+the engine scores the variant as tampered.
 """
 
 from __future__ import annotations
@@ -84,6 +86,42 @@ class PytestSetup:
 DEFAULT_SETUP = PytestSetup()
 
 
+@dataclass(frozen=True)
+class Checks:
+    """What gi's plugin checks in one run beyond the report itself (see fitness/sandboxed/pytest_plugin.py).
+
+    Canaries: a canary is the clone of a real test whose editable functions return a value that
+    equals nothing. On the original it failed, so on any variant it must fail, whatever the
+    variant does (its functions still run; their values are skewed on the way back). `canaries`
+    names the tests to clone, placed at random by `seed`; with `learn` (the original's run),
+    every test is cloned and the run reports how each clone fared, which says which tests can
+    be canaries.
+
+    Audit: with `audit`, the run notes the type of every value the editable code returns to the
+    tests, with the method of its own (`__eq__`, `__bool__`, ...) that decides a check, if any.
+    """
+
+    canaries: tuple[str, ...] = ()
+    #: The editable files (relative paths): whose functions a clone skews, whose returns the
+    #: audit notes.
+    editable: tuple[str, ...] = ()
+    learn: bool = False
+    seed: int = 0
+    audit: bool = False
+
+    def plan(self) -> bytes:
+        """What the plugin reads after the key on its standard input."""
+        if not self.canaries and not self.learn and not self.audit:
+            return b""
+        plan = {"canaries": list(self.canaries), "editable": list(self.editable), "learn": self.learn,
+                "seed": self.seed, "audit": self.audit}  # fmt: skip
+        return json.dumps(plan).encode()
+
+
+#: A run with no checks beyond the report's own.
+NO_CHECKS = Checks()
+
+
 @functools.cache
 def plugin_source() -> str:
     """The plugin's source, copied into each workspace's tools folder."""
@@ -114,6 +152,13 @@ class TestRun:
     #: Editable modules the run imported from outside the copy (module -> file): it did not
     #: test the variant (an installed copy of the original came first on the path).
     foreign_imports: dict[str, str] = field(default_factory=dict)
+    #: How the canaries fared, by the node id of the test each cloned.
+    canaries: dict[str, str] = field(default_factory=dict)
+    #: Why the run was stopped for using too much of a resource (its disk quota), or "".
+    resource: str = ""
+    #: With an audit: the types of the values the editable code returned to the tests
+    #: ("module.Type"), each with the method of its own that decides a check ("" for none).
+    returned: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> int:
@@ -244,25 +289,27 @@ def run_tests(
     order: Sequence[str] = (),
     first_failure: bool = False,
     setup: PytestSetup = DEFAULT_SETUP,
+    checks: Checks = NO_CHECKS,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
     `timeout` bounds the whole run; `limits` (by node id) and `default_limit` (for the other
     tests; 0 for none) bound each test, which then fails alone as `timed_out`. The tests `order`
     names run first, in that order; with `first_failure` the run stops at the first test that
-    fails, and the tests it did not reach are `not_run`.
+    fails, and the tests it did not reach are `not_run`. The plugin makes the `checks`.
     """
     runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
     key = secrets.token_hex(32).encode()
     files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir))
     run_env = {**(env or {}), "PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir), **files}
     command = pytest_command(paths, prefix, first_failure=first_failure, setup=setup)
-    process = runner(command, timeout=timeout, env=run_env, stdin=key, channel=True)
-    return read_report(process, key)
+    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True)
+    return read_report(process, key, checks)
 
 
-def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
-    """The outcomes in a run's signed report, checked against what pytest itself said."""
+def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS) -> TestRun:
+    """The outcomes in a run's signed report, checked against what pytest itself said and by
+    the canaries of `checks`."""
     collected: list[str] = []
     started: list[str] = []
     outcomes: dict[str, str] = {}
@@ -271,6 +318,8 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
     collect_errors: dict[str, str] = {}
     foreign: dict[str, str] = {}
     exit_status: int | None = None
+    clones: dict[str, str] = {}
+    returned: dict[str, str] = {}
     forged = "the test report overflowed" if process.channel_overflow else ""
     # Line by line, never all at once: a flood of empty lines must cost no memory.
     complete = (raw for raw in io.BytesIO(b"" if forged else process.channel) if raw.endswith(b"\n"))
@@ -296,6 +345,10 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
             exit_status = int(record["exitstatus"])
         elif "foreign_imports" in record:
             foreign = {str(name): str(file) for name, file in record["foreign_imports"].items()}
+        elif "canary" in record:
+            clones[record["canary"]] = record["outcome"]
+        elif "returned" in record:
+            returned = dict(record["returned"])
         elif "tampered" in record:
             forged = f"the test run was tampered with: {record['tampered']}"
     for test in started:
@@ -304,6 +357,8 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
         outcomes.setdefault(test, "not_run")
     if not forged and not process.timed_out:
         forged = _contradiction(process, exit_status, outcomes)
+    if not forged and not checks.learn:
+        forged = _canaries_betrayed(checks, clones, collected, outcomes, exit_status == process.returncode)
     finished = exit_status is not None and exit_status == process.returncode and not process.timed_out
     return TestRun(
         outcomes=outcomes,
@@ -316,7 +371,27 @@ def read_report(process: ProcessOutcome, key: bytes) -> TestRun:
         seconds=process.seconds,
         forged=forged,
         foreign_imports=foreign,
+        canaries=clones,
+        returned=returned,
+        resource=process.resource,
     )
+
+
+def _canaries_betrayed(
+    checks: Checks, clones: Mapping[str, str], collected: Sequence[str], outcomes: Mapping[str, str], ended: bool
+) -> str:
+    """Why the canaries say the run was tampered with, or "": one that passed (something turned
+    its failure into a pass), or one missing from a run that ended by itself without stopping at
+    a failure (something ended the run early, or told the canaries apart)."""
+    passed = sorted(test for test, outcome in clones.items() if outcome not in ("failed", "error"))
+    if passed:
+        test = passed[0]
+        return f"a canary (a clone of {test} that must fail) {clones[test]}: something turns failures into passes"
+    stopped = any(outcome not in NOT_FAILING for outcome in outcomes.values())
+    missing = sorted(set(checks.canaries) & set(collected) - set(clones))
+    if missing and ended and not stopped:
+        return f"the canary cloning {missing[0]} never reported, in a run that ended by itself"
+    return ""
 
 
 def _contradiction(process: ProcessOutcome, exit_status: int | None, outcomes: Mapping[str, str]) -> str:

@@ -2,7 +2,9 @@
 
 An operator looks at the original program (and the patch so far) and proposes one edit,
 or None when it finds no legal place. Classic syntax operators and the language-model
-operator come through the same door, so a config file can name any of them.
+operator come through the same door (`Operator`, with hooks for what some operators need:
+a share of the mutations, state to resume, usage to report), so the engine treats them alike
+and never names one; `BaseOperator` gives every hook a default that does nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import dataclasses
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import libcst as cst
 import libcst.metadata
@@ -205,8 +208,24 @@ def unexecuted_sites(
     return found
 
 
+@dataclass(frozen=True)
+class OperatorUsage:
+    """What an operator that asks something outside gi (a language model) spent, and what became
+    of its tries beyond the counts every operator has: for the run's accounting and report."""
+
+    requests: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    #: Seconds spent waiting on the outside (the variation counts each operator's whole time).
+    seconds: float = 0.0
+    #: Counts by column of tries that became no proposal, beyond "no_site" (a model's replies
+    #: that did not parse, were the wrong kind of code, or changed nothing).
+    outcomes: Mapping[str, float] = field(default_factory=dict)
+
+
 class Operator(Protocol):
-    """A mutation operator: `propose` one edit for `patch`, or None."""
+    """A mutation operator: `propose` one edit for `patch`, or None; and the hooks the engine
+    calls on every operator (`BaseOperator` gives each a default that does nothing)."""
 
     @property
     def name(self) -> str: ...
@@ -214,9 +233,112 @@ class Operator(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def waits(self) -> bool:
+        """Whether proposing waits on something outside gi (a model server), so that the run
+        breeds in a thread of its own and evaluates what is bred meanwhile."""
+        ...
+
+    @property
+    def writes_code(self) -> bool:
+        """Whether its edits carry code the original program does not have (a model's), so
+        that the run judges its variants with canaries and re-runs such front members."""
+        ...
+
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None: ...
+
+    def share(self) -> float | None:
+        """The share of a generation's new edits this operator makes (drawn before the others,
+        while its budget for the generation lasts), or None: one of the operators drawn
+        uniformly for the rest."""
+        ...
+
+    def state(self) -> Any:
+        """What a resumed run needs to continue as this one would have (JSON), or None."""
+        ...
+
+    def restore(self, state: Any) -> None:
+        """Continue from `state()` saved by an interrupted run."""
+        ...
+
+    def usage(self) -> OperatorUsage | None:
+        """What the operator spent outside gi, or None for an operator that asks nothing outside."""
+        ...
+
+    def stopped(self) -> str | None:
+        """Why the operator proposes nothing more for the rest of the run, or None."""
+        ...
+
+    def warnings(self) -> list[str]:
+        """What the run should tell the user about this operator at its start."""
+        ...
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """The search already had the program `edit` made (a fruitless proposal)."""
+        ...
+
+    def report(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
+        """What summary.json says of this operator under its name (its settings, usage and
+        verdict), given its row of the run's accounting; None: nothing beyond the row."""
+        ...
+
+
+class OfflineMissError(Exception):
+    """--offline (or a replay), and an operator's cache has no reply for what it would ask outside gi."""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run tells an operator it builds from a config section of the operator's own."""
+
+    #: What the run's objectives ask for: "faster", "simpler" or "repair".
+    goal: str
+    #: Where replies from outside are kept, so that a replay asks nothing again.
+    cache: Path
+    #: Never ask outside: take replies from the cache, and stop with an error on a miss.
+    offline: bool
+
+
+#: Builds an operator from its config section (as a mapping), its share of mutations and the run's facts.
+OperatorFactory = Callable[[Mapping[str, Any], float, RunFacts], Operator]
+
+#: Operators built from a config section of their own, by name: "llm" from `[llm]`, with the share
+#: `mutators.llm` gives it. The engine builds whichever a config asks for, never naming one.
+CONFIGURED: Registry[OperatorFactory] = Registry("configured operator")
+
+
+class BaseOperator:
+    """The hooks of `Operator`, each doing nothing: classic operators subclass this and write
+    only `name`, `description` and `propose`."""
+
+    waits: bool = False
+    writes_code: bool = False
+
+    def share(self) -> float | None:
+        return None
+
+    def state(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Nothing to restore."""
+
+    def usage(self) -> OperatorUsage | None:
+        return None
+
+    def stopped(self) -> str | None:
+        return None
+
+    def warnings(self) -> list[str]:
+        return []
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """Nothing to learn from a duplicate."""
+
+    def report(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
+        return None
 
 
 OPERATORS: Registry[Operator] = Registry("operator")

@@ -18,7 +18,7 @@ from gi.model.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, 
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import MutationContext, choose_site, register, statement_sites
+from mutators.base import BaseOperator, MutationContext, choose_site, register, statement_sites
 from mutators.names import (
     ATTEMPTS,
     NEAR_FUNCTION,
@@ -80,7 +80,7 @@ def _own_bindings(program: Program, site: Site) -> frozenset[cst.CSTNode]:
 
 
 @dataclass(frozen=True)
-class ClampTemplate:
+class ClampTemplate(BaseOperator):
     name: str = "clamp"
     description: str = (
         "wrap a value in `max(0, ...)`, `max(b, ...)`, `min(..., b)` or `abs(...)`, `b` a value read or bound nearby"
@@ -223,7 +223,7 @@ def guard_condition(program: Program, site: Site, rng: np.random.Generator) -> s
 
 
 @dataclass(frozen=True)
-class GuardTemplate:
+class GuardTemplate(BaseOperator):
     name: str = "guard"
     description: str = (
         "insert `if <check>: return/continue/break/raise` before a statement (`if x is None`, a bounds check,"
@@ -249,7 +249,7 @@ class GuardTemplate:
 
 
 @dataclass(frozen=True)
-class ConditionDrop:
+class ConditionDrop(BaseOperator):
     name: str = "condition_drop"
     description: str = "keep one operand of `a and b` or `a or b` (widen or narrow a condition)"
 
@@ -308,7 +308,7 @@ def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 @dataclass(frozen=True)
-class ConditionExtend:
+class ConditionExtend(BaseOperator):
     name: str = "condition_extend"
     description: str = (
         "widen a condition `a` to `a or c`, or narrow it to `a and c`: `c` a condition of the program"
@@ -412,7 +412,7 @@ def sibling_updates(program: Program) -> dict[Location, tuple[Location, ...]]:
 
 
 @dataclass(frozen=True)
-class SiblingUpdate:
+class SiblingUpdate(BaseOperator):
     name: str = "sibling_update"
     description: str = (
         "copy an update (`x += ...`, `x = ...`, `items.append(...)`) that a sibling branch of an `if`"

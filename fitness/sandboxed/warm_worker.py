@@ -31,9 +31,11 @@ project after all, the worker drops the prepared configuration and children run
 `pytest.main` from the start.
 
 The worker waits for the child within the request's limit, kills its process group and every
-process it left behind (the worker is their subreaper), empties TMPDIR, and answers with the
-exit status, the tails of stdout and stderr and the signed report, exactly what gi reads from
-a cold run. It needs only the standard library and pytest.
+process it left behind (the worker is their subreaper), empties every folder a variant may
+write and removes the System V objects of its IPC namespace (`clean_slate`: the next variant
+finds nothing of this one), and answers with the exit status, the tails of stdout and stderr
+and the signed report, exactly what gi reads from a cold run. It needs only the standard
+library and pytest.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ import json
 import linecache
 import os
 import select
-import shutil
 import signal
 import struct
 import sys
@@ -352,13 +353,57 @@ def reap_everything() -> None:
 
 
 def empty(folder: str) -> None:
-    for name in os.listdir(folder):
+    """Remove everything in `folder`, folders a variant made unwritable or unreadable included."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
         path = os.path.join(folder, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o700)
+            empty(path)
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+IPC_RMID = 0
+#: System V objects a variant can leave in the worker's IPC namespace: /proc's list, and the
+#: libc call that removes one (shmctl, msgctl, semctl with IPC_RMID).
+SYSTEM_V = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
+
+
+def remove_ipc() -> None:
+    """Remove every System V shared memory segment, message queue and semaphore set of this
+    IPC namespace (the sandbox's own: nothing of the host's is in it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, control in SYSTEM_V:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as stream:
+                rows = stream.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1:
+                if kind == "sem":
+                    getattr(libc, control)(int(fields[1]), 0, IPC_RMID)
+                else:
+                    getattr(libc, control)(int(fields[1]), IPC_RMID, None)
+
+
+def clean_slate() -> None:
+    """Between variants: empty every folder a variant may write (GI_WRITABLE: TMPDIR and HOME,
+    outputs/, and in the sandbox /tmp, /dev/shm and /dev/mqueue) and, in the sandbox's own IPC
+    namespace (GI_OWN_IPC), remove System V objects: the next variant finds nothing of this one."""
+    for folder in WRITABLE:
+        empty(folder)
+    if OWN_IPC:
+        remove_ipc()
 
 
 def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
@@ -422,7 +467,7 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
     reap_everything()
     for reading in kept:
         os.close(reading)
-    empty(os.environ["TMPDIR"])
+    clean_slate()
     return {
         "returncode": -9 if timed_out else (128 - status if status < 0 else status),
         "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
@@ -435,6 +480,8 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
     }
 
 
+WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("TMPDIR", "")).split(":") if folder]
+OWN_IPC = os.environ.pop("GI_OWN_IPC", "") == "1"
 REQUEST = int(os.environ.pop("GI_REQUEST_FD", "-1"))
 RESPONSE = int(os.environ.pop("GI_RESPONSE_FD", "-1"))
 

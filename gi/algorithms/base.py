@@ -27,7 +27,6 @@ from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.results import Evaluation
 from mutators import Crossover, MutationContext, Operator
-from mutators.llm import LLMOperator
 from populations import Individual, ParetoArchive, ParetoFitness
 
 
@@ -64,15 +63,13 @@ class Search(ABC):
         reference: Sequence[float],
         test_count: int,
         context: MutationContext | None = None,
-        llm: LLMOperator | None = None,
-        llm_share: float = 0.0,
     ) -> None:
         self.program = program
         self.objectives = tuple(objectives)
         self.constraint = constraint
         self.settings = settings
         self.rng = rng
-        self.variation = Variation(program, operators, crossovers, rng, context=context, llm=llm, llm_share=llm_share)
+        self.variation = Variation(program, operators, crossovers, rng, context=context)
         self.reference = tuple(reference)
         self.test_count = test_count
         self.weights = tuple(objective.weight for objective in self.objectives)
@@ -91,10 +88,6 @@ class Search(ABC):
     def accounting(self, value: dict[str, dict[str, float]]) -> None:
         self.variation.accounting = value
 
-    @property
-    def llm(self) -> LLMOperator | None:
-        return self.variation.llm
-
     # --- ask ------------------------------------------------------------------------------
 
     def ask(self, on_candidate: Callable[[Candidate], None] | None = None) -> list[Candidate]:
@@ -102,8 +95,9 @@ class Search(ABC):
         `on_candidate` is given each candidate as soon as it is bred (to start evaluating it
         while the rest are bred); the batch does not depend on what it does.
 
-        The language model is used at most its share of the generation's mutations plus
-        LLM_MARGIN times, however many of its replies make programs already here.
+        An operator with a share of the mutations (the language model) is used at most that share
+        of the generation's mutations plus SHARE_MARGIN times, however many of its proposals make
+        programs already here.
         """
         generation = self.generation + 1
         self.variation.start_generation(self.settings.population)

@@ -20,7 +20,7 @@ from gi.model.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
     from gi.config import Config
-    from gi.run.experiment import Progress as RunProgress
+    from gi.engine.progress import Progress as RunProgress
 from gi.cli.output import say, say_isolation
 
 

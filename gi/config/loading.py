@@ -118,6 +118,7 @@ def parse_config(data: dict[str, Any], path: Path) -> Config:
     except RegistryError as error:
         raise ConfigError(f"{path}: {error}") from None
     _check_paths(config, path)
+    _check_objectives(config)
     _check_workload(config, path)
     _check_llm(config, path)
     _check_fail_fast(config, path)
@@ -166,6 +167,11 @@ def _check_workload(config: Config, path: Path) -> None:
             f"{path}: objectives: 'runtime' needs a [workload] section, e.g. call = \"bench:run\" (a no-argument"
             " function in the project folder)"
         )
+
+
+def _check_objectives(config: Config) -> None:
+    """A user's objective function must import from the config's folder (ConfigError otherwise)."""
+    config.objective_list()
 
 
 def _check_paths(config: Config, path: Path) -> None:

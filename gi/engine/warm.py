@@ -37,7 +37,9 @@ from typing import Any
 from fitness.sandboxed import FOLDER as SANDBOXED
 from fitness.tests import (
     DEFAULT_SETUP,
+    NO_CHECKS,
     PLUGIN_MODULE,
+    Checks,
     PytestSetup,
     TestRun,
     plugin_files,
@@ -46,7 +48,7 @@ from fitness.tests import (
     read_report,
 )
 from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
-from gi.engine.sandbox.runner import LiveCommand, Sandbox
+from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
 from gi.engine.sandbox.workspace import Workspace, workspace
 from gi.model.program import Program, parse_quietly
 from gi.model.results import ProcessOutcome
@@ -107,9 +109,15 @@ class WarmWorker:
         self.sandbox.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
-        path = setup.pythonpath(self.sandbox.tools, self.sandbox.workdir)
-        self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload],
-                                                    env={"PYTHONPATH": path})  # fmt: skip
+        # What the worker empties between variants: what a variant may write, and in the sandbox
+        # its own /tmp, /dev/shm and message queues, and its own IPC namespace's objects.
+        writable = [space.temporary, space.outputs]
+        if self.sandbox.isolated:
+            writable += [Path("/tmp"), Path("/dev/shm"), Path("/dev/mqueue")]
+        env = {"PYTHONPATH": setup.pythonpath(self.sandbox.tools, self.sandbox.workdir),
+               "GI_WRITABLE": ":".join(map(str, writable)),
+               "GI_OWN_IPC": "1" if self.sandbox.isolated else ""}  # fmt: skip
+        self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
         #: Why gi stopped waiting for the worker's answer ("" for no reason of its own: it died).
         self.stopped = ""
@@ -122,7 +130,8 @@ class WarmWorker:
 
     def _answer(self, timeout: float, refused: int = 0) -> dict[str, Any] | None:
         """The worker's next answer; None if it died, ran past `timeout`, or its processes
-        turned into a fork bomb (more refused forks than `refused`, what the cap had refused)."""
+        turned into a fork bomb (more refused forks than `refused`, what the cap had refused) or,
+        without bubblewrap, filled its folders past their quota."""
         deadline = time.perf_counter() + timeout
         header = self._read(4, deadline, refused)
         if header is None:
@@ -137,7 +146,7 @@ class WarmWorker:
             if remaining <= 0:
                 return None
             if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
-                self.stopped = self.live.cgroups.fork_bomb(refused)
+                self.stopped = self.live.stopped(refused)
                 if self.stopped:
                     return None
                 continue
@@ -268,9 +277,11 @@ class WarmPool:
         default_limit: float,
         order: Sequence[str] = (),
         first_failure: bool = False,
+        checks: Checks = NO_CHECKS,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `fitness.tests.run_tests` gives on a cold copy (`order` and `first_failure` as there)."""
+        what `fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
+        `checks` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)
         with self._worker() as worker:
@@ -278,7 +289,7 @@ class WarmPool:
             env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order, modules)
             argv = pytest_arguments(paths, first_failure=first_failure, options=self.setup.options)
             request = {"sources": changed, "argv": argv, "env": env,
-                       "key": key, "timeout": timeout}  # fmt: skip
+                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
             before = worker.prepared_runs
             outcome = worker.run(request, timeout)
             with self._lock:
@@ -286,8 +297,9 @@ class WarmPool:
             if outcome is None:
                 worker.broken = True  # it died, stopped answering or was stopped: the pool replaces it
                 why = worker.stopped or "the warm worker died or stopped answering (the variant may have killed it)"
-                outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0)
-        return read_report(outcome, key.encode())
+                resource = why if is_over_quota(why) else ""
+                outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0, resource=resource)
+        return read_report(outcome, key.encode(), checks)
 
     def close(self) -> None:
         self._spawns.put(None)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gi.engine.sandbox.finisher import FINISHER, FINISHER_NAME, finisher_command
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.workspace import Workspace, install_tool
 
@@ -59,7 +60,8 @@ def bubblewrap_available() -> bool:
 
 def isolation(limits: Limits) -> Isolation:
     """Which isolation commands get under `limits` on this machine, in one line."""
-    bounds = f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB"
+    bounds = (f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB,"
+              f" {limits.disk_mb} MiB in each folder it may write")  # fmt: skip
     if not limits.isolate:
         return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
     problem = _bubblewrap_problem()
@@ -119,17 +121,28 @@ def loadable_files(folder: Path) -> set[str]:
     return found
 
 
-def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Workspace) -> list[str]:
+def bubblewrap_command(
+    argv: Sequence[str], cwd: Path, limits: Limits, space: Workspace, *, outputs: int | None = None
+) -> list[str]:
     """`argv` run by bubblewrap in `space`, from `cwd`: the namespaces, and mounts of only the
-    system folders, the Python installation, `limits.read_only` and the workspace."""
+    system folders, the Python installation, `limits.read_only` and the workspace.
+
+    Every folder the command may write (outputs/, TMPDIR and HOME, /tmp, /dev/shm) is RAM of
+    `limits.disk_mb` at most, and /dev is otherwise read-only: nothing reaches the disk, and
+    nothing outlives the command. With `outputs` (a descriptor of the host's outputs/ folder),
+    the finisher runs the command and copies what it left in outputs/ back (gi.engine.sandbox.
+    finisher); without (a warm worker), outputs/ is the command's alone."""
+    size = str(limits.disk_mb * 1024 * 1024)
     # The kernel lets uid 0 write sysctls whatever its capabilities, and uid 0 in the sandbox
     # is root outside: /proc/sys (and the other files of /proc that change the host) stay
-    # read-only. /tmp is RAM: its size is capped like a file.
-    mounts: list[str] = ["--dev", "/dev", "--proc", "/proc"]
+    # read-only. A POSIX message queue lives in the IPC namespace: its own mount lets the warm
+    # worker find and remove those a variant leaves.
+    mounts: list[str] = ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--mqueue", "/dev/mqueue",
+                         "--remount-ro", "/dev", "--proc", "/proc"]  # fmt: skip
     for host in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
         if os.path.exists(host):
             mounts += ["--ro-bind", host, host]
-    mounts += ["--size", str(limits.file_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    mounts += ["--size", size, "--tmpfs", "/tmp"]
     for folder in _SYSTEM:
         path = Path(folder)
         if path.is_symlink():
@@ -145,14 +158,19 @@ def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Wo
     for path in (*_python_paths(), *limits.read_only):
         mounts += ["--ro-bind", str(path), str(path)]
     if limits.writable_program:
+        # A cold copy serves one variant: its tests may write beside themselves, but never the
+        # files the verdict reads. It is on disk, so the runner checks what it grows by
+        # (`disk_mb`, as without bubblewrap).
         mounts += ["--bind", str(space.program), str(space.program)]
         for verdict in verdict_files(space.program):
             mounts += ["--ro-bind", str(verdict), str(verdict)]
     else:
         mounts += ["--ro-bind", str(space.program), str(space.program)]
     mounts += ["--ro-bind", str(space.tools), str(space.tools)]
-    mounts += ["--bind", str(space.outputs), str(space.outputs)]
-    # HOME and TMPDIR: RAM of a capped size that dies with the command, so neither the
-    # disk nor the next command sees what this one left there.
-    mounts += ["--size", str(limits.file_mb * 1024 * 1024), "--tmpfs", str(space.temporary)]
+    # outputs/, HOME and TMPDIR: RAM of a capped size that dies with the command, so neither
+    # the disk nor the next command sees what this one left there.
+    mounts += ["--size", size, "--tmpfs", str(space.outputs), "--size", size, "--tmpfs", str(space.temporary)]
+    if outputs is not None:
+        script = install_tool(space, FINISHER_NAME, FINISHER)
+        argv = finisher_command(sys.executable, script, space.outputs, outputs, int(size), argv)
     return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]
