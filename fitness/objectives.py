@@ -1,4 +1,16 @@
-"""Objectives: named numbers with a direction, computed from an evaluation's raw measures.
+"""Objectives: named numbers with a direction, each owning the measure it reads.
+
+An objective says what it measures (`measure`: a `fitness.measures.Measure`, which says what
+its value depends on and how gi computes it), its direction, and its worst value worth keeping
+(`bound`, from the run's facts; without one, the original's value 10% and one worse): the
+reference point of the hypervolume and the value of a variant that was not measured. The
+engine iterates a run's objectives and caches each value by what its measure declares, so a
+new objective is a registration here, not an edit of the engine.
+
+A user's objective is a function named by dotted path in `objectives.minimize` (or
+`maximize`), "module:function" importable from the config's folder: called with the variant
+(its `sources`, file name to text) in gi's own process, returning a number; a variant it
+raises on, or returns no number for, gets the worst value.
 
 Direction is settled here and only here: DEAP weights are -1.0 for minimise and +1.0 for
 maximise, and `minimised` turns any value into the "smaller is better" form used for
@@ -8,9 +20,17 @@ hypervolume and reference points.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import importlib
+import math
+import numbers
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from fitness.measures import MEASURES, Basis, Measure
+from gi.model.patch import Variant
 from gi.model.registry import Registry
 
 
@@ -20,12 +40,33 @@ class Direction(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """What an objective's worst value worth keeping may depend on."""
+
+    #: Training tests the original's run collects.
+    test_count: int
+    #: The longest patch the search keeps (search.max_edits).
+    max_edits: int
+    #: The original program's measures.
+    baseline: Mapping[str, float]
+
+
+@dataclass(frozen=True)
 class Objective:
-    """One objective: its name, direction, the measure it reads, and what it means."""
+    """One objective: its name, direction, what it means, the measure it reads and its bound."""
 
     name: str
     direction: Direction
     description: str
+    #: What the objective's value is: a measure of the variant, under the objective's name.
+    measure: Measure
+    #: Its worst value worth keeping, in minimised form; None: unbounded (see `reference`).
+    bound: Callable[[Bounds], float] | None = None
+
+    @property
+    def basis(self) -> Basis:
+        """What the objective's value depends on (and is cached by)."""
+        return self.measure.basis
 
     @property
     def weight(self) -> float:
@@ -39,20 +80,132 @@ class Objective:
     def from_minimised(self, value: float) -> float:
         return value if self.direction is Direction.MINIMIZE else -value
 
+    def reference(self, bounds: Bounds) -> float:
+        """The reference point's coordinate, in minimised form: worse than any variant worth
+        keeping. Bounded objectives take their bound; the others the original's value 10% and
+        one worse, so that a variant no better than the original adds no hypervolume there."""
+        if self.bound is not None:
+            return self.bound(bounds)
+        base = self.minimised(bounds.baseline[self.name])
+        return base + abs(base) * 0.1 + 1.0
+
 
 OBJECTIVES: Registry[Objective] = Registry("objective")
 for _objective in (
-    Objective("failed_tests", Direction.MINIMIZE, "training tests that do not pass"),
-    Objective("passed_tests", Direction.MAXIMIZE, "training tests that pass"),
-    Objective("complexity", Direction.MINIMIZE, "total cyclomatic complexity of the edited files (radon)"),
-    Objective("maintainability", Direction.MAXIMIZE, "mean maintainability index of the edited files (radon)"),
-    Objective("halstead_volume", Direction.MINIMIZE, "total Halstead volume of the edited files (radon)"),
-    Objective("style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle)"),
-    Objective("size", Direction.MINIMIZE, "edits of the patch that take effect"),
-    Objective("diff_lines", Direction.MINIMIZE, "lines the patch adds or removes"),
-    Objective("runtime", Direction.MINIMIZE, "workload time over the original's, measured with pyperf"),
-):
+    Objective(
+        "failed_tests", Direction.MINIMIZE, "training tests that do not pass", MEASURES.get("failed_tests"),
+        lambda bounds: float(bounds.test_count + 1),
+    ),
+    Objective(
+        "passed_tests", Direction.MAXIMIZE, "training tests that pass", MEASURES.get("passed_tests"),
+        lambda bounds: 1.0,  # minimised: -passed, worst -0
+    ),
+    Objective(
+        "complexity", Direction.MINIMIZE, "total cyclomatic complexity of the edited files (radon)",
+        MEASURES.get("complexity"),
+    ),
+    Objective(
+        "maintainability", Direction.MAXIMIZE, "mean maintainability index of the edited files (radon)",
+        MEASURES.get("maintainability"), lambda bounds: 1.0,  # minimised: -MI, worst -0
+    ),
+    Objective(
+        "halstead_volume", Direction.MINIMIZE, "total Halstead volume of the edited files (radon)",
+        MEASURES.get("halstead_volume"),
+    ),
+    Objective(
+        "style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle)", MEASURES.get("style"),
+    ),
+    Objective(
+        "size", Direction.MINIMIZE, "edits of the patch that take effect", MEASURES.get("size"),
+        lambda bounds: float(bounds.max_edits + 1),
+    ),
+    Objective(
+        "diff_lines", Direction.MINIMIZE, "lines the patch adds or removes", MEASURES.get("diff_lines"),
+        lambda bounds: float(max(1.0, bounds.baseline.get("source_lines", 0.0)) * 2 + 1),
+    ),
+    Objective(
+        "runtime", Direction.MINIMIZE, "workload time over the original's, measured with pyperf",
+        MEASURES.get("runtime"),
+    ),
+):  # fmt: skip
     OBJECTIVES.add(_objective.name, _objective)
+
+
+# --- a user's objective ---------------------------------------------------------------------------
+
+
+def is_user_objective(name: str) -> bool:
+    """Whether a config's objective name is a user's function ("module:function")."""
+    return ":" in name
+
+
+class UserFunction:
+    """A user's objective function, called in gi's process on a variant. A call that raises or
+    gives no finite number gives None (the variant takes the objective's worst value); the
+    last such problem is kept, to be said where the original gets no value."""
+
+    def __init__(self, name: str, function: Callable[[Variant], object]) -> None:
+        self.name = name
+        self.function = function
+        self.problem: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, variant: Variant) -> float | None:
+        try:
+            value = self.function(variant)
+        except Exception as error:  # the user's code on a variant: a result, never a crash
+            self._fails(f"raised {type(error).__name__}: {error}")
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+            self._fails(f"returned {value!r}, not a finite number")
+            return None
+        return float(value)
+
+    def _fails(self, problem: str) -> None:
+        with self._lock:
+            self.problem = problem
+
+
+def load_function(spec: str, folder: Path) -> Callable[[Variant], object]:
+    """The function "module:function" (a dotted attribute path after the colon), its module
+    imported from `folder` first; ValueError says what is wrong in one line."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{spec!r} is not 'module:function'")
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # the user's module: any error in it is the config's problem
+        raise ValueError(f"cannot import {module_name!r} from {folder} ({type(error).__name__}: {error})") from None
+    finally:
+        sys.path.remove(str(folder))
+    found: object = module
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise ValueError(f"{module_name} has no {attribute!r}")
+        found = getattr(found, part)
+    if not callable(found):
+        raise ValueError(f"{spec} is not a function")
+    return found
+
+
+def user_objective(spec: str, direction: Direction, folder: Path) -> Objective:
+    """The objective a config names by a function's dotted path, with its measure (text of the
+    variant's files) computed by that function; unbounded (see `Objective.reference`)."""
+    function = UserFunction(spec, load_function(spec, folder))
+    description = f"{spec}(variant), the user's function, run in gi's process on the variant's text"
+    return Objective(spec, direction, description, Measure(spec, Basis.TEXT, description, function))
+
+
+def recorded_objective(name: str, direction: str) -> Objective:
+    """An objective as a run folder records it (name and direction), for reading its figures:
+    the registered one, or a user's without its function."""
+    if name in OBJECTIVES:
+        return OBJECTIVES.get(name)
+    return Objective(name, Direction(direction), "a user's objective", Measure(name, Basis.TEXT, "a user's function"))
+
+
+# --- values and constraints ---------------------------------------------------------------------
 
 
 class Constraint(enum.StrEnum):
@@ -76,26 +229,10 @@ def violation(constraint: Constraint, measures: Mapping[str, float], *, ok: bool
 def reference_point(
     objectives: Sequence[Objective], baseline: Mapping[str, float], *, test_count: int, max_edits: int
 ) -> tuple[float, ...]:
-    """A point, in minimised form, worse than any variant worth keeping; taken from the baseline.
-
-    Bounded measures use their worst value plus one; unbounded ones the baseline plus 10%
-    and one, so that a variant no better than the original adds no hypervolume there.
-    """
-    bounded = {
-        "failed_tests": float(test_count + 1),
-        "passed_tests": 1.0,  # minimised: -passed, worst -0
-        "maintainability": 1.0,  # minimised: -MI, worst -0
-        "size": float(max_edits + 1),
-        "diff_lines": float(max(1.0, baseline.get("source_lines", 0.0)) * 2 + 1),
-    }
-    point = []
-    for objective in objectives:
-        if objective.name in bounded:
-            point.append(bounded[objective.name])
-        else:
-            base = objective.minimised(baseline[objective.name])
-            point.append(base + abs(base) * 0.1 + 1.0)
-    return tuple(point)
+    """A point, in minimised form, worse than any variant worth keeping; taken from the baseline
+    by each objective (`Objective.reference`)."""
+    bounds = Bounds(test_count, max_edits, baseline)
+    return tuple(objective.reference(bounds) for objective in objectives)
 
 
 def objective_values(

@@ -2,7 +2,9 @@
 
 An operator looks at the original program (and the patch so far) and proposes one edit,
 or None when it finds no legal place. Classic syntax operators and the language-model
-operator come through the same door, so a config file can name any of them.
+operator come through the same door (`Operator`, with hooks for what some operators need:
+a share of the mutations, state to resume, usage to report), so the engine treats them alike
+and never names one; `BaseOperator` gives every hook a default that does nothing.
 
 An operator may also enumerate (the optional `Enumerating` hook): list the sites it works on
 and every edit it could make at one of them, in a fixed order, so that a search can walk the
@@ -17,7 +19,8 @@ import dataclasses
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import libcst as cst
 import libcst.metadata
@@ -90,6 +93,12 @@ class MutationContext:
     function's own site, nor a statement holding it, is ever chosen: the engine excludes
     the workload's entry point, whose edits would only fake a speed-up.
 
+    With `executed_lines` (per file, the lines the training tests executed on the original,
+    coverage of the original) no site is chosen none of whose lines ran, as mutation testing
+    skips lines no test executes: no test could judge an edit there. A function, and a
+    statement that defines a function or class, needs a line of its body run by a test
+    (`tested_lines`): its header runs when the module is imported.
+
     Function sites and exclusions need the program: `bind` it first (the search does).
     """
 
@@ -100,9 +109,15 @@ class MutationContext:
     #: Looks up what the search measured on a variant (None: not measured).
     feedback: Callable[[Variant], Feedback | None] | None = None
     excluded_functions: frozenset[str] = frozenset()
+    #: Per file, the lines the training tests executed (None: every site may be edited), and
+    #: those among them that ran inside a test (not only at import).
+    executed_lines: Mapping[str, frozenset[int]] | None = None
+    tested_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
     #: Set by `bind`: each function site's weight, and where the excluded functions are.
     function_weights: Mapping[Location, float] | None = None
     excluded_locations: tuple[Location, ...] = ()
+    #: Set by `bind`: the sites none of whose lines the training tests execute (never chosen).
+    unexecuted: frozenset[Location] = frozenset()
     #: `site_table`'s answers, by the identity of the tuple of sites (kept with it).
     _tables: dict[int, tuple[tuple[Site, ...], list[int], np.ndarray]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -122,7 +137,8 @@ class MutationContext:
         excluded = tuple(
             location for location, span in function_spans(program).items() if span.name in self.excluded_functions
         )
-        return dataclasses.replace(self, function_weights=weights, excluded_locations=excluded)
+        unexecuted = frozenset(unexecuted_sites(program, self.executed_lines, self.tested_lines))
+        return dataclasses.replace(self, function_weights=weights, excluded_locations=excluded, unexecuted=unexecuted)
 
     def weight(self, site: Site) -> float:
         """How strongly the search prefers editing at `site` over other sites."""
@@ -144,7 +160,7 @@ class MutationContext:
         entry = self._tables.get(id(sites))
         if entry is not None and entry[0] is sites:
             return entry[1], entry[2]
-        if self.excluded_locations or (self.excluded_functions and sites):
+        if self.excluded_locations or self.unexecuted or ((self.excluded_functions or self.executed_lines) and sites):
             allowed = [position for position, site in enumerate(sites) if self.allows(site)]
         else:
             allowed = list(range(len(sites)))
@@ -165,16 +181,57 @@ class MutationContext:
             return float("nan")  # raised again if the site is ever a candidate
 
     def allows(self, site: Site) -> bool:
-        """False for a site inside an excluded function, its own site, or a statement holding it."""
-        if self.excluded_functions and self.function_weights is None:
-            raise UnboundContextError("excluding functions needs the program: bind the context first")
+        """False for a site inside an excluded function, its own site, or a statement holding it,
+        and for a site none of whose lines the training tests execute."""
+        if (self.excluded_functions or self.executed_lines is not None) and self.function_weights is None:
+            raise UnboundContextError("excluding functions or unexecuted sites needs the program: bind first")
+        if site.location in self.unexecuted:
+            return False
         return not any(
             function.contains(site.location) or site.location.contains(function) for function in self.excluded_locations
         )
 
 
+def unexecuted_sites(
+    program: Program, executed: Mapping[str, frozenset[int]] | None, tested: Mapping[str, frozenset[int]]
+) -> set[Location]:
+    """The locations of the sites none of whose lines ran (`executed`, per file; None: every
+    site ran). A function, or a statement defining one or a class, needs a line run inside a
+    test (`tested`) other than its first: its header runs at import, its body only when used."""
+    if executed is None:
+        return set()
+    found: set[Location] = set()
+    for site in program.sites:
+        file = site.location.file
+        last = max(site.line, site.last_line)
+        defines = site.kind is SiteKind.FUNCTION or (
+            site.kind is SiteKind.STATEMENT and isinstance(program.node(site.location), (cst.FunctionDef, cst.ClassDef))
+        )
+        lines = tested.get(file, frozenset()) if defines else executed.get(file, frozenset())
+        first = site.line + 1 if defines else site.line
+        if not any(line in lines for line in range(first, last + 1)):
+            found.add(site.location)
+    return found
+
+
+@dataclass(frozen=True)
+class OperatorUsage:
+    """What an operator that asks something outside gi (a language model) spent, and what became
+    of its tries beyond the counts every operator has: for the run's accounting and report."""
+
+    requests: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    #: Seconds spent waiting on the outside (the variation counts each operator's whole time).
+    seconds: float = 0.0
+    #: Counts by column of tries that became no proposal, beyond "no_site" (a model's replies
+    #: that did not parse, were the wrong kind of code, or changed nothing).
+    outcomes: Mapping[str, float] = field(default_factory=dict)
+
+
 class Operator(Protocol):
-    """A mutation operator: `propose` one edit for `patch`, or None."""
+    """A mutation operator: `propose` one edit for `patch`, or None; and the hooks the engine
+    calls on every operator (`BaseOperator` gives each a default that does nothing)."""
 
     @property
     def name(self) -> str: ...
@@ -182,9 +239,112 @@ class Operator(Protocol):
     @property
     def description(self) -> str: ...
 
+    @property
+    def waits(self) -> bool:
+        """Whether proposing waits on something outside gi (a model server), so that the run
+        breeds in a thread of its own and evaluates what is bred meanwhile."""
+        ...
+
+    @property
+    def writes_code(self) -> bool:
+        """Whether its edits carry code the original program does not have (a model's), so
+        that the run judges its variants with canaries and re-runs such front members."""
+        ...
+
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None: ...
+
+    def share(self) -> float | None:
+        """The share of a generation's new edits this operator makes (drawn before the others,
+        while its budget for the generation lasts), or None: one of the operators drawn
+        uniformly for the rest."""
+        ...
+
+    def state(self) -> Any:
+        """What a resumed run needs to continue as this one would have (JSON), or None."""
+        ...
+
+    def restore(self, state: Any) -> None:
+        """Continue from `state()` saved by an interrupted run."""
+        ...
+
+    def usage(self) -> OperatorUsage | None:
+        """What the operator spent outside gi, or None for an operator that asks nothing outside."""
+        ...
+
+    def stopped(self) -> str | None:
+        """Why the operator proposes nothing more for the rest of the run, or None."""
+        ...
+
+    def warnings(self) -> list[str]:
+        """What the run should tell the user about this operator at its start."""
+        ...
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """The search already had the program `edit` made (a fruitless proposal)."""
+        ...
+
+    def report(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
+        """What summary.json says of this operator under its name (its settings, usage and
+        verdict), given its row of the run's accounting; None: nothing beyond the row."""
+        ...
+
+
+class OfflineMissError(Exception):
+    """--offline (or a replay), and an operator's cache has no reply for what it would ask outside gi."""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run tells an operator it builds from a config section of the operator's own."""
+
+    #: What the run's objectives ask for: "faster", "simpler" or "repair".
+    goal: str
+    #: Where replies from outside are kept, so that a replay asks nothing again.
+    cache: Path
+    #: Never ask outside: take replies from the cache, and stop with an error on a miss.
+    offline: bool
+
+
+#: Builds an operator from its config section (as a mapping), its share of mutations and the run's facts.
+OperatorFactory = Callable[[Mapping[str, Any], float, RunFacts], Operator]
+
+#: Operators built from a config section of their own, by name: "llm" from `[llm]`, with the share
+#: `mutators.llm` gives it. The engine builds whichever a config asks for, never naming one.
+CONFIGURED: Registry[OperatorFactory] = Registry("configured operator")
+
+
+class BaseOperator:
+    """The hooks of `Operator`, each doing nothing: classic operators subclass this and write
+    only `name`, `description` and `propose`."""
+
+    waits: bool = False
+    writes_code: bool = False
+
+    def share(self) -> float | None:
+        return None
+
+    def state(self) -> Any:
+        return None
+
+    def restore(self, state: Any) -> None:
+        """Nothing to restore."""
+
+    def usage(self) -> OperatorUsage | None:
+        return None
+
+    def stopped(self) -> str | None:
+        return None
+
+    def warnings(self) -> list[str]:
+        return []
+
+    def note_duplicate(self, edit: Edit) -> None:
+        """Nothing to learn from a duplicate."""
+
+    def report(self, accounting: Mapping[str, float] | None) -> dict[str, Any] | None:
+        return None
 
 
 class Enumerating(Protocol):

@@ -17,7 +17,7 @@ from gi.model.edits import Edit, RemoveUnary, ReplaceNumber, ReplaceOperator, op
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import MutationContext, allowed_sites, choose_site, register
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
 
 ARITHMETIC = ("Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power")
 BITWISE = ("LeftShift", "RightShift", "BitAnd", "BitOr", "BitXor")
@@ -44,7 +44,7 @@ def _operator_name(program: Program, location: Location) -> str:
 
 
 @dataclass(frozen=True)
-class OperatorReplacement:
+class OperatorReplacement(BaseOperator):
     """Replace an operator at one kind of site with another of its family."""
 
     name: str
@@ -76,7 +76,7 @@ class OperatorReplacement:
 
 
 @dataclass(frozen=True)
-class UnaryOperatorChange:
+class UnaryOperatorChange(BaseOperator):
     name: str = "unary_operator"
     description: str = "swap `-`, `+` and `~`, or drop a unary operator (`not x` becomes `x`)"
 
@@ -116,7 +116,7 @@ def number_tweaks(value: int | float) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ConstantTweak:
+class ConstantTweak(BaseOperator):
     name: str = "constant"
     description: str = "set a numeric constant to -1, 0 or 1, or add 1, subtract 1, double or halve it"
 

@@ -28,7 +28,7 @@ from gi.model.edits import (
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import MutationContext, allowed_sites, choose_site, register
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
 from mutators.scopes import BUILTINS, bound_names, movable, unbound_locals, walrus_reads_outside
 
 #: How many weighted targets (and, per target, random ingredients) an operator tries.
@@ -214,7 +214,7 @@ def is_condition_position(program: Program, site: Site) -> bool:
 
 
 @dataclass(frozen=True)
-class NameReplacement:
+class NameReplacement(BaseOperator):
     name: str = "name_replace"
     description: str = "replace a variable that is read with another of the program's names bound there"
 
@@ -270,7 +270,7 @@ def _positional(call: cst.Call) -> bool:
 
 
 @dataclass(frozen=True)
-class ArgumentSwap:
+class ArgumentSwap(BaseOperator):
     name: str = "argument_swap"
     description: str = "swap two positional arguments of a call (`divmod(b, a)` becomes `divmod(a, b)`)"
 
@@ -337,7 +337,7 @@ def _of_category(program: Program, kind: str) -> Callable[[Site], bool]:
 
 
 @dataclass(frozen=True)
-class ExpressionReplacement:
+class ExpressionReplacement(BaseOperator):
     name: str = "expression_replace"
     description: str = "replace an expression with a copy of another expression of the program of its kind"
 
@@ -373,7 +373,7 @@ class ExpressionReplacement:
 
 
 @dataclass(frozen=True)
-class IntegerOffset:
+class IntegerOffset(BaseOperator):
     name: str = "integer_offset"
     description: str = "add 1 to or subtract 1 from an integer expression (`items[:n]` becomes `items[:n + 1]`)"
 
@@ -400,7 +400,7 @@ def _arity(function: cst.FunctionDef) -> tuple[int, float]:
 
 
 @dataclass(frozen=True)
-class CallReplacement:
+class CallReplacement(BaseOperator):
     name: str = "call_replace"
     description: str = "call another function bound there that takes as many arguments (or a builtin of its family)"
 
@@ -459,7 +459,7 @@ class CallReplacement:
 
 
 @dataclass(frozen=True)
-class Negation:
+class Negation(BaseOperator):
     name: str = "negate"
     description: str = "insert `not` before a condition, or drop the `not` of one"
 
@@ -488,7 +488,7 @@ def is_returned(program: Program, site: Site) -> bool:
 
 
 @dataclass(frozen=True)
-class ReturnReplacement:
+class ReturnReplacement(BaseOperator):
     name: str = "return_replace"
     description: str = "return a copy of a value the program returns elsewhere instead (`return 0` for `return 1`)"
 

@@ -19,7 +19,7 @@ from gi.model.edits import DeleteStatement, Edit, InsertStatement, MoveStatement
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, StatementContext
-from mutators.base import MutationContext, allowed_sites, choose_site, register, statement_sites
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 
 #: One flag per statement site of a program, in site order.
 Mask = npt.NDArray[np.bool_]
@@ -191,7 +191,7 @@ def _pair(
 
 
 @dataclass(frozen=True)
-class DeleteStatementOperator:
+class DeleteStatementOperator(BaseOperator):
     name: str = "statement_delete"
     description: str = "delete a statement (an emptied block becomes `pass`)"
 
@@ -209,7 +209,7 @@ class DeleteStatementOperator:
 
 
 @dataclass(frozen=True)
-class CopyStatementOperator:
+class CopyStatementOperator(BaseOperator):
     name: str = "statement_copy"
     description: str = "insert a copy of another statement of the program before a statement"
 
@@ -232,7 +232,7 @@ def _copy_partners(table: _Statements, first: int) -> Mask:
 
 
 @dataclass(frozen=True)
-class ReplaceStatementOperator:
+class ReplaceStatementOperator(BaseOperator):
     name: str = "statement_replace"
     description: str = "replace a statement with a copy of another statement of the program"
 
@@ -260,7 +260,7 @@ class ReplaceStatementOperator:
 
 
 @dataclass(frozen=True)
-class SwapStatementsOperator:
+class SwapStatementsOperator(BaseOperator):
     name: str = "statement_swap"
     description: str = "exchange two statements (neither inside the other)"
 
@@ -290,7 +290,7 @@ class SwapStatementsOperator:
 
 
 @dataclass(frozen=True)
-class MoveStatementOperator:
+class MoveStatementOperator(BaseOperator):
     name: str = "statement_move"
     description: str = "move a statement to stand before another statement"
 

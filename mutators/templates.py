@@ -19,7 +19,7 @@ from gi.model.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, 
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import MutationContext, allowed_sites, choose_site, register, statement_sites
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 from mutators.names import (
     ATTEMPTS,
     NEAR_FUNCTION,
@@ -106,7 +106,7 @@ def _own_bindings(program: Program, site: Site) -> frozenset[cst.CSTNode]:
 
 
 @dataclass(frozen=True)
-class ClampTemplate:
+class ClampTemplate(BaseOperator):
     name: str = "clamp"
     description: str = (
         "wrap a value in `max(0, ...)`, `max(b, ...)`, `min(..., b)` or `abs(...)`, `b` a value read or bound nearby"
@@ -291,7 +291,7 @@ def guard_condition(program: Program, site: Site, rng: np.random.Generator) -> s
 
 
 @dataclass(frozen=True)
-class GuardTemplate:
+class GuardTemplate(BaseOperator):
     name: str = "guard"
     description: str = (
         "insert `if <check>: return/continue/break/raise` before a statement (`if x is None`, a bounds check,"
@@ -331,7 +331,7 @@ def guardable(site: Site) -> bool:
 
 
 @dataclass(frozen=True)
-class ConditionDrop:
+class ConditionDrop(BaseOperator):
     name: str = "condition_drop"
     description: str = "keep one operand of `a and b` or `a or b` (widen or narrow a condition)"
 
@@ -399,7 +399,7 @@ def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 @dataclass(frozen=True)
-class ConditionExtend:
+class ConditionExtend(BaseOperator):
     name: str = "condition_extend"
     description: str = (
         "widen a condition `a` to `a or c`, or narrow it to `a and c`: `c` a condition of the program"
@@ -521,7 +521,7 @@ def sibling_updates(program: Program) -> dict[Location, tuple[Location, ...]]:
 
 
 @dataclass(frozen=True)
-class SiblingUpdate:
+class SiblingUpdate(BaseOperator):
     name: str = "sibling_update"
     description: str = (
         "copy an update (`x += ...`, `x = ...`, `items.append(...)`) that a sibling branch of an `if`"

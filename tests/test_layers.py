@@ -105,3 +105,17 @@ def test_floor_of_knows_the_floors() -> None:
     assert floor_of("gi.cli.main") == 9
     assert floor_of("gi.modelling") is None  # a prefix of a name is not its package
     assert floor_of("tests.conftest") is None
+
+
+def test_no_module_of_gi_names_the_models_operator() -> None:
+    """The engine, the search and the run reach every operator through `mutators.Operator`'s
+    hooks: the language model's class is named only in its own package."""
+    naming = []
+    for path in sorted((ROOT / "gi").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [alias.name for alias in node.names]
+            if "LLMOperator" in names:
+                naming.append(f"{module_name(path)}:{node.lineno}")
+    assert not naming, naming

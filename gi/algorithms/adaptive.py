@@ -50,8 +50,11 @@ class OperatorSelection:
             return int(rng.integers(len(self.names)))
         chances = self.probabilities()
         if allowed is not None:
-            chances = chances * np.asarray(allowed, dtype=float)
-            chances = chances / chances.sum()
+            permitted = np.asarray(allowed, dtype=float)
+            chances = chances * permitted
+            # An operator whose prior is 0 (the model's share is the whole) may still be the
+            # only one allowed (the model's uses are spent): then the allowed ones alike.
+            chances = chances / chances.sum() if chances.sum() > 0 else permitted / permitted.sum()
         return int(rng.choice(len(self.names), p=chances))
 
     def credit(self, name: str, success: bool) -> None:

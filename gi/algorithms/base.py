@@ -35,7 +35,6 @@ from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.results import Evaluation
 from mutators import Crossover, MutationContext, Operator
-from mutators.llm import LLMOperator
 from populations import Individual, ParetoArchive, ParetoFitness
 
 
@@ -80,31 +79,26 @@ class Search(ABC):
         reference: Sequence[float],
         test_count: int,
         context: MutationContext | None = None,
-        llm: LLMOperator | None = None,
-        llm_share: float = 0.0,
     ) -> None:
         self.program = program
         self.objectives = tuple(objectives)
         self.constraint = constraint
         self.settings = settings
         self.rng = rng
-        names = [operator.name for operator in operators]
-        if llm is not None and llm_share > 0:  # the model is one more operator, at its share
-            priors = {**dict.fromkeys(names, (1 - llm_share) / len(names)), llm.name: llm_share}
-            names.append(llm.name)
-        else:
-            priors = None
-        self.selection = OperatorSelection(names, adaptive=settings.operator_selection == "adaptive", priors=priors)
-        self.variation = Variation(
-            program,
-            operators,
-            crossovers,
-            rng,
-            context=context,
-            llm=llm,
-            llm_share=llm_share,
-            selection=self.selection,
+        shares = {operator.name: operator.share() for operator in operators}
+        given = sum(share for share in shares.values() if share is not None)
+        uniform = [name for name, share in shares.items() if share is None]
+        # An operator with a share (the model's) is one more arm of adaptive selection, starting
+        # at its share; the others split the rest evenly, as uniform drawing gives them.
+        priors = (
+            {name: share if share is not None else (1 - given) / max(len(uniform), 1) for name, share in shares.items()}
+            if given > 0
+            else None
         )
+        self.selection = OperatorSelection(
+            list(shares), adaptive=settings.operator_selection == "adaptive", priors=priors
+        )
+        self.variation = Variation(program, operators, crossovers, rng, context=context, selection=self.selection)
         self.reference = tuple(reference)
         self.test_count = test_count
         self.weights = tuple(objective.weight for objective in self.objectives)
@@ -149,10 +143,6 @@ class Search(ABC):
     def accounting(self, value: dict[str, dict[str, float]]) -> None:
         self.variation.accounting = value
 
-    @property
-    def llm(self) -> LLMOperator | None:
-        return self.variation.llm
-
     # --- ask ------------------------------------------------------------------------------
 
     def ask(self, on_candidate: Callable[[Candidate], None] | None = None) -> list[Candidate]:
@@ -160,8 +150,9 @@ class Search(ABC):
         `on_candidate` is given each candidate as soon as it is bred (to start evaluating it
         while the rest are bred); the batch does not depend on what it does.
 
-        The language model is used at most its share of the generation's mutations plus
-        LLM_MARGIN times, however many of its replies make programs already here.
+        An operator with a share of the mutations (the language model) is used at most that share
+        of the generation's mutations plus SHARE_MARGIN times, however many of its proposals make
+        programs already here.
         """
         generation = self.generation + 1
         self.variation.start_generation(self.settings.population)

@@ -1,10 +1,10 @@
 """Variation: how a search makes new patches, apart from how it keeps or ranks them.
 
 Every algorithm makes its candidates here: a new edit from a uniformly chosen operator (or
-from the language model, for its share), mutation of a patch (append, replace or drop an
-edit), crossover of two patches, a random patch of a given size; and a `Batch` that
-applies each proposal, leaves out programs already present and counts, per operator, what
-was proposed. Every random choice comes from the one `numpy.random.Generator` given.
+from an operator with a share of the mutations, such as the language model's), mutation of
+a patch (append, replace or drop an edit), crossover of two patches, a random patch of a
+given size; and a `Batch` that applies each proposal, leaves out programs already present
+and counts, per operator, what was proposed. Every random choice comes from the one `numpy.random.Generator` given.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from mutators import Crossover, MutationContext, Operator
-from mutators.llm import LLMOperator
 
 #: Tries at an operator that finds no legal site before the search gives up on one mutation.
 MUTATION_TRIES = 10
 #: Candidates tried per slot before a generation is allowed to come out smaller.
 BREEDING_TRIES = 20
-#: Uses of the language model a generation may make beyond its share of mutations (for
-#: replies that give nothing new); past that, its mutations come from classic operators.
-LLM_MARGIN = 2
+#: Uses an operator with a share of the mutations (the language model) may make in a generation
+#: beyond its share (for replies that give nothing new); past that, the others make its mutations.
+SHARE_MARGIN = 2
 #: Tree hashes of patches `Variation` remembers before it forgets them all and starts again.
 HASHES = 4096
 
@@ -61,7 +60,9 @@ class Offspring:
 
 
 class Variation:
-    """Operators, crossovers and the language model, with per-operator accounting."""
+    """Operators and crossovers, with per-operator accounting. Operators with a share of the
+    mutations (`Operator.share`, the language model's) are drawn first, for their share and
+    while their budget for the generation lasts; the others uniformly."""
 
     def __init__(
         self,
@@ -71,23 +72,24 @@ class Variation:
         rng: np.random.Generator,
         *,
         context: MutationContext | None = None,
-        llm: LLMOperator | None = None,
-        llm_share: float = 0.0,
         selection: OperatorSelection | None = None,
     ) -> None:
-        if not operators:
-            raise ValueError("a search needs at least one mutation operator")
         self.program = program
         self.operators = tuple(operators)
-        #: Which classic operator makes the next edit: uniformly, or by recent success.
+        #: Operators drawn for a share of the mutations, and those drawn uniformly for the rest.
+        self.shared = tuple(operator for operator in self.operators if operator.share() is not None)
+        self.uniform = tuple(operator for operator in self.operators if operator.share() is None)
+        if not self.uniform:
+            raise ValueError("a search needs at least one mutation operator")
+        self.by_name = {operator.name: operator for operator in self.operators}
+        #: Which operator makes the next edit: as above (uniformly but for the shared ones), or
+        #: by recent success (`search.operator_selection`), its names in `operators`' order.
         self.selection = selection or OperatorSelection([operator.name for operator in self.operators])
         self.crossovers = tuple(crossovers)
         self.rng = rng
         self.context = (context or MutationContext()).bind(program)
-        self.llm = llm
-        self.llm_share = llm_share if llm is not None else 0.0
-        #: Uses of the language model left in this generation (`start_generation` sets it).
-        self.llm_left = 0
+        #: Uses left in this generation of each operator with a share (`start_generation` sets them).
+        self.left: dict[str, int] = {}
         #: Per operator: edits proposed, tries that found no site, offspring that repeated a
         #: program already in the population, offspring whose new edit changed nothing, and
         #: seconds spent proposing.
@@ -97,8 +99,10 @@ class Variation:
         self._hashes: dict[str, str] = {}
 
     def start_generation(self, size: int) -> None:
-        """Allow the language model its share of a generation of `size` mutations, plus a margin."""
-        self.llm_left = math.ceil(size * self.llm_share) + LLM_MARGIN if self.llm is not None else 0
+        """Allow each operator with a share that share of a generation of `size` mutations, plus a margin."""
+        self.left = {
+            operator.name: math.ceil(size * (operator.share() or 0.0)) + SHARE_MARGIN for operator in self.shared
+        }
 
     def count(self, operator: str, key: str, amount: float = 1.0) -> None:
         """Add to an operator's count (a run resumed from an older store may lack the key)."""
@@ -136,18 +140,17 @@ class Variation:
         return self.tree_hash(Patch(edits[:index] + edits[index + 1 :])) == variant.tree_hash
 
     def new_edit(self, patch: Patch) -> tuple[Edit, str] | None:
-        """One edit: from the language model for a `llm_share` of mutations (while the
-        generation's uses of it last), else from a classic operator chosen by `selection`
-        (uniformly, or by recent success; also when the model gives nothing usable)."""
+        """One edit: by adaptive selection when the search asks for it (the operators with a share
+        among the others, at the first attempt while their uses last); else from an operator with
+        a share of the mutations for that share (while its uses in the generation last), else from
+        a uniformly chosen operator (also when the shared one gives nothing usable)."""
         for attempt in range(MUTATION_TRIES):
-            operator: Operator
             if self.selection.adaptive:
-                operator = self._adaptive_choice(attempt)
-            elif attempt == 0 and self.llm is not None and self.rng.random() < self.llm_share and self.llm_left > 0:
-                self.llm_left -= 1
-                operator = self.llm
-            else:  # uniformly, as gi always drew
-                operator = self.operators[int(self.rng.integers(len(self.operators)))]
+                operator: Operator | None = self._adaptive_choice(attempt)
+            else:
+                operator = self._shared_choice() if attempt == 0 and self.shared else None
+            if operator is None:
+                operator = self.uniform[int(self.rng.integers(len(self.uniform)))]
             started = time.perf_counter()
             edit = operator.propose(self.program, patch, self.rng, self.context)
             self.count(operator.name, "seconds", time.perf_counter() - started)
@@ -158,15 +161,28 @@ class Variation:
         return None
 
     def _adaptive_choice(self, attempt: int) -> Operator:
-        """The next operator by adaptive selection, the language model one of them (at its first
-        attempt, while its uses in the generation last)."""
-        candidates: list[Operator] = [*self.operators, *([self.llm] if self.llm is not None else [])]
-        model_allowed = attempt == 0 and self.llm is not None and self.llm_left > 0
-        allowed = [True] * len(self.operators) + ([model_allowed] if self.llm is not None else [])
-        operator = candidates[self.selection.choose(self.rng, allowed)]
-        if operator is self.llm:
-            self.llm_left -= 1
+        """The next operator by adaptive selection; one with a share of the mutations (the
+        language model's) only at the first attempt, while its uses in the generation last."""
+        allowed = [
+            operator.share() is None or (attempt == 0 and self.left.get(operator.name, 0) > 0)
+            for operator in self.operators
+        ]
+        operator = self.operators[self.selection.choose(self.rng, allowed)]
+        if operator.share() is not None:
+            self.left[operator.name] -= 1
         return operator
+
+    def _shared_choice(self) -> Operator | None:
+        """The operator with a share whose turn one draw says it is, if its uses last; else None."""
+        draw, bound = self.rng.random(), 0.0
+        for operator in self.shared:
+            bound += operator.share() or 0.0
+            if draw < bound:
+                if self.left.get(operator.name, 0) <= 0:
+                    return None
+                self.left[operator.name] -= 1
+                return operator
+        return None
 
     def mutate(self, patch: Patch) -> tuple[Patch, str, Edit | None] | None:
         """Change a patch: append a new edit, replace a random edit with a new one, or drop a
@@ -259,9 +275,9 @@ class Batch:
         if variant.tree_hash in self.seen:
             if not unchanged:
                 self.variation.count(name, "duplicates")
-            llm = self.variation.llm
-            if llm is not None and offspring.edit is not None and name == llm.name:
-                llm.note_duplicate(offspring.edit)
+            operator = self.variation.by_name.get(name)
+            if operator is not None and offspring.edit is not None:
+                operator.note_duplicate(offspring.edit)
             return False  # the same program is already here: not worth a slot
         self.seen.add(variant.tree_hash)
         identifier = f"g{self.generation}-i{len(self.candidates)}"

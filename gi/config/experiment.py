@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import field_validator
 from pydantic_core import PydanticCustomError
 
+from fitness.objectives import OBJECTIVES, Direction, Objective, is_user_objective, user_objective
 from gi.config.sections import (
     ArmSection,
     EvaluationSection,
@@ -21,6 +23,7 @@ from gi.config.sections import (
     WorkloadSection,
     _Section,
 )
+from gi.model.errors import ConfigError
 
 #: The sections an arm may override.
 ARM_SECTIONS = ("search", "mutators", "llm")
@@ -104,6 +107,14 @@ class Config(_Section):
     def program_root(self) -> Path:
         return self.resolve(self.program.root)
 
+    def python_path(self) -> Path:
+        """The interpreter the tests run in (program.python, relative to the config), not
+        resolved: a virtual environment's python is a link to its base interpreter."""
+        if self.program.python is None:
+            return Path(sys.executable)
+        python = Path(self.program.python)
+        return python if python.is_absolute() else self.source.parent.resolve() / python
+
     @property
     def llm_cache(self) -> Path:
         if self.llm is not None and self.llm.cache is not None:
@@ -120,6 +131,24 @@ class Config(_Section):
     def test_paths(self) -> list[str]:
         """The training and held-out test paths (without ::node ids), relative to the root."""
         return [path.split("::")[0] for path in (*self.tests.train, *self.tests.holdout)]
+
+    def objective_list(self) -> list[Objective]:
+        """The run's objectives in config order (minimised, then maximised): registered ones by
+        name, and a user's functions by dotted path, imported from the config's folder."""
+        found = []
+        for names, direction in (
+            (self.objectives.minimize, Direction.MINIMIZE),
+            (self.objectives.maximize, Direction.MAXIMIZE),
+        ):
+            for name in names:
+                if not is_user_objective(name):
+                    found.append(OBJECTIVES.get(name))
+                    continue
+                try:
+                    found.append(user_objective(name, direction, self.source.parent))
+                except ValueError as error:
+                    raise ConfigError(f"{self.source}: objectives.{direction.value}: {error}") from None
+        return found
 
     def fingerprint(self) -> dict[str, Any]:
         """What makes two runs the same experiment (the config, without where it was read from or

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fitness.objectives import OBJECTIVES, Constraint, Direction
+from fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
 from fitness.runtime import RIGOROUS
 from gi.algorithms import ALGORITHMS
 from gi.model.registry import suggest
@@ -52,6 +52,14 @@ class ExperimentSection(_Section):
 class ProgramSection(_Section):
     root: Annotated[Path, Field(description="the project folder, relative to the config file")]
     files: Annotated[list[str], Field(min_length=1, description="globs of the files GI may edit, relative to root")]
+    python: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="the interpreter the tests and the workload run in (the project's own environment,"
+            " e.g. '.venv/bin/python'), relative to the config file; unset: gi's own",
+        ),
+    ] = None
 
 
 class TestsSection(_Section):
@@ -100,10 +108,16 @@ class ObjectivesSection(_Section):
     @classmethod
     def _known(cls, names: list[str]) -> list[str]:
         for name in names:
-            if name not in OBJECTIVES:
+            if is_user_objective(name):  # a user's function: imported when the config is loaded
+                if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", name):
+                    raise PydanticCustomError(
+                        "user_objective", "'{name}' is not 'module:function' (a user's objective)", {"name": name}
+                    )
+            elif name not in OBJECTIVES:
                 raise PydanticCustomError(
                     "unknown_name",
-                    "unknown objective '{name}'.{hint} Known objectives: {known}",
+                    "unknown objective '{name}'.{hint} Known objectives: {known}, or a function of your own as"
+                    " 'module:function'",
                     {"name": name, "hint": suggest(name, OBJECTIVES.names()), "known": ", ".join(OBJECTIVES.names())},
                 )
         if len(set(names)) != len(names):
@@ -121,7 +135,7 @@ class ObjectivesSection(_Section):
             ("maximize", self.maximize, Direction.MAXIMIZE),
         ):
             for name in names:
-                if OBJECTIVES.get(name).direction is not direction:
+                if not is_user_objective(name) and OBJECTIVES.get(name).direction is not direction:
                     raise PydanticCustomError(
                         "direction",
                         "objectives.{key}: '{name}' can only be {right}d; move it to objectives.{right}",
@@ -237,6 +251,13 @@ class MutatorsSection(_Section):
         Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
     ] = "auto"
     llm: Annotated[float, Field(ge=0, le=1, description="the share of mutations the language model makes")] = 0.0
+    untested: Annotated[
+        bool,
+        Field(
+            description="true: edit lines the training tests never execute too (front members whose edits touch"
+            " only such lines are then flagged 'untested'); false: never, as mutation testing skips them"
+        ),
+    ] = False
 
     def names(self) -> list[str]:
         return OPERATORS.names() if self.operators == "all" else list(self.operators)
@@ -328,6 +349,9 @@ class EvaluationSection(_Section):
     memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
     processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256
     file_mb: Annotated[int, Field(ge=1, description="the largest file a test run may write, in MiB")] = 1024
+    disk_mb: Annotated[
+        int, Field(ge=1, description="the most each folder a command may write holds (RAM in bubblewrap), in MiB")
+    ] = 512
     isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
     read_only: Annotated[
         list[Path], Field(description="more host folders the sandbox shows, read-only (e.g. a package the tests need)")

@@ -3,18 +3,19 @@
 Classic and language-model operators are counted alike: edits proposed, tries that found
 no site, offspring that repeated a program, offspring whose new edit changed nothing (took no
 effect, or made the program it was added to), programs evaluated, those passing every
-training test, those on the final front, and seconds spent proposing; the model adds its
-replies that did not parse, were the wrong kind of code or changed nothing (none of which
-became a proposal: they count among the tries without a site), and its tokens and cost.
+training test, those on the final front, and seconds spent proposing; an operator that asks
+outside gi adds what its `usage()` says: the model its replies that did not parse, were the
+wrong kind of code or changed nothing (none of which became a proposal: they count among the
+tries without a site), and its tokens and cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gi.algorithms.variation import operator_of_label
-from mutators.llm import LLMOperator
+from mutators import Operator
 
 COLUMNS = ("proposals", "no_site", "duplicates", "unchanged", "unparseable", "wrong_kind", "no_ops", "evaluated",
            "passing", "front", "tokens", "cost", "seconds")  # fmt: skip
@@ -24,7 +25,7 @@ def count_by_operator(
     proposals: Mapping[str, Mapping[str, float]],
     lineage: Iterable[tuple[str, str, bool, dict[str, Any] | None]],
     front: Iterable[str],
-    llm: LLMOperator | None,
+    operators: Sequence[Operator],
 ) -> dict[str, dict[str, float]]:
     """One row per operator (and per crossover that made offspring without a new edit)."""
     table: dict[str, dict[str, float]] = {}
@@ -45,13 +46,13 @@ def count_by_operator(
             ok = evaluation["status"] == "ok" and evaluation["measures"].get("failed_tests", 1) == 0
             entry["passing"] += ok
         entry["front"] += identifier in on_front
-    if llm is not None:
-        entry = row(llm.name)
-        usage = llm.client.usage
-        entry["unparseable"] = llm.stats.unparseable
-        entry["wrong_kind"] = llm.stats.wrong_kind
-        entry["no_ops"] = llm.stats.no_ops
-        entry["tokens"] = usage.prompt_tokens + usage.completion_tokens
+    for operator in operators:  # what those that ask outside gi spent (the language model)
+        usage = operator.usage()
+        if usage is None:
+            continue
+        entry = row(operator.name)
+        entry.update(usage.outcomes)
+        entry["tokens"] = usage.tokens
         entry["cost"] = round(usage.cost, 6)
     for entry in table.values():
         entry["seconds"] = round(entry["seconds"], 3)

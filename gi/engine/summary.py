@@ -1,18 +1,37 @@
 """The summary builder: what a finished (or resumed) run writes into its folder, summary.json
-and evaluations.jsonl, from the run's store, config and front."""
+and evaluations.jsonl, from the run's store, config and front.
+
+`SummaryBuilder` validates the front a search leaves (minimal patches, held-out tests, the
+rigorous re-timing of speed-ups) from the run's services; `write_report` writes the files.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fitness.objectives import Objective
-from fitness.tests import test_counts
+from fitness.objectives import Objective, objective_values
+from fitness.statistics import holm
+from fitness.tests import NOT_FAILING, overfits, regressions, test_counts
+from gi.algorithms import Search
+from gi.engine.accounting import count_by_operator
+from gi.engine.front_checks import plausible_patches, without_riders
+from gi.engine.held_out import HeldOut, front_members, generalisation_gap
+from gi.engine.recorded import replay_comparison
+from gi.engine.service import EvaluationService
+from gi.engine.storage import RunStorage
+from gi.engine.timing import OriginalTiming
 from gi.model.describe import describe_patch
-from gi.model.patch import Patch, apply
-from gi.model.results import Evaluation
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
+from gi.model.results import Evaluation, Status
+from gi.model.sites import Location
+from mutators import Operator
+from mutators.base import CONFIGURED
+from populations import Individual
 
 if TYPE_CHECKING:
     from gi.config import Config
@@ -79,6 +98,10 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if entry.get("untested"):  # mutators.untested: every edit where no training test executes
+            record["untested"] = True
+        if "second_run" in entry:  # members with code a model wrote (gi.engine.verdict.second_run)
+            record["second_run"] = entry["second_run"]
         if "ablation" in entry:  # from `gi ablate`, kept in the run store
             record["ablation"] = entry["ablation"]
         if "minimal" in entry:  # from `gi minimize`, kept in the run store
@@ -137,3 +160,223 @@ def write_report(
     _write_atomic(folder / LOG_NAME, "\n".join(lines) + ("\n" if lines else ""))
     _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run found out before its search, for its summary: where it steered the edits and
+    how it evaluates."""
+
+    #: Ochiai score of each suspicious line, by (file, line).
+    suspicious: Mapping[tuple[str, int], float]
+    #: Each function's share of the workload's time.
+    hot: Mapping[str, float]
+    #: Functions gi never edits (the workload's own, in an editable file).
+    protected: frozenset[str]
+    #: How the training tests run ("warm" or "cold") and why.
+    engine: str
+    engine_reason: str
+    #: The isolation the sandbox gives, in one line.
+    sandbox: str
+    #: The sites no training test executes, where the config lets operators edit them
+    #: (mutators.untested; empty otherwise: no edit goes there).
+    unexecuted: frozenset[Location] = frozenset()
+    #: Sites in all, those no training test executes and those left out (None: no coverage).
+    sites: Mapping[str, int] | None = None
+    #: Why the search stopped (reason, generation, programs evaluated).
+    stopped: Mapping[str, Any] = field(default_factory=dict)
+
+
+class SummaryBuilder:
+    """Validates a finished search's front (minimal patches, held-out tests, rigorous speed-ups)
+    and writes the run folder's summary from the run's services."""
+
+    def __init__(
+        self,
+        config: Config,
+        program: Program,
+        objectives: Sequence[Objective],
+        storage: RunStorage,
+        evaluations: EvaluationService,
+        timing: OriginalTiming,
+        held_out: HeldOut | None,
+        operators: Sequence[Operator],
+        setup: RunSetup,
+    ) -> None:
+        self.config = config
+        self.program = program
+        self.objectives = tuple(objectives)
+        self.storage = storage
+        self.evaluations = evaluations
+        self.timing = timing
+        self.held_out = held_out
+        self.operators = tuple(operators)
+        self.setup = setup
+
+    def write(self, search: Search, baseline: Evaluation, wall_seconds: float) -> dict[str, Any]:
+        """Validate the front (minimal patches, held-out tests) and write the run folder."""
+        store, cache = self.storage.store, self.evaluations.cache
+        members = front_members(search.archive.members)
+        original = apply(self.program, Patch())
+        holdout_baseline = self.held_out.baseline if self.held_out is not None else None
+        names = [objective.name for objective in self.objectives]
+        variants = []
+        for member in members:
+            variant = apply(self.program, member.patch)
+            minimal = apply(self.program, variant.minimal())
+            variants.append(minimal if minimal.tree_hash == variant.tree_hash else variant)
+        held = self.held_out.outcomes(variants) if self.held_out is not None else [{} for _ in variants]
+        # Every individual that made the original program: the summary calls it `original`.
+        originals = {
+            identifier
+            for identifier, _, _, made in store.lineage()
+            if made is not None and made["tree_hash"] == original.tree_hash
+        }
+        front = [
+            self._entry(member, variant, outcomes, cache[member.tree_hash], baseline, names, originals, original)
+            for member, variant, outcomes in zip(members, variants, held, strict=True)
+        ]
+        _correct_for_many(front)
+        front, riding = without_riders(front, self.objectives, self.timing, self.program)
+        timed_out = self._timed_out_share(original.tree_hash)
+        baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
+        operators = count_by_operator(search.accounting, store.lineage(), [m.id for m in members], self.operators)
+        setup, measurements = self.setup, self.storage.measurements
+        return write_report(
+            self.storage.folder,
+            config=self.config,
+            objectives=self.objectives,
+            baseline=baseline,
+            baseline_objectives=dict(zip(names, baseline_objectives, strict=True)),
+            baseline_holdout=holdout_baseline,
+            front=front,
+            history=store.history(),
+            evaluation_log=store.evaluation_log(),
+            original_ids=originals,
+            evaluations=len(cache) - 1,  # every program measured, but the original
+            cache_hits=self.evaluations.progress.cache_hits,
+            wall_seconds=wall_seconds,
+            sandbox=setup.sandbox,
+            extra={
+                "fault_localisation": [
+                    {"file": file, "line": line, "ochiai": round(score, 4)}
+                    for (file, line), score in sorted(setup.suspicious.items(), key=lambda item: (-item[1], item[0]))[
+                        :10
+                    ]
+                ],
+                "hot_functions": {name: round(share, 4) for name, share in sorted(setup.hot.items())},
+                "protected_functions": sorted(setup.protected),
+                "timed_out_share": round(timed_out, 4),
+                "sites": dict(setup.sites) if setup.sites is not None else None,
+                "held_out_tests": len(self.held_out.baseline or {}) if self.held_out is not None else 0,
+                "engine": {
+                    "training_tests": setup.engine,
+                    "why": setup.engine_reason,
+                    "backend": self.config.evaluation.backend,
+                },
+                "runtime_drift": self.timing.drift,
+                "measurements": measurements.provenance({h: e for h, e in cache.items() if h != original.tree_hash}),
+                "replay": (
+                    replay_comparison(measurements.recorded, store) if measurements.recorded is not None else None
+                ),
+                "operators": operators,
+                "plausible": plausible_patches(self.program, store, self.held_out, baseline),
+                "riders": riding,
+                "stopped": dict(setup.stopped),
+                "generalisation_gap": generalisation_gap(store.generalisation()),
+                "holdout_split": measurements.found("holdout_split"),
+                "differential_checks": len(measurements.found("differential_cases") or []),
+                "validation": store.get_meta("validation"),  # from `gi validate`
+                **self._sections(operators),
+                "warnings": self.evaluations.progress.warnings,
+            },
+        )
+
+    def _sections(self, accounting: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+        """The sections of summary.json operators have of their own (the language model's `llm`):
+        one per operator a config can build from a section of its own, null when the run has none."""
+        sections: dict[str, Any] = dict.fromkeys(CONFIGURED.names())
+        for operator in self.operators:
+            section = operator.report(accounting.get(operator.name))
+            if section is not None:
+                sections[operator.name] = section
+        return sections
+
+    def _entry(
+        self,
+        member: Individual,
+        variant: Variant,
+        outcomes: Mapping[str, str],
+        evaluation: Evaluation,
+        baseline: Evaluation,
+        names: Sequence[str],
+        originals: Collection[str],
+        original: Variant,
+    ) -> dict[str, Any]:
+        """One front member's entry: its objectives, the studies' results that still fit its
+        patch, its rigorous speed-up and its held-out verdict."""
+        store = self.storage.store
+        entry: dict[str, Any] = {
+            "member": member,
+            "variant": variant,
+            "evaluation": evaluation,
+            "objectives": dict(zip(names, member.objectives, strict=True)) if member.objectives else {},
+        }
+        # The studies keep their results by the summary's id (`original` for the original).
+        known_as = ORIGINAL if member.id in originals or not variant.changed_files else member.id
+        minimised = store.get_meta("minimised") or {}
+        smaller = minimised.get(known_as, minimised.get(member.id))
+        if smaller is not None and smaller["of_edits"] == variant.patch.to_json():  # see gi/studies/minimize.py
+            entry["minimal"] = {key: value for key, value in smaller.items() if key != "of_edits"}
+            entry["minimal_diff"] = apply(self.program, Patch.from_json(smaller["edits"])).diff()
+        ablated = store.get_meta("ablation") or {}
+        ablation = ablated.get(known_as, ablated.get(member.id))
+        if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/studies/ablation.py
+            entry["ablation"] = ablation["edits"]
+        evaluator = self.evaluations.evaluator
+        if variant.patch.edits and all(edit.target in self.setup.unexecuted for edit in variant.patch.edits):
+            entry["untested"] = True  # every edit where no training test executes: no test judged it
+        if variant.changed_files and evaluation.ok and evaluator.written_by_model(variant):
+            checked = evaluator.second_run(variant, evaluation.tests)
+            entry["second_run"] = checked.to_json()
+            if not checked.agrees:
+                self.evaluations.progress.warnings.append(
+                    f"front member {member.id}: {checked.detail}: its scores are forged"
+                )
+        if self.timing.active and member.fitness.feasible and variant.changed_files:
+            entry["speedup"] = self.timing.speedup(original, variant)
+        holdout_baseline = self.held_out.baseline if self.held_out is not None else None
+        if holdout_baseline is not None:
+            entry["holdout"] = {
+                **test_counts(outcomes),
+                "failing": sorted(test for test, outcome in outcomes.items() if outcome not in NOT_FAILING),
+                "regressions": regressions(outcomes, holdout_baseline),
+            }
+            entry["overfits"] = overfits(evaluation.tests, baseline.tests, outcomes, holdout_baseline)
+        return entry
+
+    def _timed_out_share(self, original: str) -> float:
+        """The share of evaluations a time limit decided (the whole run's, or one test's); warned
+        about past 10%: the limits may be too tight for this machine's load."""
+        judged = [e for tree_hash, e in self.evaluations.cache.items() if tree_hash != original]
+        hit = sum(e.status is Status.TIMED_OUT or "timed_out" in e.tests.values() for e in judged)
+        share = hit / len(judged) if judged else 0.0
+        if share > 0.1:
+            self.evaluations.progress.warnings.append(
+                f"{share:.0%} of the evaluations ran into a time limit (tests.timeout, tests.test_timeout):"
+                " if the variants do not loop forever, the limits are too tight for this machine"
+            )
+        return share
+
+
+def _correct_for_many(front: list[dict[str, Any]]) -> None:
+    """Every front member's speed-up is a test of its own: their p-values are adjusted by Holm's
+    method over the members measured (as `gi compare` adjusts its pairs), and a speed-up is
+    significant only when its adjusted p is below 0.05 and its interval excludes 1."""
+    measured = [entry for entry in front if "p_value" in entry.get("speedup", {})]
+    p_values = [float(entry["speedup"]["p_value"]) for entry in measured]
+    for entry, adjusted in zip(measured, holm(p_values), strict=True):
+        speedup = entry["speedup"]
+        excludes_one = speedup["low"] > 1.0 or speedup["high"] < 1.0
+        entry["speedup"] = {**speedup, "p_holm": float(f"{adjusted:.4g}"),
+                            "significant": adjusted < 0.05 and excludes_one}  # fmt: skip

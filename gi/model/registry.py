@@ -39,8 +39,16 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} {name!r}.{suggest(name, valid)} Valid names: {', '.join(valid)}"
             ) from None
 
+    def remove(self, name: str) -> T:
+        """Take a component out again (one a test or a plugin added)."""
+        return self._items.pop(name)
+
     def names(self) -> list[str]:
         return sorted(self._items)
+
+    def values(self) -> list[T]:
+        """Every component, in the order they were added."""
+        return list(self._items.values())
 
     def __contains__(self, name: object) -> bool:
         return name in self._items

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from gi.config import Config
+from gi.engine.progress import Progress
 from gi.engine.run_folder import STORE_NAME, SUMMARY_NAME
 from gi.engine.store import RunStore
 from gi.model.errors import GIError
-from gi.run.experiment import Progress, run_experiment
+from gi.run.experiment import run_experiment
 
 MANIFEST_NAME = "experiment.json"
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from mutators.base import OfflineMissError
 from mutators.llm.cache import ReplyCache, request_key
 
 if TYPE_CHECKING:
@@ -49,10 +50,6 @@ class LLMSettings:
 
 class LLMStoppedError(Exception):
     """The model can no longer be asked: a budget is spent or the server stays down."""
-
-
-class OfflineMissError(Exception):
-    """--offline, and the cache has no reply for a request."""
 
 
 @dataclass(frozen=True)

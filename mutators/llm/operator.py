@@ -28,8 +28,8 @@ from gi.model.errors import EditError
 from gi.model.patch import Patch, Variant, apply, effective_edits
 from gi.model.program import Program, parse_quietly
 from gi.model.sites import Location, SiteKind
-from mutators.base import MutationContext, choose_site
-from mutators.llm.client import LLMClient, LLMStoppedError
+from mutators.base import BaseOperator, MutationContext, OperatorUsage, RunFacts, choose_site
+from mutators.llm.client import LLMClient, LLMSettings, LLMStoppedError
 from mutators.llm.prompts import GOALS, Prompts
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -163,36 +163,104 @@ def _same_tree(first: str, second: str) -> bool:
         return False
 
 
-class LLMOperator:
+class LLMOperator(BaseOperator):
     """Propose `ReplaceFunction` edits written by a language model."""
 
     name = "llm"
     description = "ask a language model to rewrite a function, for the run's goal (faster, simpler, repair)"
+    waits = True
+    writes_code = True
 
-    def __init__(self, client: LLMClient, goal: str, prompts: Prompts | None = None) -> None:
+    def __init__(self, client: LLMClient, goal: str, prompts: Prompts | None = None, *, share: float = 0.0) -> None:
         if goal not in GOALS:
             raise ValueError(f"unknown goal {goal!r}; goals: {sorted(GOALS)}")
         self.client = client
         self.goal = goal
         self.prompts = prompts or Prompts()
+        #: The share of a generation's new edits the model makes (`mutators.llm`).
+        self.fraction = share
         self.stats = LLMStats()
         #: How often each prompt was asked: the next ask takes the next sample.
         self.asked: dict[str, int] = {}
         #: Samples of each prompt that gave nothing new; see FRUITLESS_LIMIT.
         self.fruitless: dict[str, int] = {}
 
-    @property
+    @classmethod
+    def for_run(cls, section: Mapping[str, Any], share: float, run: RunFacts) -> LLMOperator:
+        """The operator a run's `[llm]` section (its keys, as a mapping) asks for, with its share
+        of mutations; `goal = "auto"` takes the run's goal, the reply cache and offline mode are
+        the run's."""
+        fields = {key: value for key, value in section.items() if key not in ("goal", "cache", "prompts")}
+        settings = LLMSettings(**fields, cache=run.cache, offline=run.offline)
+        prompts = Prompts(**dict(section.get("prompts") or {}))
+        goal = run.goal if section.get("goal", "auto") == "auto" else str(section["goal"])
+        return cls(LLMClient(settings), goal, prompts, share=share)
+
+    # --- the hooks of mutators.base.Operator -------------------------------------------------
+
+    def share(self) -> float | None:
+        return self.fraction
+
     def stopped(self) -> str | None:
-        return self.client.usage.stopped
+        reason = self.client.usage.stopped
+        return None if reason is None else f"the language model stopped: {reason}"
 
     def state(self) -> dict[str, dict[str, int]]:
         """What a resumed run needs to ask the same prompts for the same samples (JSON)."""
         return {"asked": dict(self.asked), "fruitless": dict(self.fruitless)}
 
-    def restore(self, state: Mapping[str, Mapping[str, int]]) -> None:
+    def restore(self, state: Any) -> None:
         """Continue from `state()` saved by an interrupted run."""
         self.asked = dict(state.get("asked", {}))
         self.fruitless = dict(state.get("fruitless", {}))
+
+    def warnings(self) -> list[str]:
+        missing = self.client.key_missing
+        return [f"{missing} (llm.api_key_env) is not set: requests go without an API key"] if missing else []
+
+    def usage(self) -> OperatorUsage:
+        usage, stats = self.client.usage, self.stats
+        return OperatorUsage(
+            requests=usage.requests,
+            tokens=usage.prompt_tokens + usage.completion_tokens,
+            cost=usage.cost,
+            seconds=usage.seconds,
+            outcomes={"unparseable": stats.unparseable, "wrong_kind": stats.wrong_kind, "no_ops": stats.no_ops},
+        )
+
+    def report(self, accounting: Mapping[str, float] | None) -> dict[str, Any]:
+        """The model's settings (the key's variable name, never its value), usage and verdict.
+
+        `parse_rate` is the share of replies that parsed; `pass_rate` the share of the model's
+        evaluated variants that passed every training test.
+        """
+        settings, usage, stats = self.client.settings, self.client.usage, self.stats
+        return {
+            "base_url": settings.base_url,
+            "model": settings.model,
+            "api": settings.api,
+            "api_key_env": settings.api_key_env,
+            "goal": self.goal,
+            "requests": usage.requests,
+            "cache_hits": usage.cache_hits,
+            "failures": usage.failures,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost": round(usage.cost, 6),
+            "seconds": round(usage.seconds, 3),
+            "proposals": stats.proposals,
+            "edits": stats.edits,
+            "replies": stats.replies,
+            "parse_rate": round(stats.parse_rate, 4) if stats.parse_rate is not None else None,
+            "pass_rate": (
+                round(accounting["passing"] / accounting["evaluated"], 4)
+                if accounting and accounting["evaluated"]
+                else None
+            ),
+            "stopped": usage.stopped,
+            "errors": usage.errors[:10],
+            "rejected": stats.rejected[:10],
+        }
 
     def note_duplicate(self, edit: Edit) -> None:
         """The search already had the program `edit` made: a fruitless sample of its prompt."""
@@ -232,7 +300,7 @@ class LLMOperator:
         """Ask the model to rewrite a function the patch has not taken away (weighted like any
         site); None when the model is stopped, the prompt keeps giving nothing new, or the
         reply is no usable rewrite."""
-        if self.stopped:
+        if self.client.usage.stopped:
             return None
         removed = removed_by(patch)
         site = choose_site(

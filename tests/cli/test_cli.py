@@ -509,7 +509,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_the_progress_line_gives_shares_and_the_time_left_at_this_sessions_pace() -> None:
     from gi.cli.run import Pace
-    from gi.run.experiment import Progress
+    from gi.engine.progress import Progress
 
     pace = Pace(total=100)
     # A resumed run: 40 of 100 programs were done before this session, 30 evaluated, 10 from the cache.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 
-from gi.engine.evaluation import program_measures, variant_measures
+from gi.engine.measures import program_measures, variant_measures
 from gi.model.edits import DeleteStatement, InsertStatement, ReplaceNumber, ReplaceStatement
 from gi.model.guard import risky_names
 from gi.model.patch import Patch, apply

@@ -332,7 +332,7 @@ engine = "{engine}"
     folder = tmp_path / "runs" / "hostile-seed1"
     log = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
     tampered = [entry for entry in log if entry["status"] == "tampered"]
-    assert all("reaches for the test machinery" in entry["detail"] for entry in tampered), tampered
+    assert all("reaches beyond what the original uses" in entry["detail"] for entry in tampered), tampered
     refused = " ".join(entry["detail"] for entry in tampered)
     for forgery in ("sys.modules", "GI_CHANNEL", "sys.exit"):  # each of the three forgeries was refused
         assert forgery in refused, refused

@@ -16,12 +16,13 @@ import pytest
 
 from fitness.objectives import OBJECTIVES, Constraint
 from gi.algorithms import NSGA2, SearchSettings
-from gi.algorithms.variation import LLM_MARGIN
+from gi.algorithms.variation import SHARE_MARGIN
 from gi.cli.main import main
 from gi.config import load_config
+from gi.engine.progress import Progress
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
-from gi.run.experiment import Progress, run_experiment
+from gi.run.experiment import run_experiment
 from mutators import CROSSOVERS, OPERATORS
 from mutators.llm import LLMClient, LLMOperator, LLMSettings
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
@@ -159,7 +160,7 @@ def test_the_linear_rewrite_reaches_the_front_and_is_accounted_for(
     assert row["proposals"] >= 1 and row["evaluated"] >= 1 and row["passing"] >= 1 and row["front"] >= 1
     assert row["tokens"] == 150 * summary["llm"]["requests"]
     # Each of the 4 generations asks the model at most its share of 6 mutations, plus a margin.
-    assert summary["llm"]["requests"] <= 4 * (math.ceil(6 * 0.5) + LLM_MARGIN)
+    assert summary["llm"]["requests"] <= 4 * (math.ceil(6 * 0.5) + SHARE_MARGIN)
     assert summary["llm"]["cost"] == pytest.approx(summary["llm"]["requests"] * (100 * 1.0 + 50 * 2.0) / 1e6)
     # The prompt carried the function and the goal, and never a held-out test.
     prompt = scripted.requests[0]["messages"][1]["content"]
@@ -262,16 +263,14 @@ def test_replies_that_repeat_programs_are_not_asked_for_endlessly(
         make_program(PROGRAM),
         [OBJECTIVES.get("failed_tests"), OBJECTIVES.get("size")],
         Constraint.TRAIN_PASS,
-        [OPERATORS.get("statement_delete"), OPERATORS.get("constant")],
+        [OPERATORS.get("statement_delete"), OPERATORS.get("constant"), LLMOperator(client, "faster", share=share)],
         [CROSSOVERS.get("uniform")],
         SearchSettings(population=population),
         np.random.default_rng(0),
         reference=(4.0, 11.0),
         test_count=3,
-        llm=LLMOperator(client, "faster"),
-        llm_share=share,
     )
-    most = math.ceil(population * share) + LLM_MARGIN
+    most = math.ceil(population * share) + SHARE_MARGIN
     for generation in range(3):
         before = len(scripted.requests)
         batch = search.ask()

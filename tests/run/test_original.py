@@ -13,7 +13,7 @@ import pytest
 from fitness.objectives import OBJECTIVES
 from gi.cli.main import main
 from gi.config import load_config
-from gi.engine.evaluation import static_measures
+from gi.engine.measures import static_measures
 from gi.engine.summary import write_report
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program

@@ -40,6 +40,12 @@ class Edit:
     """
 
     kind: ClassVar[str] = ""
+    #: True for the edits of the classic operators, which only move, copy or recombine what the
+    #: original program already has (statements and expressions by location, its names, an
+    #: operator, a number): they reach nothing the original does not. The tamper guard judges
+    #: the code of every other edit, a language model's, against the original's; an edit whose
+    #: text a model chooses must keep this False.
+    recombines: ClassVar[bool] = False
     target: Location
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -71,6 +77,15 @@ class Edit:
     def describe(self) -> str:
         """A one-line account for diffs and reports."""
         return f"{self.kind} at {self.target}"
+
+    def words(self, program: Program) -> str:
+        """What the edit does at its site, for a person, quoting the original source
+        (`gi.model.describe.describe` puts file:line before it). Every edit class says its own;
+        one that does not (a new operator's, or a subclass, which may change what its parent
+        does) reads as its kind and the source of the site it edits."""
+        from gi.model.edits.words import generic_words  # the words import the edit classes' base
+
+        return generic_words(self, program)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind}

@@ -11,6 +11,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _copied, _expression, _parenthesised, fitted, parent_of
+from gi.model.edits.words import becomes, other_place, quote, source_line
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -21,6 +22,7 @@ class ReplaceExpression(Edit):
     """Replace an expression with a copy of another expression of the original program."""
 
     kind: ClassVar[str] = "replace_expression"
+    recombines: ClassVar[bool] = True
     ingredient: Location
 
     def removes(self) -> tuple[Location, ...]:
@@ -40,12 +42,16 @@ class ReplaceExpression(Edit):
     def describe(self) -> str:
         return f"replace the expression at {self.target} with a copy of {self.ingredient}"
 
+    def words(self, program: Program) -> str:
+        return f"{becomes(self, program)} (a copy from {other_place(program, self, self.ingredient)})"
+
 
 @dataclass(frozen=True, slots=True)
 class ReplaceName(Edit):
     """Replace a name that is read (a variable, or the function a call calls) with another."""
 
     kind: ClassVar[str] = "replace_name"
+    recombines: ClassVar[bool] = True
     name: str
 
     def __post_init__(self) -> None:
@@ -63,12 +69,18 @@ class ReplaceName(Edit):
     def describe(self) -> str:
         return f"the name at {self.target} becomes {self.name}"
 
+    def words(self, program: Program) -> str:
+        old = program.node(self.target)
+        assert isinstance(old, cst.Name)
+        return f"{old.value} becomes {self.name} in {source_line(program, self.target)}"
+
 
 @dataclass(frozen=True, slots=True)
 class SwapArguments(Edit):
     """Exchange two positional arguments of a call (`divmod(b, a)` becomes `divmod(a, b)`)."""
 
     kind: ClassVar[str] = "swap_arguments"
+    recombines: ClassVar[bool] = True
     first: int
     second: int
 
@@ -99,6 +111,12 @@ class SwapArguments(Edit):
     def describe(self) -> str:
         return f"swap arguments {self.first + 1} and {self.second + 1} of the call at {self.target}"
 
+    def words(self, program: Program) -> str:
+        call = program.node(self.target)
+        assert isinstance(call, cst.Call)
+        which = "the arguments" if len(call.args) == 2 else f"arguments {self.first + 1} and {self.second + 1}"
+        return f"swap {which} of {quote(program, self.target)}"
+
 
 _ADDITIVE_OR_TIGHTER = (
     cst.Add,
@@ -117,6 +135,7 @@ class OffsetExpression(Edit):
     """Add 1 to an integer expression or subtract 1 from it (`n` becomes `n + 1`)."""
 
     kind: ClassVar[str] = "offset_expression"
+    recombines: ClassVar[bool] = True
     delta: int
 
     def __post_init__(self) -> None:
@@ -142,12 +161,16 @@ class OffsetExpression(Edit):
     def describe(self) -> str:
         return f"{'add 1 to' if self.delta > 0 else 'subtract 1 from'} the expression at {self.target}"
 
+    def words(self, program: Program) -> str:
+        return becomes(self, program)
+
 
 @dataclass(frozen=True, slots=True)
 class Negate(Edit):
     """Put `not` before a condition (`if x:` becomes `if not x:`)."""
 
     kind: ClassVar[str] = "negate"
+    recombines: ClassVar[bool] = True
 
     def rewrites(self) -> tuple[Location, ...]:
         return (self.target,)
@@ -162,3 +185,6 @@ class Negate(Edit):
             return fitted(cst.UnaryOperation(operator=not_, expression=inner), parent)
 
         plan.rewrite(self.target, negate)
+
+    def words(self, program: Program) -> str:
+        return becomes(self, program)

@@ -10,6 +10,7 @@ from typing import ClassVar
 import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
+from gi.model.edits.words import quote, quoted, source_line
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -48,11 +49,23 @@ def operator_of(node: cst.CSTNode) -> cst.CSTNode:
     return node.operator
 
 
+def operator_text(program: Program, location: Location) -> str:
+    """The source of the operator at a site of the original, on its own."""
+    node = program.node(location)
+    return program.modules[location.file].code_for_node(operator_of(node)).strip()
+
+
+def new_operator_text(name: str) -> str:
+    """The source of the libcst operator called `name`, on its own."""
+    return cst.Module(body=()).code_for_node(operator_node(name)).strip()
+
+
 @dataclass(frozen=True, slots=True)
 class ReplaceOperator(Edit):
     """Replace the operator of a binary, augmented, comparison, boolean or unary operation."""
 
     kind: ClassVar[str] = "replace_operator"
+    recombines: ClassVar[bool] = True
     operator: str
 
     def rewrites(self) -> tuple[Location, ...]:
@@ -65,12 +78,17 @@ class ReplaceOperator(Edit):
     def describe(self) -> str:
         return f"operator at {self.target} becomes {self.operator}"
 
+    def words(self, program: Program) -> str:
+        old, new = operator_text(program, self.target), new_operator_text(self.operator)
+        return f"{old} becomes {new} in {source_line(program, self.target)}"
+
 
 @dataclass(frozen=True, slots=True)
 class RemoveUnary(Edit):
     """Drop a unary operator (`not x` becomes `x`, `-x` becomes `x`)."""
 
     kind: ClassVar[str] = "remove_unary"
+    recombines: ClassVar[bool] = True
 
     def rewrites(self) -> tuple[Location, ...]:
         return (self.target,)
@@ -84,6 +102,12 @@ class RemoveUnary(Edit):
             return inner
 
         plan.rewrite(self.target, drop)
+
+    def words(self, program: Program) -> str:
+        node = program.node(self.target)
+        assert isinstance(node, cst.UnaryOperation)
+        inner = program.modules[self.target.file].code_for_node(node.expression)
+        return f"{quote(program, self.target)} becomes {quoted(inner)} in {source_line(program, self.target)}"
 
 
 def number_node(text: str) -> cst.BaseExpression:
@@ -103,6 +127,7 @@ class ReplaceNumber(Edit):
     """Replace a numeric constant with another value (given as source text)."""
 
     kind: ClassVar[str] = "replace_number"
+    recombines: ClassVar[bool] = True
     value: str
 
     def __post_init__(self) -> None:
@@ -117,3 +142,7 @@ class ReplaceNumber(Edit):
 
     def describe(self) -> str:
         return f"constant at {self.target} becomes {self.value}"
+
+    def words(self, program: Program) -> str:
+        old = program.modules[self.target.file].code_for_node(program.node(self.target)).strip()
+        return f"{old} becomes {self.value} in {source_line(program, self.target)}"

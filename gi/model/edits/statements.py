@@ -11,6 +11,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _copy, _in_place_of, _statement
+from gi.model.edits.words import other_place, quote
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -23,6 +24,7 @@ class DeleteStatement(Edit):
     """Remove a statement (an emptied block gets `pass`)."""
 
     kind: ClassVar[str] = "delete_statement"
+    recombines: ClassVar[bool] = True
 
     def removes(self) -> tuple[Location, ...]:
         return (self.target,)
@@ -30,12 +32,16 @@ class DeleteStatement(Edit):
     def contribute(self, plan: RewritePlan, program: Program) -> None:
         plan.delete(self.target)
 
+    def words(self, program: Program) -> str:
+        return f"delete {quote(program, self.target)}"
+
 
 @dataclass(frozen=True, slots=True)
 class InsertStatement(Edit):
     """Insert a copy of another original statement (`ingredient`) before `target`."""
 
     kind: ClassVar[str] = "insert_statement"
+    recombines: ClassVar[bool] = True
     ingredient: Location
 
     def anchors(self) -> tuple[Location, ...]:
@@ -53,12 +59,19 @@ class InsertStatement(Edit):
     def describe(self) -> str:
         return f"insert a copy of {self.ingredient} before {self.target}"
 
+    def words(self, program: Program) -> str:
+        return (
+            f"insert a copy of {quote(program, self.ingredient)} ({other_place(program, self, self.ingredient)}) "
+            f"before {quote(program, self.target)}"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ReplaceStatement(Edit):
     """Replace a statement with a copy of another original statement."""
 
     kind: ClassVar[str] = "replace_statement"
+    recombines: ClassVar[bool] = True
     ingredient: Location
 
     def removes(self) -> tuple[Location, ...]:
@@ -74,12 +87,19 @@ class ReplaceStatement(Edit):
     def describe(self) -> str:
         return f"replace {self.target} with a copy of {self.ingredient}"
 
+    def words(self, program: Program) -> str:
+        return (
+            f"replace {quote(program, self.target)} with a copy of {quote(program, self.ingredient)} "
+            f"({other_place(program, self, self.ingredient)})"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class SwapStatements(Edit):
     """Exchange two statements, neither inside the other."""
 
     kind: ClassVar[str] = "swap_statements"
+    recombines: ClassVar[bool] = True
     other: Location
 
     def anchors(self) -> tuple[Location, ...]:
@@ -99,12 +119,17 @@ class SwapStatements(Edit):
     def describe(self) -> str:
         return f"swap {self.target} with {self.other}"
 
+    def words(self, program: Program) -> str:
+        where = other_place(program, self, self.other)
+        return f"swap {quote(program, self.target)} with {quote(program, self.other)} ({where})"
+
 
 @dataclass(frozen=True, slots=True)
 class MoveStatement(Edit):
     """Move a statement so that it stands before `destination`."""
 
     kind: ClassVar[str] = "move_statement"
+    recombines: ClassVar[bool] = True
     destination: Location
 
     def positions(self) -> tuple[Location, ...]:
@@ -123,6 +148,12 @@ class MoveStatement(Edit):
     def describe(self) -> str:
         return f"move {self.target} before {self.destination}"
 
+    def words(self, program: Program) -> str:
+        return (
+            f"move {quote(program, self.target)} before {quote(program, self.destination)} "
+            f"({other_place(program, self, self.destination)})"
+        )
+
 
 ControlKeyword = Literal["break", "continue", "return"]
 _CONTROL: dict[str, Callable[[], cst.BaseSmallStatement]] = {
@@ -137,6 +168,7 @@ class InsertControl(Edit):
     """Insert `break`, `continue` or `return` before a statement where the syntax allows it."""
 
     kind: ClassVar[str] = "insert_control"
+    recombines: ClassVar[bool] = True
     keyword: str
 
     def __post_init__(self) -> None:
@@ -154,6 +186,9 @@ class InsertControl(Edit):
 
     def describe(self) -> str:
         return f"insert {self.keyword} before {self.target}"
+
+    def words(self, program: Program) -> str:
+        return f"insert {self.keyword} before {quote(program, self.target)}"
 
 
 # --- rewrites proposed by a language model ------------------------------------------------
@@ -200,3 +235,9 @@ class ReplaceFunction(Edit):
 
     def describe(self) -> str:
         return f"rewrite the function at {self.target} ({self.model or 'language model'})"
+
+    def words(self, program: Program) -> str:
+        node = program.node(self.target)
+        name = node.name.value if isinstance(node, cst.FunctionDef) else str(self.target)
+        by = f" by {self.model}" if self.model else " by the language model"
+        return f"rewrite function {name}(){by}"

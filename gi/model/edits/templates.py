@@ -10,6 +10,7 @@ import libcst as cst
 
 from gi.model.edits.base import Edit, RewritePlan
 from gi.model.edits.paths import _copied, _operand, _parenthesised, _parse_expression, fitted, parent_of
+from gi.model.edits.words import becomes, other_place, quote, quoted
 from gi.model.errors import EditError
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -23,6 +24,7 @@ class Clamp(Edit):
     `bound` is source text, an expression the operator took from the program or `0`."""
 
     kind: ClassVar[str] = "clamp"
+    recombines: ClassVar[bool] = True
     function: str
     bound: str = ""
 
@@ -61,6 +63,15 @@ class Clamp(Edit):
             return f"wrap the expression at {self.target} in min(..., {self.bound})"
         return f"wrap the expression at {self.target} in abs(...)"
 
+    def words(self, program: Program) -> str:
+        if self.function == "max":
+            shape = f"max({self.bound}, ...)"
+        elif self.function == "min":
+            shape = f"min(..., {self.bound})"
+        else:
+            shape = "abs(...)"
+        return f"wrap {quote(program, self.target)} in {shape}"
+
 
 BOOLEAN_SIDES = ("left", "right")
 
@@ -70,6 +81,7 @@ class KeepOperand(Edit):
     """Keep one operand of `a and b` / `a or b` (widening or narrowing the condition)."""
 
     kind: ClassVar[str] = "keep_operand"
+    recombines: ClassVar[bool] = True
     side: str
 
     def __post_init__(self) -> None:
@@ -98,12 +110,17 @@ class KeepOperand(Edit):
     def describe(self) -> str:
         return f"keep only the {self.side} operand of the condition at {self.target}"
 
+    def words(self, program: Program) -> str:
+        kept = Location(self.target.file, f"{self.target.path}.{self.side}")
+        return f"keep {quote(program, kept)} of {quote(program, self.target)}"
+
 
 @dataclass(frozen=True, slots=True)
 class ExtendCondition(Edit):
     """`a` becomes `a and c` or `a or c`, with `c` a copy of a condition of the program."""
 
     kind: ClassVar[str] = "extend_condition"
+    recombines: ClassVar[bool] = True
     operator: str
     ingredient: Location
 
@@ -133,6 +150,9 @@ class ExtendCondition(Edit):
         word = "and" if self.operator == "And" else "or"
         return f"the condition at {self.target} becomes `... {word}` a copy of {self.ingredient}"
 
+    def words(self, program: Program) -> str:
+        return f"{becomes(self, program)} (a copy from {other_place(program, self, self.ingredient)})"
+
 
 @dataclass(frozen=True, slots=True)
 class AddCheck(Edit):
@@ -141,6 +161,7 @@ class AddCheck(Edit):
     text (`x`, `not x`, `x is None`, `x is not None`, on a name `a` reads)."""
 
     kind: ClassVar[str] = "add_check"
+    recombines: ClassVar[bool] = True
     operator: str
     check: str
     first: bool = True
@@ -170,6 +191,9 @@ class AddCheck(Edit):
         shape = f"`{self.check} {word} ...`" if self.first else f"`... {word} {self.check}`"
         return f"the condition at {self.target} becomes {shape}"
 
+    def words(self, program: Program) -> str:
+        return becomes(self, program)
+
 
 GUARD_ACTIONS = ("return", "continue", "break", "raise")
 
@@ -180,6 +204,7 @@ class InsertGuard(Edit):
     `return <value>`, `continue`, `break` or `raise <exception>`; all of it source text."""
 
     kind: ClassVar[str] = "insert_guard"
+    recombines: ClassVar[bool] = True
     condition: str
     action: str
 
@@ -209,3 +234,7 @@ class InsertGuard(Edit):
 
     def describe(self) -> str:
         return f"insert `if {self.condition}: {self.action}` before {self.target}"
+
+    def words(self, program: Program) -> str:
+        guard = cst.Module(body=[self.statement()]).code
+        return f"insert {quoted(guard)} before {quote(program, self.target)}"

@@ -1,0 +1,192 @@
+"""The evaluation service of a run: the cache, the backend, and each candidate's own measures.
+
+Programs are evaluated once: the cache holds the search's evaluations by tree hash (what a
+program measure depends on). A candidate takes the measures of its own patch and text on top
+(`gi.engine.measures`). A replay takes the recorded run's evaluations instead of measuring.
+Studies after the search (minimisation, ablation) evaluate through the same backend, kept apart
+from the search's evaluations; with an objective measured against the run's timing of the
+original (`Basis.TIMING`), a study measures every program itself, against its own timing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from fitness.measures import Basis
+from fitness.objectives import Objective
+from fitness.tests import FailureOrder
+from gi.algorithms.variation import Candidate
+from gi.engine.evaluation import Evaluator
+from gi.engine.measures import RunMeasures
+from gi.engine.progress import Progress
+from gi.engine.recorded import Measurements
+from gi.engine.store import RunStore
+from gi.engine.timing import OriginalTiming
+from gi.model.patch import Variant
+from gi.model.results import Evaluation, Status
+
+if TYPE_CHECKING:
+    from gi.engine.backends.base import Backend
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendChoice:
+    """Where batches are evaluated (the [evaluation] section's backend keys)."""
+
+    backend: str = "local"
+    scheduler: str | None = None
+    workers: int = 1
+
+
+class EvaluationService:
+    """Evaluates a run's candidates through its backend, each program once."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        store: RunStore,
+        measurements: Measurements,
+        timing: OriginalTiming,
+        objectives: Sequence[Objective],
+        progress: Progress,
+        on_progress: Callable[[Progress, bool], None],
+        choice: BackendChoice = BackendChoice(),
+    ) -> None:
+        self.evaluator = evaluator
+        self.store = store
+        self.measurements = measurements
+        self.timing = timing
+        self.objectives = tuple(objectives)
+        self.progress = progress
+        self.on_progress = on_progress
+        self.choice = choice
+        #: The search's evaluations, by tree hash.
+        self.cache: dict[str, Evaluation] = store.evaluations()
+        #: The measures of the run's objectives beyond the registered ones (a user's function).
+        self.own_measures = RunMeasures(self.objectives)
+        #: The training tests that failed most recently first (for runs that stop at the first
+        #: failure), from the stored evaluations in the order they were made.
+        self.failure_order = FailureOrder()
+        for evaluation in self.cache.values():
+            self.failure_order.note(evaluation.tests)
+        #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
+        self.studied: dict[str, Evaluation] | None = None
+        self._backend: Backend | None = None
+
+    def backend(self) -> Backend:
+        """Where batches are evaluated (evaluation.backend), started at the first batch."""
+        if self._backend is None:
+            if self.choice.backend == "dask":
+                from gi.engine.backends.cluster import DaskBackend
+
+                self._backend = DaskBackend(self.evaluator, self.choice.scheduler, workers=self.choice.workers)
+            else:
+                self._backend = self.evaluator
+        return self._backend
+
+    def measured(self, variant: Variant) -> Evaluation | None:
+        """The evaluation of the program `variant` makes (None if it was never evaluated), with
+        the measures of its own patch and text (size, diff lines, style, maintainability, the
+        run's own measures) rather than those of whichever patch made that program first."""
+        evaluation = self.cache.get(variant.tree_hash)
+        return None if evaluation is None else self._own(evaluation, variant)
+
+    def _own(self, evaluation: Evaluation, variant: Variant) -> Evaluation:
+        """`evaluation` of the program, with the measures of `variant`'s own patch and text."""
+        if not evaluation.ok:
+            return evaluation
+        return dataclasses.replace(evaluation, measures={**evaluation.measures, **self.own_measures.own(variant)})
+
+    def keep(self, evaluation: Evaluation, *, individual: str, generation: int) -> None:
+        """Store an evaluation of the search (the original's, say) and cache it."""
+        self.store.put_evaluation(evaluation, individual=individual, generation=generation)
+        self.cache[evaluation.tree_hash] = evaluation
+
+    def evaluate(
+        self, candidates: Iterable[Candidate], generation: int, expected: int
+    ) -> tuple[list[Candidate], list[Evaluation]]:
+        """Evaluate a batch (of about `expected` candidates, for the display), each candidate as
+        soon as `candidates` yields it, skipping programs already measured; a replay takes the
+        recorded run's evaluations. Returns the batch and its evaluations (each with its
+        candidate's own measures), in the batch's order."""
+        batch: list[Candidate] = []
+        measured: list[Candidate] = []
+        recorded: dict[str, Evaluation] = {}
+        progress = self.progress
+        progress.batch_size = expected
+        progress.done_in_generation = 0
+        if self.evaluator.settings.fail_fast:  # fixed for the batch, whatever finishes first
+            self.evaluator.test_order = self.failure_order.order(list(self.evaluator.baseline_tests or {}))
+
+        def done(evaluation: Evaluation) -> None:
+            progress.evaluations += 1
+            progress.timed_out += evaluation.status is Status.TIMED_OUT or "timed_out" in evaluation.tests.values()
+            progress.done_in_generation += 1
+            self.on_progress(progress, False)
+
+        def to_measure() -> Iterator[Variant]:
+            for candidate in candidates:
+                batch.append(candidate)
+                tree_hash = candidate.variant.tree_hash
+                if tree_hash in self.cache:
+                    progress.cache_hits += 1
+                    progress.done_in_generation += 1
+                elif (evaluation := self.measurements.recorded_evaluation(tree_hash)) is not None:
+                    recorded[tree_hash] = evaluation
+                    done(evaluation)
+                else:
+                    measured.append(candidate)
+                    yield candidate.variant
+
+        results = self.backend().evaluate_many(to_measure(), on_done=done)
+        new = recorded | {c.variant.tree_hash: e for c, e in zip(measured, results, strict=True)}
+        with self.store.transaction():
+            for candidate in batch:
+                if (evaluation := new.pop(candidate.variant.tree_hash, None)) is not None:  # once a program
+                    self.cache[evaluation.tree_hash] = evaluation
+                    self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
+                    self.failure_order.note(evaluation.tests)
+        progress.batch_size = len(batch)
+        return batch, [self._own(self.cache[c.variant.tree_hash], c.variant) for c in batch]
+
+    def timed(self) -> bool:
+        """Whether an objective of the run is measured against the run's timing of the original."""
+        return any(objective.basis is Basis.TIMING for objective in self.objectives)
+
+    def measure(self, variants: Sequence[Variant], label: str) -> list[Evaluation]:
+        """Evaluate programs after the search (minimisation, ablation) through the run's backend,
+        each with its patch's own measures. They are kept apart from the search's evaluations
+        (the run's figures stay the search's), in the store under `label`, and reused.
+
+        With an objective measured against the run's timing of the original (runtime), a study
+        measures every program itself, even one the search evaluated, against the original
+        timed again for it: the search's screening ratio was taken at another time, under other
+        load, and a study compares its programs' ratios with one another (a noisy early
+        measurement of an edit alone would make minimisation keep an edit the speed-up does not
+        need). The original stays the unit, ratio 1."""
+        timed = self.timed()
+        if self.studied is None:
+            self.studied = self.store.study_evaluations()
+            if timed:
+                self.timing.restudy()
+        if timed:
+            original = self.evaluator.program.tree_hash
+            known = {**self.studied, **({original: self.cache[original]} if original in self.cache else {})}
+        else:
+            known = {**self.studied, **self.cache}
+        fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
+        results = self.backend().evaluate_many(fresh)
+        with self.store.transaction():
+            for evaluation in results:
+                known[evaluation.tree_hash] = self.studied[evaluation.tree_hash] = evaluation
+                self.store.put_study_evaluation(evaluation, label)
+        return [self._own(known[variant.tree_hash], variant) for variant in variants]
+
+    def close(self) -> None:
+        """Stop the backend and the evaluator's warm workers."""
+        if self._backend is not None and self._backend is not self.evaluator:
+            self._backend.close()
+        self._backend = None
+        self.evaluator.close()
