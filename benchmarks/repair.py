@@ -1,66 +1,55 @@
-"""How many injected bugs does gi repair, correctly, with and without the expression operators?
+"""How many injected bugs does each arm of gi's search repair, correctly, at one budget?
 
-Takes correct programs with tests (the example programs, with the planted bugs of windows
-and bsearch fixed, and three small modules in benchmarks/repair_programs), injects single
-bugs of each class with a seeded bug model, and runs gi on each buggy program twice with
-the same budget and seed: with every operator, and with the classic operators only. Each
-program's tests are split: `tests/` is the training set the search sees, `holdout/` the
-held-out set it never sees.
+Injects single bugs into correct programs (benchmarks/repair_bugs.py: the programs, the bug
+classes and the reachability of each bug's fix), then runs gi on each buggy program once per
+arm, every arm with the same seed and the same budget of evaluations (`search.max_evaluations`:
+programs evaluated, the original aside). Three seeds by default:
+each draws its own bugs (per class, `--bugs` of them) and seeds every run on them.
 
-The bug model: each class is one kind of one-line mistake, made by one edit to the correct
-program. Most are made by the operator whose edit is the mistake's shape (a wrong name by
-`name_replace`, swapped arguments by `argument_swap`, an off-by-one by `integer_offset`,
-...); the three missing-code classes delete a clamp (`max(0, e)`, `min(e, b)`, `abs(e)`, with
-a bound, never `max(values)`), a guard (an early `return`/`raise`/`continue`/`break`, not one
-case of a chain of `if ...: return v`) or an update a sibling branch has; the classic classes
-change a comparison, an arithmetic operator or a constant, or delete a statement. A
-candidate counts as a bug only when it fails a training test; per class, `--bugs` bugs are
-drawn, each from another program where possible, by a generator of the class's own (seeded
-from the seed and the class's name), so `--classes` draws the same bugs as the full run.
+A bug is *repaired* (plausibly) when a front member passes every training test, and the repair
+is *correct* when the repair gi presents first (the first of summary.json's `plausible`, ranked
+against overfitting) also passes every held-out test; the overfitting share is repaired but not
+correct, over repaired. Beside it, the share had gi presented the smallest repair of the front
+(as it did before it ranked them), to measure what the ranking changes. Besides, the
+benchmark reads each run's evaluations in the order they were made and reports the first that
+passes every training test (evaluations to the first plausible repair) and the first such
+program that passes every held-out test too (to the first correct one; the held-out tests of
+at most HELD_OUT_CHECKS plausible programs a run are run, in the order found).
 
-Each class names the operator whose one edit is its fix. For each bug the benchmark samples
-that operator's proposals on the buggy program with fault localisation's weights, as a repair
-run draws them, and prints the share that makes the correct program (the reachability). The
-fix templates' classes (dropped condition, missing clamp, missing guard) keep only bugs their
-template can fix at all (a share above 0); the others are kept whatever their share.
+It prints one line per bug and arm, a table per arm (bugs, repaired, correct, overfitting share,
+evaluations to the first plausible and first correct repair, median over the bugs where one was
+found), correct repairs per seed and arm, and per bug class.
 
-Per bug class it prints: bugs, the fixing operator and how many bugs it reaches (its mean
-share), repaired on training (a front member passes every training test), correct repairs
-(that member also passes every held-out test), and the overfitting share (repaired but not
-correct, over repaired), for both arms side by side; then the correct repairs of each arm.
-
-    python benchmarks/repair.py [--seed 1] [--budget 100] [--bugs 1] [--classes a,b]
+    python benchmarks/repair.py [--seeds 1,2,3] [--budget 100] [--bugs 1] [--classes a,b]
+                                [--arms a,b] [--jobs 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
+import multiprocessing
 import shutil
-import subprocess
-import sys
+import statistics
 import tempfile
 import time
-import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import libcst as cst
-import numpy as np
+from repair_bugs import BUG_CLASSES, REACH_DRAWS, SUBJECTS, Bug, correct_copy, inject
 
+from gi.config import load_config
 from gi.engine.evaluation import EvaluationSettings, Evaluator
-from gi.model.describe import describe
-from gi.model.edits import DeleteStatement, Edit, ReplaceExpression, node_at
-from gi.model.patch import Patch, Variant, apply
+from gi.engine.store import RunStore
+from gi.model.errors import GIError
+from gi.model.patch import Patch, apply
 from gi.model.program import Program
-from gi.model.sites import Location, SiteKind
-from mutators import OPERATORS, MutationContext, names, templates
+from gi.run.experiment import run_experiment
+from mutators import OPERATORS, names, templates
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "experiments" / "programs"
-VENDORED = Path(__file__).resolve().parent / "repair_programs"
 #: The operators gi had before the expression operators and fix templates.
 CLASSIC = sorted(
     name
@@ -68,318 +57,63 @@ CLASSIC = sorted(
     if type(OPERATORS.get(name)).__module__ not in (names.__name__, templates.__name__)
 )
 POPULATION = 10
+#: Plausible programs of one run whose held-out tests the benchmark runs (in the order found).
+HELD_OUT_CHECKS = 25
 
 
 @dataclass(frozen=True)
-class Subject:
-    """A correct program: its folder, its editable module, and text replacements that undo
-    a planted bug (the examples meant for repair)."""
+class Arm:
+    """One configuration of the search: keys of the run config's [search] and [mutators]."""
 
     name: str
-    root: Path
-    module: str
-    fixes: tuple[tuple[str, str], ...] = ()
+    description: str
+    search: Mapping[str, Any] = field(default_factory=dict)
+    mutators: Mapping[str, Any] = field(default_factory=dict)
 
 
-SUBJECTS = (
-    Subject("grading", EXAMPLES / "grading", "grading.py"),
-    Subject("windows", EXAMPLES / "windows", "windows.py", (("i < len(values) - width", "i <= len(values) - width"),)),
-    Subject("bsearch", EXAMPLES / "bsearch", "bsearch.py", (("while lo < hi", "while lo <= hi"),)),
-    Subject("dedupe", EXAMPLES / "dedupe", "dedupe.py"),
-    Subject("batching", EXAMPLES / "batching", "batching.py"),
-    Subject("ledger", VENDORED / "ledger", "ledger.py"),
-    Subject("words", VENDORED / "words", "words.py"),
-    Subject("intervals", VENDORED / "intervals", "intervals.py"),
-)
-
-Injector = Callable[[Program, np.random.Generator], list[Edit]]
-
-
-def by_operator(name: str, draws: int = 200) -> Injector:
-    """Bugs shaped like `name`'s edits: the distinct edits among `draws` of its proposals."""
-
-    def inject(program: Program, rng: np.random.Generator) -> list[Edit]:
-        context = MutationContext().bind(program)
-        found: dict[Edit, None] = {}
-        for _ in range(draws):
-            edit = OPERATORS.get(name).propose(program, Patch(), rng, context)
-            if edit is not None:
-                found.setdefault(edit)
-        return list(found)
-
-    return inject
-
-
-def _is_clamp_bound(node: cst.BaseExpression, function: str) -> bool:
-    """Is `node` what a clamp bounds by: 0 for `max`, else a name, an attribute, an integer or
-    a `len(...)` (the shapes a clamp of a value takes: `max(0, e)`, `min(e, limit)`)."""
-    if isinstance(node, cst.Integer):
-        return True
-    if isinstance(node, cst.Call):
-        return isinstance(node.func, cst.Name) and node.func.value == "len"
-    return isinstance(node, (cst.Name, cst.Attribute)) and function in ("max", "min")
-
-
-def missing_clamp(program: Program, rng: np.random.Generator) -> list[Edit]:
-    """`max(0, e)`, `max(e, b)`, `min(e, b)` or `abs(e)` becomes `e`: a clamp of a value by a
-    bound (0, an integer, a name, an attribute, a `len(...)`) is dropped. Not `max(values)`,
-    which takes the largest of a collection (dropping it is no missing clamp), nor a clamp of
-    a literal."""
-    edits: list[Edit] = []
-    for site in program.sites_of(SiteKind.EXPRESSION):
-        node = program.node(site.location)
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)):
-            continue
-        function, args = node.func.value, node.args
-        if any(arg.keyword is not None or arg.star for arg in args):
-            continue
-        if function == "abs" and len(args) == 1:
-            kept = [0]
-        elif function in ("max", "min") and len(args) == 2:
-            kept = [i for i in (0, 1) if _is_clamp_bound(args[1 - i].value, function)]
-        else:
-            continue
-        for index in kept:
-            if not isinstance(args[index].value, (cst.Integer, cst.Float)):
-                argument = site.location.path + f".args[{index}].value"
-                edits.append(ReplaceExpression(site.location, type(site.location)(site.location.file, argument)))
-    return edits
-
-
-def _returns_early(node: cst.CSTNode) -> bool:
-    """`if ...:` without else whose only statement returns, raises, breaks or continues."""
-    if not isinstance(node, cst.If) or node.orelse is not None or len(node.body.body) != 1:
-        return False
-    line = node.body.body[0]
-    return isinstance(line, cst.SimpleStatementLine) and isinstance(
-        line.body[0], (cst.Return, cst.Raise, cst.Break, cst.Continue)
+#: Without the rings, operators drawn uniformly: nsga2 as gi ran it before them.
+PLAIN = {"neighbourhood": 0.0, "operator_selection": "uniform"}
+ARMS: dict[str, Arm] = {
+    arm.name: arm
+    for arm in (
+        Arm("classic", "nsga2, the classic operators", search=PLAIN, mutators={"operators": CLASSIC}),
+        Arm("all", "nsga2, every operator", search=PLAIN, mutators={"operators": "all"}),
+        Arm(
+            "first",
+            "nsga2 after the rings of the original (half the budget)",
+            search={**PLAIN, "neighbourhood": 0.5},
+        ),
+        Arm("adaptive", "nsga2, adaptive operator selection", search={**PLAIN, "operator_selection": "adaptive"}),
+        Arm(
+            "first+adaptive",
+            "nsga2 after the rings (half the budget), adaptive operator selection (gi's default for a repair)",
+            search={"neighbourhood": 0.5, "operator_selection": "adaptive"},
+        ),
+        Arm(
+            "neighbourhood",
+            "the rings of the original (all the budget)",
+            search={**PLAIN, "algorithm": "neighbourhood"},
+        ),
     )
-
-
-def _returns_a_case(node: cst.CSTNode) -> bool:
-    """`if ...: return v`: one case of a chain of such ifs."""
-    if not _returns_early(node):
-        return False
-    assert isinstance(node, cst.If)
-    line = node.body.body[0]
-    return isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Return)
-
-
-#: Consecutive `if ...: return v` statements from which on they are a dispatch chain, not guards.
-CHAIN = 3
-
-
-def _is_guard(block: list[cst.CSTNode], index: int) -> bool:
-    """Is the `index`-th statement of a block a guard: an early exit (`_returns_early`) that
-    is not one case of a dispatch chain (grading's `if score >= 90: return "A"` and the
-    three ifs after it map cases to results: deleting one is a missing case, not a missing
-    guard)?"""
-    if not _returns_early(block[index]):
-        return False
-    if not _returns_a_case(block[index]):
-        return True
-    first = last = index
-    while first > 0 and _returns_a_case(block[first - 1]):
-        first -= 1
-    while last + 1 < len(block) and _returns_a_case(block[last + 1]):
-        last += 1
-    return last - first + 1 < CHAIN
-
-
-def missing_guard(program: Program, rng: np.random.Generator) -> list[Edit]:
-    """A guard statement (`if not parts: return None`, `if x < 0: raise ...`) is deleted."""
-    edits: list[Edit] = []
-    for site in program.sites_of(SiteKind.STATEMENT):
-        head, _, step = site.location.path.rpartition(".")
-        block = node_at(program, Location(site.location.file, head))
-        statements = list(getattr(block, "body", ()))
-        index = int(step.partition("[")[2][:-1])
-        if _is_guard(statements, index):
-            edits.append(DeleteStatement(site.location))
-    return edits
-
-
-def missing_update(program: Program, rng: np.random.Generator) -> list[Edit]:
-    """An update statement that another branch of its `if` chain also has is deleted."""
-    statements = {(site.location.file, site.location.path): site for site in program.sites_of(SiteKind.STATEMENT)}
-    edits: list[Edit] = []
-    for site in statements.values():
-        node = program.node(site.location)
-        if not isinstance(node, cst.If):
-            continue
-        blocks = [
-            [s for key, s in statements.items() if key[0] == site.location.file and key[1].rpartition(".")[0] == path]
-            for path in templates.branches(node, site.location.path)
-        ]
-        for index, block in enumerate(blocks):
-            elsewhere = {
-                program.code(s.location) for other, sibling in enumerate(blocks) if other != index for s in sibling
-            }
-            edits.extend(
-                DeleteStatement(s.location)
-                for s in block
-                if templates.is_update(program.node(s.location)) and program.code(s.location) in elsewhere
-            )
-    return edits
+}
+#: The arms a run compares unless --arms names others.
+DEFAULT_ARMS = ("classic", "all", "first", "adaptive", "first+adaptive")
 
 
 @dataclass(frozen=True)
-class BugClass:
-    """How bugs of a class are made, whether it is a classic operator's, the operator whose
-    edit is its fix, and whether its bugs must be ones that operator can fix (`restricted`)."""
+class Outcome:
+    """What one gi run made of one bug."""
 
-    inject: Injector
-    classic: bool
-    fixed_by: str
-    restricted: bool = False
-
-
-#: The bug classes. A fix template's class is restricted to bugs its template can fix: a
-#: dropped condition whose operand the program has elsewhere, a clamp or a guard the
-#: template can write. The others report how often the operator reaches the fix, and are kept
-#: whether it does or not.
-BUG_CLASSES: dict[str, BugClass] = {
-    "wrong_name": BugClass(by_operator("name_replace"), False, "name_replace"),
-    "swapped_arguments": BugClass(by_operator("argument_swap"), False, "argument_swap"),
-    "off_by_one": BugClass(by_operator("integer_offset"), False, "integer_offset"),
-    "wrong_function": BugClass(by_operator("call_replace"), False, "call_replace"),
-    "negation": BugClass(by_operator("negate"), False, "negate"),
-    "wrong_return": BugClass(by_operator("return_replace"), False, "return_replace"),
-    "wrong_expression": BugClass(by_operator("expression_replace"), False, "expression_replace"),
-    "extra_condition": BugClass(by_operator("condition_extend"), False, "condition_drop"),
-    "dropped_condition": BugClass(by_operator("condition_drop"), False, "condition_extend", restricted=True),
-    "missing_clamp": BugClass(missing_clamp, False, "clamp", restricted=True),
-    "missing_guard": BugClass(missing_guard, False, "guard", restricted=True),
-    "missing_update": BugClass(missing_update, False, "sibling_update"),
-    "comparison": BugClass(by_operator("comparison_operator"), True, "comparison_operator"),
-    "arithmetic": BugClass(by_operator("binary_operator"), True, "binary_operator"),
-    "constant": BugClass(by_operator("constant"), True, "constant"),
-    "deleted_statement": BugClass(by_operator("statement_delete"), True, "statement_copy"),
-}
-#: Proposals of the fixing operator sampled on each buggy program (the reachability check).
-REACH_DRAWS = 500
-
-
-@dataclass
-class Bug:
-    bug_class: str
-    subject: Subject
-    edit: Edit
-    sources: dict[str, str]
-    #: The edit in words (gi.model.describe, on the correct program).
-    words: str
-    #: The share of REACH_DRAWS proposals of the fixing operator that make the correct program.
-    reach: float
-
-
-def class_generator(seed: int, bug_class: str) -> np.random.Generator:
-    """The generator of one class's bugs: the same bugs whichever other classes are asked."""
-    return np.random.default_rng([seed, zlib.crc32(bug_class.encode())])
-
-
-def correct_copy(subject: Subject, folder: Path) -> Program:
-    """A copy of the subject with its planted bug fixed: the correct program."""
-    shutil.copytree(subject.root, folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    path = folder / subject.module
-    text = path.read_text()
-    for old, new in subject.fixes:
-        assert old in text, (subject.name, old)
-        text = text.replace(old, new)
-    path.write_text(text)
-    return Program.load(folder, [subject.module], protected=["tests", "holdout"])
-
-
-def _is_bug(sources: dict[str, str], evaluator: Evaluator, tests: int) -> bool:
-    """Does the program `sources` make still run all `tests` training tests, and fail one?
-    (A deleted `def` that breaks the tests' imports is no bug a repair run can start from.)"""
-    evaluation = evaluator.evaluate_sources(sources)
-    counts = evaluation.measures
-    return evaluation.ok and counts.get("test_count") == tests and counts.get("failed_tests", 0) >= 1
-
-
-class _Commuted(ast.NodeTransformer):
-    """`max(a, b)` and `min(a, b)` with their arguments in a fixed order: the same program."""
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id in ("max", "min") and len(node.args) == 2:
-            node.args.sort(key=ast.dump)
-        return node
-
-
-def canonical(sources: dict[str, str]) -> tuple[str, ...]:
-    """The programs' syntax trees without formatting, with max/min's two arguments ordered."""
-    return tuple(ast.dump(_Commuted().visit(ast.parse(sources[file]))) for file in sorted(sources))
-
-
-def reachability(
-    fixed_by: str, correct: Program, buggy: Variant, evaluator: Evaluator, rng: np.random.Generator
-) -> float:
-    """The share of REACH_DRAWS proposals of the operator `fixed_by` on the buggy program, its
-    sites weighted by fault localisation as a repair run weights them, whose one edit makes
-    the correct program (up to the order of max's and min's arguments)."""
-    program = Program(correct.root, buggy.sources)
-    suspicious = evaluator.suspiciousness(buggy)
-    context = MutationContext(line_weights=suspicious, line_floor=0.05 * max(suspicious.values(), default=0.0)).bind(
-        program
-    )
-    target = canonical(dict(correct.sources))
-    operator = OPERATORS.get(fixed_by)
-    verdicts: dict[Edit, bool] = {}
-    hits = 0
-    for _ in range(REACH_DRAWS):
-        edit = operator.propose(program, Patch(), rng, context)
-        if edit is None:
-            continue
-        if edit not in verdicts:
-            variant = apply(program, Patch((edit,)))
-            verdicts[edit] = variant.syntax_error is None and canonical(variant.sources) == target
-        hits += verdicts[edit]
-    return hits / REACH_DRAWS
-
-
-def inject(programs: dict[str, Program], classes: list[str], bugs: int, seed: int, tries: int = 4) -> Iterator[Bug]:
-    """`bugs` bugs of each class, each from another program where possible; each class's
-    draws come from its own generator (`class_generator`)."""
-    evaluators = {
-        name: Evaluator(program, EvaluationSettings(("tests",), timeout=30, test_timeout=2))
-        for name, program in programs.items()
-    }
-    try:
-        tests: dict[str, int] = {}
-        for name, evaluator in evaluators.items():
-            original = evaluator.evaluate_sources({})
-            if not original.ok or original.measures["failed_tests"] or not original.measures["test_count"]:
-                raise RuntimeError(f"{name}: the correct program fails its training tests: {original.detail}")
-            tests[name] = int(original.measures["test_count"])
-        for bug_class in classes:
-            kind = BUG_CLASSES[bug_class]
-            rng = class_generator(seed, bug_class)
-            order = [SUBJECTS[int(i)] for i in rng.permutation(len(SUBJECTS))]
-            found = 0
-            for subject in order:
-                if found == bugs:
-                    break
-                program = programs[subject.name]
-                candidates = kind.inject(program, rng)
-                # A restricted class tries every candidate: most fail the reachability check.
-                limit = len(candidates) if kind.restricted else tries
-                for index in rng.permutation(len(candidates))[:limit]:
-                    edit = candidates[int(index)]
-                    variant = apply(program, Patch((edit,)))
-                    if variant.syntax_error is not None or not _is_bug(
-                        variant.sources, evaluators[subject.name], tests[subject.name]
-                    ):
-                        continue
-                    reach = reachability(kind.fixed_by, program, variant, evaluators[subject.name], rng)
-                    if kind.restricted and reach == 0:
-                        continue
-                    yield Bug(bug_class, subject, edit, variant.sources, describe(edit, program), reach)
-                    found += 1
-                    break
-    finally:
-        for evaluator in evaluators.values():
-            evaluator.close()
+    repaired: bool
+    #: The repair gi presents first (its plausible patches ranked against overfitting) passes
+    #: every held-out test; and the smallest repair on the front does (gi's choice before).
+    correct: bool
+    smallest_correct: bool
+    evaluations: int
+    #: Evaluations made up to the first program passing every training test (None: none did),
+    #: and up to the first that passes every held-out test too.
+    first_plausible: int | None
+    first_correct: int | None
 
 
 CONFIG = """\
@@ -387,6 +121,7 @@ CONFIG = """\
 name = "repair"
 seed = {seed}
 output = "runs"
+report = false
 
 [program]
 root = "program"
@@ -405,125 +140,234 @@ constraint = "none"
 [search]
 population = {population}
 generations = {generations}
-
+max_evaluations = {budget}
+{search}
 [mutators]
-operators = {operators}
-
+{mutators}
 [evaluation]
-workers = 2
+workers = {workers}
 """
 
 
-def run_gi(bug: Bug, folder: Path, operators: str, seed: int, budget: int) -> dict[str, bool]:
-    """One gi run on the buggy program; whether it repaired it on training and correctly."""
+def _toml(keys: Mapping[str, Any]) -> str:
+    """TOML lines for `keys` (strings, numbers, booleans and lists of them: JSON spells them alike)."""
+    return "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
+
+
+def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: int) -> Outcome:
+    """One gi run on the buggy program, and what it found."""
     program = folder / "program"
     shutil.copytree(bug.subject.root, program, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     for file, text in bug.sources.items():
         (program / file).write_text(text)
-    generations = max(budget // POPULATION - 1, 1)
     config = folder / "repair.toml"
+    mutators = {"operators": "all", **arm.mutators}
     config.write_text(
         CONFIG.format(
-            seed=seed, module=bug.subject.module, population=POPULATION, generations=generations, operators=operators
+            seed=seed,
+            module=bug.subject.module,
+            population=POPULATION,
+            generations=budget,
+            budget=budget,
+            search=_toml(arm.search),
+            mutators=_toml(mutators),
+            workers=workers,
         )
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"gi run failed on {bug.bug_class} in {bug.subject.name}: {result.stderr[-2000:]}")
-    summary = json.loads((folder / "runs" / f"repair-seed{seed}" / "summary.json").read_text())
+    try:
+        run_experiment(load_config(config))
+    except GIError as error:
+        raise RuntimeError(f"gi run ({arm.name}) failed on {bug.bug_class} in {bug.subject.name}: {error}") from None
+    run = folder / "runs" / f"repair-seed{seed}"
+    summary = json.loads((run / "summary.json").read_text())
     repairs = [m for m in summary["front"] if m["training"]["failed"] == 0]
     repairs.sort(key=lambda member: len(member["edits"]))
     repaired = bool(repairs)
-    correct = repaired and repairs[0]["holdout"] is not None and repairs[0]["holdout"]["failed"] == 0
-    return {"repaired": repaired, "correct": correct}
+    smallest = repaired and repairs[0]["holdout"] is not None and repairs[0]["holdout"]["failed"] == 0
+    ranked = summary.get("plausible") or []
+    correct = bool(ranked) and "holdout" in ranked[0] and ranked[0]["holdout"]["failed"] == 0
+    first_plausible, first_correct = _firsts(
+        run, Program.load(program, [bug.subject.module], protected=["tests", "holdout"])
+    )
+    return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct)
 
 
-Outcome = dict[str, dict[str, bool]]
+def _firsts(run: Path, program: Program) -> tuple[int | None, int | None]:
+    """From a run's evaluations in the order made: how many were made up to the first that
+    passes every training test, and up to the first that passes every held-out test too."""
+    store = RunStore(run / "store.sqlite", read_only=True)
+    try:
+        log = list(store.evaluation_log())
+        baseline = next(evaluation for _, individual, _, evaluation in log if individual == "baseline")
+        tests = baseline["measures"]["test_count"]
+        plausible: list[tuple[int, str]] = []
+        for number, (_, individual, _, evaluation) in enumerate(e for e in log if e[1] != "baseline"):
+            measures = evaluation["measures"]
+            if (
+                evaluation["status"] == "ok"
+                and measures.get("failed_tests") == 0
+                and measures.get("test_count") == tests
+            ):
+                plausible.append((number + 1, individual))
+        if not plausible:
+            return None, None
+        records = {record.id: record for record in store.individuals([individual for _, individual in plausible])}
+    finally:
+        store.close()
+    evaluator = Evaluator(program, EvaluationSettings(("holdout",), timeout=30, test_timeout=2))
+    try:
+        for number, individual in plausible[:HELD_OUT_CHECKS]:
+            variant = apply(program, Patch.from_json(records[individual].patch))
+            held_out = evaluator.evaluate(variant)
+            if held_out.ok and held_out.measures.get("failed_tests") == 0:
+                return plausible[0][0], number
+    finally:
+        evaluator.close()
+    return plausible[0][0], None
+
+
+@dataclass(frozen=True)
+class Result:
+    seed: int
+    bug: Bug
+    outcomes: dict[str, Outcome]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=1, help="fixes the bugs drawn and every gi run")
-    parser.add_argument("--budget", type=int, default=100, help=f"evaluations per gi run (population {POPULATION})")
-    parser.add_argument("--bugs", type=int, default=1, help="bugs per class")
+    parser.add_argument("--seeds", default="1,2,3", help="each draws its bugs and seeds every run on them")
+    parser.add_argument("--budget", type=int, default=100, help=f"programs evaluated a run (population {POPULATION})")
+    parser.add_argument("--bugs", type=int, default=1, help="bugs per class and seed")
     parser.add_argument("--classes", default=",".join(BUG_CLASSES), help="bug classes, comma-separated")
+    parser.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"arms, comma-separated: {', '.join(ARMS)}")
+    parser.add_argument("--jobs", type=int, default=2, help="gi runs at once (each with 2 // jobs workers, at least 1)")
     args = parser.parse_args()
     classes = [name for name in args.classes.split(",") if name]
-    unknown = set(classes) - set(BUG_CLASSES)
-    if unknown:
+    arms = [ARMS[name] for name in args.arms.split(",") if name in ARMS]
+    seeds = [int(seed) for seed in args.seeds.split(",") if seed]
+    if unknown := set(classes) - set(BUG_CLASSES):
         parser.error(f"unknown bug classes {sorted(unknown)}; known: {', '.join(BUG_CLASSES)}")
+    if unknown := {name for name in args.arms.split(",") if name} - set(ARMS):
+        parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
     started = time.perf_counter()
-    arms = {"all": '"all"', "classic": json.dumps(CLASSIC)}
-    results: dict[str, list[tuple[Bug, Outcome]]] = {name: [] for name in classes}
+    workers = max(1, 2 // args.jobs)
+    results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="gi-repair-") as scratch:
         base = Path(scratch)
         programs = {subject.name: correct_copy(subject, base / "correct" / subject.name) for subject in SUBJECTS}
-        for number, bug in enumerate(inject(programs, classes, args.bugs, args.seed)):
-            outcome = {}
-            for arm, operators in arms.items():
-                outcome[arm] = run_gi(bug, base / f"bug{number}" / arm, operators, args.seed, args.budget)
-            results[bug.bug_class].append((bug, outcome))
-            print(
-                f"{bug.bug_class:18} {bug.words}\n{'':18} {BUG_CLASSES[bug.bug_class].fixed_by} reaches the fix in"
-                f" {bug.reach:.1%} of {REACH_DRAWS} proposals; "
-                + ", ".join(f"{arm}: {_verdict(outcome[arm])}" for arm in arms),
-                flush=True,
-            )
+        bugs = [(seed, bug) for seed in seeds for bug in inject(programs, classes, args.bugs, seed)]
+        runs = [(index, arm) for index in range(len(bugs)) for arm in arms]
+
+        found: dict[int, dict[str, Outcome]] = {}
+        # Runs in worker processes of their own, each importing gi once.
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [
+                pool.submit(
+                    run_gi, bugs[index][1], base / f"bug{index}" / arm.name, arm, bugs[index][0], args.budget, workers
+                )
+                for index, arm in runs
+            ]
+            for (index, arm), future in zip(runs, futures, strict=True):  # each bug as soon as its arms are done
+                found.setdefault(index, {})[arm.name] = future.result()
+                if len(found[index]) < len(arms):
+                    continue
+                seed, bug = bugs[index]
+                results.append(Result(seed, bug, found[index]))
+                print(
+                    f"seed {seed} {bug.bug_class:18} {bug.words}\n{'':25} {BUG_CLASSES[bug.bug_class].fixed_by}"
+                    f" reaches the fix in {bug.reach:.1%} of {REACH_DRAWS} proposals; "
+                    + ", ".join(f"{arm.name}: {_verdict(found[index][arm.name])}" for arm in arms),
+                    flush=True,
+                )
     print()
-    print(_table(results, list(arms)))
-    correct = {arm: sum(o[arm]["correct"] for found in results.values() for _, o in found) for arm in arms}
-    ratio = f"{correct['all'] / correct['classic']:.2f} times" if correct["classic"] else "no classic repair"
-    print(f"\ncorrect repairs: all {correct['all']}, classic {correct['classic']} ({ratio})")
+    print(arm_table(results, arms))
+    print()
+    print(seed_table(results, arms, seeds))
+    print()
+    print(class_table(results, arms))
     print(
-        f"seed {args.seed}, budget {args.budget} evaluations a run (population {POPULATION}), "
-        f"{args.bugs} bugs a class; {time.perf_counter() - started:.0f} s"
+        f"\nseeds {', '.join(map(str, seeds))}; budget {args.budget} evaluations a run (population {POPULATION});"
+        f" {args.bugs} bug(s) a class and seed; {len(results)} bugs; {args.jobs} run(s) at once;"
+        f" {time.perf_counter() - started:.0f} s"
     )
 
 
-def _verdict(outcome: dict[str, bool]) -> str:
-    if outcome["correct"]:
+def _verdict(outcome: Outcome) -> str:
+    if outcome.correct:
         return "correct"
-    return "overfits" if outcome["repaired"] else "-"
-
-
-def _table(results: dict[str, list[tuple[Bug, Outcome]]], arms: list[str]) -> str:
-    """Per class: bugs, how many of them the fixing operator reaches (and its mean share of
-    proposals that make the fix), then each arm's repaired, correct and overfitting share."""
-    titles = " | ".join(f"{a}: repaired | {a}: correct | {a}: overfitting" for a in arms)
-    lines = [f"| bug class | bugs | fixed by | fix reachable | {titles} |", "|" + " --- |" * (4 + 3 * len(arms))]
-    totals = {arm: [0, 0] for arm in arms}
-    count = reachable = 0
-    for bug_class, found in results.items():
-        kind = BUG_CLASSES[bug_class]
-        count += len(found)
-        reached = sum(bug.reach > 0 for bug, _ in found)
-        reachable += reached
-        mean = sum(bug.reach for bug, _ in found) / len(found) if found else 0.0
-        cells = [
-            bug_class + (" (classic)" if kind.classic else ""),
-            str(len(found)),
-            f"`{kind.fixed_by}`",
-            f"{reached} ({mean:.1%})" if found else "-",
-        ]
-        for arm in arms:
-            repaired = sum(o[arm]["repaired"] for _, o in found)
-            correct = sum(o[arm]["correct"] for _, o in found)
-            totals[arm][0] += repaired
-            totals[arm][1] += correct
-            cells += [str(repaired), str(correct), _share(repaired - correct, repaired)]
-        lines.append("| " + " | ".join(cells) + " |")
-    cells = ["all", str(count), "", str(reachable)]
-    for arm in arms:
-        repaired, correct = totals[arm]
-        cells += [str(repaired), str(correct), _share(repaired - correct, repaired)]
-    lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "overfits" if outcome.repaired else "-"
 
 
 def _share(part: int, whole: int) -> str:
     return f"{part / whole:.0%}" if whole else "-"
+
+
+def _median(values: Sequence[int | None]) -> str:
+    found = [value for value in values if value is not None]
+    return f"{statistics.median(found):g} ({len(found)})" if found else "-"
+
+
+def arm_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
+    """Per arm: repaired, correct, overfitting share, and the median evaluations to the first
+    plausible and first correct repair (over the bugs where one was found, their number in
+    brackets)."""
+    lines = [
+        "| arm | bugs | repaired | correct | overfitting | overfitting, smallest first"
+        " | evaluations to first plausible | to first correct |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for arm in arms:
+        outcomes = [result.outcomes[arm.name] for result in results]
+        repaired = sum(o.repaired for o in outcomes)
+        correct = sum(o.correct for o in outcomes)
+        smallest = sum(o.smallest_correct for o in outcomes)
+        lines.append(
+            f"| {arm.name}: {arm.description} | {len(outcomes)} | {repaired} | {correct} |"
+            f" {_share(repaired - correct, repaired)} | {_share(repaired - smallest, repaired)} |"
+            f" {_median([o.first_plausible for o in outcomes])} |"
+            f" {_median([o.first_correct for o in outcomes])} |"
+        )
+    return "\n".join(lines)
+
+
+def seed_table(results: Sequence[Result], arms: Sequence[Arm], seeds: Sequence[int]) -> str:
+    """Correct repairs (of repaired) per seed and arm."""
+    lines = [
+        "| seed | bugs | " + " | ".join(arm.name for arm in arms) + " |",
+        "| --- | --- |" + " --- |" * len(arms),
+    ]
+    for seed in seeds:
+        mine = [result for result in results if result.seed == seed]
+        cells = [
+            f"{sum(r.outcomes[a.name].correct for r in mine)} of {sum(r.outcomes[a.name].repaired for r in mine)}"
+            for a in arms
+        ]
+        lines.append(f"| {seed} | {len(mine)} | " + " | ".join(cells) + " |")
+    return "correct repairs (of repaired), per seed:\n" + "\n".join(lines)
+
+
+def class_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
+    """Per bug class: bugs, how many of them the fixing operator reaches (its mean share of
+    proposals that make the fix), and each arm's correct repairs (of repaired)."""
+    lines = [
+        "| bug class | bugs | fixed by | fix reachable | " + " | ".join(arm.name for arm in arms) + " |",
+        "| --- | --- | --- | --- |" + " --- |" * len(arms),
+    ]
+    for bug_class, kind in BUG_CLASSES.items():
+        mine = [result for result in results if result.bug.bug_class == bug_class]
+        if not mine:
+            continue
+        reached = sum(result.bug.reach > 0 for result in mine)
+        mean = sum(result.bug.reach for result in mine) / len(mine)
+        cells = [
+            f"{sum(r.outcomes[a.name].correct for r in mine)} of {sum(r.outcomes[a.name].repaired for r in mine)}"
+            for a in arms
+        ]
+        name = bug_class + (" (classic)" if kind.classic else "")
+        lines.append(
+            f"| {name} | {len(mine)} | `{kind.fixed_by}` | {reached} ({mean:.1%}) | " + " | ".join(cells) + " |"
+        )
+    return "correct repairs (of repaired), per bug class:\n" + "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ run by many failing and few passing tests is suspicious; repair runs weight edit
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -14,13 +15,27 @@ from pathlib import Path
 
 from coverage import CoverageData
 
-from fitness.tests import NOT_FAILING, TestRun, run_tests
+from fitness.tests import DEFAULT_SETUP, NOT_FAILING, PytestSetup, TestRun, run_tests
 from gi.model.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"
 
-#: Per file, per line: the node ids of the tests that executed it.
+#: Per file, per line: the node ids of the tests that executed it, and "" when it also ran
+#: outside any test (while modules were imported for collection).
 LineCoverage = dict[str, dict[int, set[str]]]
+
+
+def lend_coverage(runner: CommandRunner) -> str:
+    """A folder in the run's tools holding (a link to) gi's own coverage.py, for an interpreter
+    that has none: the project's environment need not have it for gi's coverage runs."""
+    import coverage
+
+    folder = runner.tools / "gi-lent"
+    folder.mkdir(exist_ok=True)
+    link = folder / "coverage"
+    if not link.is_symlink():
+        link.symlink_to(Path(coverage.__file__).parent, target_is_directory=True)
+    return str(folder)
 
 
 def covered_test_run(
@@ -30,14 +45,17 @@ def covered_test_run(
     timeout: float,
     runner: CommandRunner,
     default_limit: float = 0.0,
+    setup: PytestSetup = DEFAULT_SETUP,
 ) -> tuple[TestRun, LineCoverage]:
     """Run the tests under coverage.py with a context per test; return outcomes and coverage."""
+    if setup.lend_coverage:
+        setup = dataclasses.replace(setup, lent=(*setup.lent, lend_coverage(runner)))
     runner.clear_output(COVERAGE_FILE)
     include = ",".join(str(runner.workdir / file) for file in files)
     prefix = ["-m", "coverage", "run", f"--data-file={runner.outputs / COVERAGE_FILE}", f"--include={include}", "-m",
               "pytest"]  # fmt: skip
     run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix,
-                    default_limit=default_limit)  # fmt: skip
+                    default_limit=default_limit, setup=setup)  # fmt: skip
     coverage: LineCoverage = {}
     data = runner.read_output(COVERAGE_FILE)
     if data is None:
@@ -49,7 +67,7 @@ def covered_test_run(
         recorded.read()
         for file in files:
             by_line = recorded.contexts_by_lineno(str(runner.workdir / file))
-            coverage[file] = {line: {c for c in contexts if c} for line, contexts in by_line.items()}
+            coverage[file] = {line: set(contexts) for line, contexts in by_line.items()}
     return run, coverage
 
 

@@ -10,7 +10,6 @@ original it was measured with. Measures gi's process takes from the source alone
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,6 +17,7 @@ from fitness import complexity, size, style
 from gi.model.patch import Variant
 from gi.model.program import compiler_warnings_ignored
 from gi.model.registry import Registry
+from gi.model.textcache import TextCache
 
 
 class Basis(enum.StrEnum):
@@ -53,18 +53,31 @@ class Measure:
         return self.compute is not None
 
 
-@functools.lru_cache(maxsize=4096)
+#: Measures of one file's text, by the SHA-256 of its name and text (never the text itself:
+#: thousands of large texts as keys would hold hundreds of MB).
+_PROGRAM_FILES: TextCache[tuple[float, float]] = TextCache(4096)
+_TEXT_FILES: TextCache[tuple[float, float, float]] = TextCache(4096)
+
+
 def _program_file(file: str, text: str) -> tuple[float, float]:
     """Cyclomatic complexity and Halstead volume of one file's text (radon parses it)."""
-    with compiler_warnings_ignored():
-        return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+
+    def measure() -> tuple[float, float]:
+        with compiler_warnings_ignored():
+            return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+
+    return _PROGRAM_FILES.get(text, measure, file)
 
 
-@functools.lru_cache(maxsize=4096)
 def _text_file(file: str, text: str) -> tuple[float, float, float]:
     """Style violations, maintainability index and lines of one file's text."""
-    with compiler_warnings_ignored():
-        return style.violations({file: text}), complexity.maintainability({file: text}), float(text.count("\n") + 1)
+
+    def measure() -> tuple[float, float, float]:
+        with compiler_warnings_ignored():
+            lines = float(text.count("\n") + 1)
+            return style.violations({file: text}), complexity.maintainability({file: text}), lines
+
+    return _TEXT_FILES.get(text, measure, file)
 
 
 def _complexity(variant: Variant) -> float:

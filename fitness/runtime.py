@@ -59,6 +59,12 @@ def stable(value):
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
+def exact(value):
+    \"\"\"A value as the behaviour check compares it: its exact type, and its repr.\"\"\"
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}:{stable(value)}"
+
+
 def boundary_returns(function, files, inside):
     \"\"\"Call `function`, recording every value the editable code (`files`) returns to code
     outside it (the workload, or the functions named in `inside`, which gi does not edit).\"\"\"
@@ -85,20 +91,51 @@ def boundary_returns(function, files, inside):
     return stable(result), digest.hexdigest(), count[0]
 
 
-if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
-    parser = argparse.ArgumentParser()
+def replay(cases):
+    \"\"\"Each recorded call of an editable function again: what it returns (exactly) or raises.\"\"\"
+    import ast
+
+    lines = []
+    for module, name, arguments in cases:
+        try:
+            answer = "returns " + exact(getattr(importlib.import_module(module), name)(*ast.literal_eval(arguments)))
+        except Exception as error:
+            answer = "raises " + type(error).__name__
+        lines.append(f"{module}:{name}{arguments} {answer}")
+    return lines
+
+
+def check(function, args):
+    \"\"\"The behaviour check: the workload's result, the editable code's returns to it, and the
+    recorded calls replayed.\"\"\"
+    files = {os.path.abspath(file) for file in args.gi_files.split(",") if file}
+    result, returns, count = boundary_returns(function, files, set(args.gi_inside.split(",")))
+    cases = []
+    if args.gi_cases:
+        with open(args.gi_cases, encoding="utf-8") as stream:
+            cases = json.load(stream)
+    answers = "".join(line + "\\n" for line in replay(cases))
+    return f"{result}\\nreturns to the workload: {count}, sha256 {returns}\\nreplayed:\\n{answers}"
+
+
+def options(parser):
     parser.add_argument("--gi-call", required=True)
-    parser.add_argument("--gi-output")
-    parser.add_argument("--gi-profile")
     parser.add_argument("--gi-files", default="")
     parser.add_argument("--gi-inside", default="")
+    parser.add_argument("--gi-cases", default="")
+
+
+if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
+    parser = argparse.ArgumentParser()
+    options(parser)
+    parser.add_argument("--gi-output")
+    parser.add_argument("--gi-profile")
     args = parser.parse_args()
     function = load(args.gi_call)
     if args.gi_output:
-        files = {os.path.abspath(file) for file in args.gi_files.split(",") if file}
-        result, returns, count = boundary_returns(function, files, set(args.gi_inside.split(",")))
+        text = check(function, args)
         with open(args.gi_output, "w", encoding="utf-8") as stream:
-            stream.write(f"{result}\\nreturns to the workload: {count}, sha256 {returns}")
+            stream.write(text)
     else:
         import cProfile
         import pstats
@@ -112,12 +149,40 @@ if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
         with open(args.gi_profile, "w", encoding="utf-8") as stream:
             json.dump(rows, stream)
 else:
+    import time
+
     import pyperf
 
-    runner = pyperf.Runner(add_cmdline_args=lambda command, args: command.extend(("--gi-call", args.gi_call)))
-    runner.argparser.add_argument("--gi-call", required=True)
+    passed = ("--gi-call", "--gi-files", "--gi-inside", "--gi-cases", "--gi-audit")
+
+    def forward(command, args):
+        for option in passed:
+            command.extend((option, getattr(args, option[2:].replace("-", "_"))))
+
+    runner = pyperf.Runner(add_cmdline_args=forward)
+    options(runner.argparser)
+    runner.argparser.add_argument("--gi-audit", default="")
     arguments = runner.parse_args()
-    runner.bench_func("workload", load(arguments.gi_call))
+    function = load(arguments.gi_call)
+    timed = set()
+
+    def loops(count):
+        clock = time.perf_counter
+        start = clock()
+        for _ in range(count):
+            value = function()
+        elapsed = clock() - start
+        timed.add(stable(value))  # the last value of each timed loop, outside the clock
+        return elapsed
+
+    runner.bench_time_func("workload", loops)
+    if arguments.worker and arguments.gi_audit:
+        # In the very process that was timed, after its timed loops: the behaviour check again.
+        text = check(function, arguments)
+        answers = "".join(f"timed: {value}\\n" for value in sorted(timed))
+        path = os.path.join(arguments.gi_audit, f"gi-timed-{os.getpid()}.txt")
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text + answers)
 """
 
 
@@ -225,6 +290,33 @@ def _failure(process: ProcessOutcome, what: str) -> WorkloadError:
     return WorkloadError(f"{what} failed ({reason}): {' | '.join(tail)}")
 
 
+@dataclass(frozen=True)
+class BehaviourCheck:
+    """What the behaviour check looks at, besides the workload's result: the values the editable
+    `files` return to code outside them (the workload, and the functions `inside` it, which gi
+    does not edit), and the recorded calls of editable functions (`cases`: [module, function,
+    repr(arguments)]) replayed, each answer by its exact type and repr."""
+
+    files: tuple[str, ...] = ()
+    inside: tuple[str, ...] = ()
+    cases: tuple[tuple[str, str, str], ...] = ()
+
+    def arguments(self, runner: CommandRunner) -> list[str]:
+        """The workload script's options for this check in the runner's copy."""
+        paths = ",".join(str(runner.workdir / file) for file in self.files)
+        options = ["--gi-files", paths, "--gi-inside", ",".join(name.rpartition(".")[2] for name in self.inside)]
+        if self.cases:
+            table = runner.install_tool(CASES_NAME, json.dumps([list(case) for case in self.cases]))
+            options += ["--gi-cases", str(table)]
+        return options
+
+
+#: The replayed calls, in the tools folder.
+CASES_NAME = "gi_behaviour_cases.json"
+#: What each timed worker process writes: the behaviour check after its timed loops.
+TIMED_PREFIX = "gi-timed-"
+
+
 def measure(
     workload: Workload,
     settings: TimingSettings,
@@ -232,14 +324,21 @@ def measure(
     runner: CommandRunner,
     timeout: float,
     loops: int | None = None,
+    check: BehaviourCheck | None = None,
 ) -> Timing:
     """Time the workload in the runner's copy with pyperf; `loops` fixes the loop count (no
-    calibration)."""
+    calibration). With `check`, each timed process of a callable workload then makes the
+    behaviour check too, after its timed loops and with the last value of each: `timed_answers`
+    reads them, and they must be what the untimed check (`output_of`) gives."""
     runner.clear_output(TIMING_NAME)
+    for name in _timed_files(runner):
+        runner.clear_output(name)
     output = runner.outputs / TIMING_NAME
     if workload.call is not None:
         script = runner.install_tool(SCRIPT_NAME, WORKLOAD_SCRIPT)
-        argv = [sys.executable, str(script), "--gi-call", workload.call, *_pyperf_options(settings, output, loops)]
+        audit = [*check.arguments(runner), "--gi-audit", str(runner.outputs)] if check is not None else []
+        argv = [sys.executable, str(script), "--gi-call", workload.call, *audit,
+                *_pyperf_options(settings, output, loops)]  # fmt: skip
     else:
         argv = [sys.executable, "-m", "pyperf", "command", *_pyperf_options(settings, output, loops), "--",
                 *workload.command]  # fmt: skip
@@ -257,26 +356,63 @@ def measure(
     return Timing(tuple(float(np.mean(run.values)) for run in runs), int(runs[0].get_loops()))
 
 
+def _timed_files(runner: CommandRunner) -> list[str]:
+    try:
+        return sorted(name for name in os.listdir(runner.outputs) if name.startswith(TIMED_PREFIX))
+    except OSError:
+        return []
+
+
+def timed_answers(runner: CommandRunner) -> list[str]:
+    """What the timed processes of the last `measure` with a check gave, one text each."""
+    texts = []
+    for name in _timed_files(runner):
+        data = runner.read_output(name, RESULT_BYTES)
+        texts.append(data.decode("utf-8", "replace") if data is not None else "(unreadable)")
+    return texts
+
+
+def answered_differently(untimed: str, timed: Sequence[str], processes: int) -> str:
+    """Why the timed processes' behaviour checks betray a program that tells it is timed, or "":
+    each must give what the untimed check gave (the workload's result, its returns, the replayed
+    calls), and the last value of each of its timed loops must be the workload's result."""
+    if len(timed) < processes:
+        return f"only {len(timed)} of its {processes} timed processes made the behaviour check"
+    result = untimed.partition("\n")[0]
+    for text in timed:
+        check, _, loops = text.partition("\ntimed: ")
+        if check + "\n" != untimed and check != untimed:
+            first = next((a for a, b in zip(check.splitlines(), untimed.splitlines(), strict=False) if a != b), "")
+            return f"timed, it answered otherwise than untimed ({first[:200]!r})"
+        values = {line.removeprefix("timed: ") for line in ("timed: " + loops).splitlines() if line}
+        if values - {result}:
+            return f"its timed loops returned {sorted(values - {result})[0][:200]!r}, untimed {result[:200]!r}"
+    return ""
+
+
 def output_of(
     workload: Workload,
     *,
     runner: CommandRunner,
     timeout: float,
-    files: Sequence[str] = (),
-    inside: Sequence[str] = (),
+    check: BehaviourCheck = BehaviourCheck(),
 ) -> str:
-    """What the workload gives, for the behaviour check. For a call: repr() of its return value
-    and a digest of every value the editable `files` return to code outside them (the workload,
-    and the functions named in `inside`), so a workload that returns nothing still checks the
-    code it times. For a command: its stdout (a digest, when it printed more than gi keeps)."""
+    """What the workload gives, for the behaviour check. For a call: repr() of its return value,
+    a digest of every value the editable files return to code outside them (so a workload that
+    returns nothing still checks the code it times), and the check's replayed calls. For a
+    command: its stdout (a digest, when it printed more than gi keeps)."""
     if workload.call is None:
         process = runner(list(workload.command), timeout=timeout, env={"PYTHONPATH": str(runner.workdir)})
         if process.returncode != 0:
             raise _failure(process, "running the workload")
         return process.stdout_digest or process.stdout
-    paths = ",".join(str(runner.workdir / file) for file in files)
-    extra = ["--gi-files", paths, "--gi-inside", ",".join(name.rpartition(".")[2] for name in inside)]
-    return _call_once(workload.call, "--gi-output", runner=runner, timeout=timeout, extra=extra)
+    return _call_once(workload.call, "--gi-output", runner=runner, timeout=timeout, extra=check.arguments(runner))
+
+
+def behaviour_of(output: str) -> str:
+    """The part of `output_of` compared with the original's: the result and its returns (the
+    replayed calls are compared only between a variant's untimed and timed checks)."""
+    return output.partition("\nreplayed:\n")[0]
 
 
 def _call_once(call: str, mode: str, *, runner: CommandRunner, timeout: float, extra: Sequence[str] = ()) -> str:

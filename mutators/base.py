@@ -5,13 +5,19 @@ or None when it finds no legal place. Classic syntax operators and the language-
 operator come through the same door (`Operator`, with hooks for what some operators need:
 a share of the mutations, state to resume, usage to report), so the engine treats them alike
 and never names one; `BaseOperator` gives every hook a default that does nothing.
+
+An operator may also enumerate (the optional `Enumerating` hook): list the sites it works on
+and every edit it could make at one of them, in a fixed order, so that a search can walk the
+one-edit neighbourhood of a program in order of suspiciousness instead of sampling it. Every
+edit `propose` can return at a site is among those `neighbourhood` lists there; an operator
+without the hook (the language model's) lists nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -87,6 +93,12 @@ class MutationContext:
     function's own site, nor a statement holding it, is ever chosen: the engine excludes
     the workload's entry point, whose edits would only fake a speed-up.
 
+    With `executed_lines` (per file, the lines the training tests executed on the original,
+    coverage of the original) no site is chosen none of whose lines ran, as mutation testing
+    skips lines no test executes: no test could judge an edit there. A function, and a
+    statement that defines a function or class, needs a line of its body run by a test
+    (`tested_lines`): its header runs when the module is imported.
+
     Function sites and exclusions need the program: `bind` it first (the search does).
     """
 
@@ -97,9 +109,15 @@ class MutationContext:
     #: Looks up what the search measured on a variant (None: not measured).
     feedback: Callable[[Variant], Feedback | None] | None = None
     excluded_functions: frozenset[str] = frozenset()
+    #: Per file, the lines the training tests executed (None: every site may be edited), and
+    #: those among them that ran inside a test (not only at import).
+    executed_lines: Mapping[str, frozenset[int]] | None = None
+    tested_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
     #: Set by `bind`: each function site's weight, and where the excluded functions are.
     function_weights: Mapping[Location, float] | None = None
     excluded_locations: tuple[Location, ...] = ()
+    #: Set by `bind`: the sites none of whose lines the training tests execute (never chosen).
+    unexecuted: frozenset[Location] = frozenset()
     #: `site_table`'s answers, by the identity of the tuple of sites (kept with it).
     _tables: dict[int, tuple[tuple[Site, ...], list[int], np.ndarray]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -119,7 +137,8 @@ class MutationContext:
         excluded = tuple(
             location for location, span in function_spans(program).items() if span.name in self.excluded_functions
         )
-        return dataclasses.replace(self, function_weights=weights, excluded_locations=excluded)
+        unexecuted = frozenset(unexecuted_sites(program, self.executed_lines, self.tested_lines))
+        return dataclasses.replace(self, function_weights=weights, excluded_locations=excluded, unexecuted=unexecuted)
 
     def weight(self, site: Site) -> float:
         """How strongly the search prefers editing at `site` over other sites."""
@@ -141,7 +160,7 @@ class MutationContext:
         entry = self._tables.get(id(sites))
         if entry is not None and entry[0] is sites:
             return entry[1], entry[2]
-        if self.excluded_locations or (self.excluded_functions and sites):
+        if self.excluded_locations or self.unexecuted or ((self.excluded_functions or self.executed_lines) and sites):
             allowed = [position for position, site in enumerate(sites) if self.allows(site)]
         else:
             allowed = list(range(len(sites)))
@@ -162,12 +181,37 @@ class MutationContext:
             return float("nan")  # raised again if the site is ever a candidate
 
     def allows(self, site: Site) -> bool:
-        """False for a site inside an excluded function, its own site, or a statement holding it."""
-        if self.excluded_functions and self.function_weights is None:
-            raise UnboundContextError("excluding functions needs the program: bind the context first")
+        """False for a site inside an excluded function, its own site, or a statement holding it,
+        and for a site none of whose lines the training tests execute."""
+        if (self.excluded_functions or self.executed_lines is not None) and self.function_weights is None:
+            raise UnboundContextError("excluding functions or unexecuted sites needs the program: bind first")
+        if site.location in self.unexecuted:
+            return False
         return not any(
             function.contains(site.location) or site.location.contains(function) for function in self.excluded_locations
         )
+
+
+def unexecuted_sites(
+    program: Program, executed: Mapping[str, frozenset[int]] | None, tested: Mapping[str, frozenset[int]]
+) -> set[Location]:
+    """The locations of the sites none of whose lines ran (`executed`, per file; None: every
+    site ran). A function, or a statement defining one or a class, needs a line run inside a
+    test (`tested`) other than its first: its header runs at import, its body only when used."""
+    if executed is None:
+        return set()
+    found: set[Location] = set()
+    for site in program.sites:
+        file = site.location.file
+        last = max(site.line, site.last_line)
+        defines = site.kind is SiteKind.FUNCTION or (
+            site.kind is SiteKind.STATEMENT and isinstance(program.node(site.location), (cst.FunctionDef, cst.ClassDef))
+        )
+        lines = tested.get(file, frozenset()) if defines else executed.get(file, frozenset())
+        first = site.line + 1 if defines else site.line
+        if not any(line in lines for line in range(first, last + 1)):
+            found.add(site.location)
+    return found
 
 
 @dataclass(frozen=True)
@@ -249,6 +293,12 @@ class Operator(Protocol):
     def waits(self) -> bool:
         """Whether proposing waits on something outside gi (a model server), so that the run
         breeds in a thread of its own and evaluates what is bred meanwhile."""
+        ...
+
+    @property
+    def writes_code(self) -> bool:
+        """Whether its edits carry code the original program does not have (a model's), so
+        that the run judges its variants with canaries and re-runs such front members."""
         ...
 
     def propose(
@@ -340,6 +390,7 @@ class BaseOperator:
     only `name`, `description` and `propose`."""
 
     waits: bool = False
+    writes_code: bool = False
 
     def share(self) -> float | None:
         return None
@@ -380,6 +431,33 @@ class BaseOperator:
         """Nothing to learn."""
 
 
+class Enumerating(Protocol):
+    """The optional hook of an operator that can list its edits instead of sampling one."""
+
+    def sites(self, program: Program, context: MutationContext) -> Sequence[Site]:
+        """The sites the operator may edit that the context allows (with a weight above 0), in
+        the program's order: every target of an edit it can make (an operator whose options
+        at a site are costly to work out lists it, and finds none there when asked)."""
+        ...
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        """Every edit the operator could make at `site` (one of `sites`), each program once,
+        in a fixed order: the edits its proposals favour (nearby ingredients) first."""
+        ...
+
+
+def operator_sites(operator: Operator, program: Program, context: MutationContext) -> tuple[Site, ...]:
+    """The sites `operator` can list edits at (none for an operator that cannot enumerate)."""
+    hook = getattr(operator, "sites", None)
+    return tuple(hook(program, context)) if callable(hook) else ()
+
+
+def edits_at(operator: Operator, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+    """Every edit `operator` could make at `site`, in its order (none if it cannot enumerate)."""
+    hook = getattr(operator, "neighbourhood", None)
+    return iter(hook(program, site, context)) if callable(hook) else iter(())
+
+
 OPERATORS: Registry[Operator] = Registry("operator")
 
 
@@ -407,6 +485,21 @@ def choose_site(
     if total <= 0:
         return None
     return sites[allowed[int(rng.choice(len(allowed), p=weights / total))]]
+
+
+def allowed_sites(
+    sites: tuple[Site, ...] | list[Site], context: MutationContext, accept: Callable[[Site], bool] | None = None
+) -> list[Site]:
+    """The `sites` `choose_site` can pick (those the context allows with a weight above 0, and
+    `accept` allows), in their order: what an enumerating operator lists."""
+    allowed, weights = context.site_table(sites)
+    if np.isnan(weights).any():
+        raise UnboundContextError("a function site's weight needs the program: bind the context first")
+    return [
+        sites[position]
+        for position, weight in zip(allowed, weights, strict=True)
+        if weight > 0 and (accept is None or accept(sites[position]))
+    ]
 
 
 def statement_sites(program: Program) -> tuple[Site, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,7 @@ from gi.model.edits import Edit, InsertControl
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Site
-from mutators.base import BaseOperator, MutationContext, choose_site, register, statement_sites
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 
 
 def legal_keywords(site: Site) -> tuple[str, ...]:
@@ -37,6 +38,13 @@ class ControlInsertion(BaseOperator):
             return None
         keywords = legal_keywords(site)
         return InsertControl(site.location, keywords[int(rng.integers(len(keywords)))])
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(statement_sites(program), context, lambda s: bool(legal_keywords(s)))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for keyword in legal_keywords(site):
+            yield InsertControl(site.location, keyword)
 
 
 register(ControlInsertion())

@@ -7,6 +7,7 @@ comparisons with ordering comparisons), so the variant stays well typed more oft
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -15,8 +16,8 @@ import numpy as np
 from gi.model.edits import Edit, RemoveUnary, ReplaceNumber, ReplaceOperator, operator_of
 from gi.model.patch import Patch
 from gi.model.program import Program
-from gi.model.sites import Location, SiteKind
-from mutators.base import BaseOperator, MutationContext, choose_site, register
+from gi.model.sites import Location, Site, SiteKind
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
 
 ARITHMETIC = ("Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power")
 BITWISE = ("LeftShift", "RightShift", "BitAnd", "BitOr", "BitXor")
@@ -63,6 +64,16 @@ class OperatorReplacement(BaseOperator):
         options = _alternatives(_operator_name(program, site.location), self.families)
         return ReplaceOperator(site.location, options[int(rng.integers(len(options)))])
 
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        sites = [site for kind in self.kinds for site in program.sites_of(kind)]
+        return allowed_sites(
+            sites, context, lambda s: bool(_alternatives(_operator_name(program, s.location), self.families))
+        )
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for option in _alternatives(_operator_name(program, site.location), self.families):
+            yield ReplaceOperator(site.location, option)
+
 
 @dataclass(frozen=True)
 class UnaryOperatorChange(BaseOperator):
@@ -78,6 +89,14 @@ class UnaryOperatorChange(BaseOperator):
         options: list[str | None] = [None, *_alternatives(_operator_name(program, site.location), (SIGNS,))]
         choice = options[int(rng.integers(len(options)))]
         return RemoveUnary(site.location) if choice is None else ReplaceOperator(site.location, choice)
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(program.sites_of(SiteKind.UNARY_OPERATOR), context)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        yield RemoveUnary(site.location)
+        for option in _alternatives(_operator_name(program, site.location), (SIGNS,)):
+            yield ReplaceOperator(site.location, option)
 
 
 def number_tweaks(value: int | float) -> list[str]:
@@ -107,14 +126,26 @@ class ConstantTweak(BaseOperator):
         site = choose_site(program.sites_of(SiteKind.NUMBER), rng, context)
         if site is None:
             return None
-        node = program.node(site.location)
-        assert isinstance(node, (cst.Integer, cst.Float))
-        try:
-            value = node.evaluated_value
-        except (ValueError, OverflowError):
-            return None
-        options = number_tweaks(value)
+        options = _tweaks(program, site)
         return ReplaceNumber(site.location, options[int(rng.integers(len(options)))]) if options else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(program.sites_of(SiteKind.NUMBER), context)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for option in _tweaks(program, site):
+            yield ReplaceNumber(site.location, option)
+
+
+def _tweaks(program: Program, site: Site) -> list[str]:
+    """The values the constant at `site` may become (none for one Python cannot evaluate)."""
+    node = program.node(site.location)
+    assert isinstance(node, (cst.Integer, cst.Float))
+    try:
+        value = node.evaluated_value
+    except (ValueError, OverflowError):
+        return []
+    return number_tweaks(value)
 
 
 for _operator in (

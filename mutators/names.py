@@ -9,7 +9,7 @@ expressions come from the original program, as statement ingredients do.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -28,7 +28,7 @@ from gi.model.edits import (
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import BaseOperator, MutationContext, choose_site, register
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
 from mutators.scopes import BUILTINS, bound_names, movable, unbound_locals, walrus_reads_outside
 
 #: How many weighted targets (and, per target, random ingredients) an operator tries.
@@ -79,6 +79,11 @@ def targets(
     """A chooser of weighted expression sites that `accept` allows (None when none does)."""
     sites = [site for sites in selection(program, key, accept).values() for site in sites]
     return lambda: choose_site(sites, rng, context)
+
+
+def target_sites(program: Program, context: MutationContext, key: str, accept: Callable[[Site], bool]) -> list[Site]:
+    """The expression sites `targets` can choose: those `accept` allows that the context allows."""
+    return allowed_sites([site for sites in selection(program, key, accept).values() for site in sites], context)
 
 
 def ingredient(
@@ -156,6 +161,27 @@ def near_ingredient(
     return None
 
 
+def ingredients(
+    program: Program, target: Site, key: str, accept: Callable[[Site], bool], *, apart: bool
+) -> list[Location]:
+    """Every expression `ingredient` (or, `apart`, `near_ingredient`) can draw for `target`: of
+    its file, allowed by `accept`, of other code than the target's, every name bound there
+    (and, `apart`, neither holding the target nor inside it); the nearest first (by `nearness`,
+    then by line), one of each code (a copy of either makes the same program)."""
+    code = program.code(target.location)
+    found: dict[str, tuple[tuple[float, int, int], Location]] = {}
+    for order, site in enumerate(selection(program, key, accept).get(target.location.file, ())):
+        if apart and (site.location.contains(target.location) or target.location.contains(site.location)):
+            continue
+        text = program.code(site.location)
+        if text == code or not movable(program, site.location, target.location):
+            continue
+        rank = (-nearness(program, target, site), abs(site.line - target.line), order)
+        if text not in found or rank < found[text][0]:
+            found[text] = (rank, site.location)
+    return [location for _, location in sorted(found.values(), key=lambda entry: entry[0])]
+
+
 def is_variable(program: Program, site: Site) -> bool:
     """A name that is read as a value (not the function a call calls)."""
     node = program.node(site.location)
@@ -200,16 +226,32 @@ class NameReplacement(BaseOperator):
             site = choose()
             if site is None:
                 return None
-            current = program.node(site.location)
-            assert isinstance(current, cst.Name)
-            options = sorted(
-                name
-                for name, binder in bound_names(program, site.location).items()
-                if name != current.value and isinstance(binder, (cst.Name, cst.Param))
-            )
+            options = self._options(program, site)
             if options:
                 return ReplaceName(site.location, pick(options, rng))
         return None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return [
+            site
+            for site in target_sites(program, context, "variable", lambda s: is_variable(program, s))
+            if self._options(program, site)
+        ]
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for name in self._options(program, site):
+            yield ReplaceName(site.location, name)
+
+    @staticmethod
+    def _options(program: Program, site: Site) -> list[str]:
+        """The variables bound at `site` other than the one it reads, in name order."""
+        current = program.node(site.location)
+        assert isinstance(current, cst.Name)
+        return sorted(
+            name
+            for name, binder in bound_names(program, site.location).items()
+            if name != current.value and isinstance(binder, (cst.Name, cst.Param))
+        )
 
 
 def _walk_args(call: cst.Call) -> list[cst.CSTNode]:
@@ -235,6 +277,32 @@ class ArgumentSwap(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
+        site = targets(program, rng, context, "swappable", self._swappable(program))()
+        if site is None:
+            return None
+        call = program.node(site.location)
+        assert isinstance(call, cst.Call)
+        first, second = sorted(int(i) for i in rng.choice(len(call.args), size=2, replace=False))
+        return SwapArguments(site.location, first, second)
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "swappable", self._swappable(program))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        call = program.node(site.location)
+        assert isinstance(call, cst.Call)
+        module = program.modules[site.location.file]
+        codes = [module.code_for_node(argument.value) for argument in call.args]
+        seen: set[tuple[str, str]] = set()
+        for first in range(len(call.args)):
+            for second in range(first + 1, len(call.args)):
+                pair = (codes[first], codes[second])
+                if pair[0] != pair[1] and pair not in seen:  # swapping equal arguments changes nothing
+                    seen.add(pair)
+                    yield SwapArguments(site.location, first, second)
+
+    @staticmethod
+    def _swappable(program: Program) -> Callable[[Site], bool]:
         def swappable(site: Site) -> bool:
             node = program.node(site.location)
             # An argument binding a name with `:=` that another reads must stay first.
@@ -246,13 +314,7 @@ class ArgumentSwap(BaseOperator):
                 and not any(isinstance(n, cst.NamedExpr) for n in _walk_args(node))
             )
 
-        site = targets(program, rng, context, "swappable", swappable)()
-        if site is None:
-            return None
-        call = program.node(site.location)
-        assert isinstance(call, cst.Call)
-        first, second = sorted(int(i) for i in rng.choice(len(call.args), size=2, replace=False))
-        return SwapArguments(site.location, first, second)
+        return swappable
 
 
 def category(node: cst.CSTNode) -> str:
@@ -282,10 +344,7 @@ class ExpressionReplacement(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        def replaceable(site: Site) -> bool:
-            return field_of(site) != "func" and not walrus_reads_outside(program, site.location)
-
-        choose = targets(program, rng, context, "replaceable", replaceable)
+        choose = targets(program, rng, context, "replaceable", self._replaceable(program))
         for _ in range(ATTEMPTS):
             site = choose()
             if site is None:
@@ -295,6 +354,22 @@ class ExpressionReplacement(BaseOperator):
             if found is not None:
                 return ReplaceExpression(site.location, found)
         return None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "replaceable", self._replaceable(program))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for location in self._ingredients(program, site):
+            yield ReplaceExpression(site.location, location)
+
+    @staticmethod
+    def _replaceable(program: Program) -> Callable[[Site], bool]:
+        return lambda site: field_of(site) != "func" and not walrus_reads_outside(program, site.location)
+
+    @staticmethod
+    def _ingredients(program: Program, site: Site) -> list[Location]:
+        kind = category(program.node(site.location))
+        return ingredients(program, site, f"category:{kind}", _of_category(program, kind), apart=False)
 
 
 @dataclass(frozen=True)
@@ -307,6 +382,13 @@ class IntegerOffset(BaseOperator):
     ) -> Edit | None:
         site = targets(program, rng, context, "numeric", lambda s: is_numeric(program, s))()
         return OffsetExpression(site.location, 1 if rng.random() < 0.5 else -1) if site else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "numeric", lambda s: is_numeric(program, s))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        yield OffsetExpression(site.location, 1)
+        yield OffsetExpression(site.location, -1)
 
 
 def _arity(function: cst.FunctionDef) -> tuple[int, float]:
@@ -325,13 +407,7 @@ class CallReplacement(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        def called_name(site: Site) -> bool:
-            if field_of(site) != "func" or not isinstance(program.node(site.location), cst.Name):
-                return False
-            call = parent_of(program, site.location)
-            return isinstance(call, cst.Call) and _positional(call)
-
-        choose = targets(program, rng, context, "called_name", called_name)
+        choose = targets(program, rng, context, "called_name", self._called_name(program))
         for _ in range(ATTEMPTS):
             site = choose()
             if site is None:
@@ -340,6 +416,27 @@ class CallReplacement(BaseOperator):
             if options:
                 return ReplaceName(site.location, pick(options, rng))
         return None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return [
+            site
+            for site in target_sites(program, context, "called_name", self._called_name(program))
+            if self._options(program, site)
+        ]
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for name in self._options(program, site):
+            yield ReplaceName(site.location, name)
+
+    @staticmethod
+    def _called_name(program: Program) -> Callable[[Site], bool]:
+        def called_name(site: Site) -> bool:
+            if field_of(site) != "func" or not isinstance(program.node(site.location), cst.Name):
+                return False
+            call = parent_of(program, site.location)
+            return isinstance(call, cst.Call) and _positional(call)
+
+        return called_name
 
     @staticmethod
     def _options(program: Program, site: Site) -> list[str]:
@@ -370,8 +467,16 @@ class Negation(BaseOperator):
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
         site = targets(program, rng, context, "condition_position", lambda s: is_condition_position(program, s))()
-        if site is None:
-            return None
+        return None if site is None else self._edit(program, site)
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "condition_position", lambda s: is_condition_position(program, s))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        yield self._edit(program, site)
+
+    @staticmethod
+    def _edit(program: Program, site: Site) -> Edit:
         node = program.node(site.location)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             return RemoveUnary(site.location)
@@ -390,10 +495,7 @@ class ReturnReplacement(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        def replaceable(site: Site) -> bool:
-            return is_returned(program, site) and not walrus_reads_outside(program, site.location)
-
-        choose = targets(program, rng, context, "returned_replaceable", replaceable)
+        choose = targets(program, rng, context, "returned_replaceable", self._replaceable(program))
         for _ in range(ATTEMPTS):
             site = choose()
             if site is None:
@@ -402,6 +504,21 @@ class ReturnReplacement(BaseOperator):
             if found is not None:
                 return ReplaceExpression(site.location, found)
         return None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "returned_replaceable", self._replaceable(program))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for location in self._ingredients(program, site):
+            yield ReplaceExpression(site.location, location)
+
+    @staticmethod
+    def _replaceable(program: Program) -> Callable[[Site], bool]:
+        return lambda site: is_returned(program, site) and not walrus_reads_outside(program, site.location)
+
+    @staticmethod
+    def _ingredients(program: Program, site: Site) -> list[Location]:
+        return ingredients(program, site, "returned", lambda s: is_returned(program, s), apart=False)
 
 
 for _operator in (

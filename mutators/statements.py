@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ from gi.model.edits import DeleteStatement, Edit, InsertStatement, MoveStatement
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, StatementContext
-from mutators.base import BaseOperator, MutationContext, choose_site, register, statement_sites
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 
 #: One flag per statement site of a program, in site order.
 Mask = npt.NDArray[np.bool_]
@@ -55,6 +55,31 @@ class _Statements:
         #: Per site, a number equal for two sites exactly when their code is; -1 until needed.
         self._codes = np.full(len(sites), -1, dtype=np.intp)
         self._code_ids: dict[str, int] = {}
+
+    def code_of(self, program: Program, index: int) -> int:
+        """A number equal for two sites exactly when their code is."""
+        if self._codes[index] < 0:
+            text = program.code(self.sites[index].location)
+            self._codes[index] = self._code_ids.setdefault(text, len(self._code_ids))
+        return int(self._codes[index])
+
+    def nearest_first(self, program: Program, index: int, mask: Mask, *, one_per_code: bool) -> list[int]:
+        """The sites of `mask`, those of the file of the site `index` nearest to it first (by
+        line, then in site order); with `one_per_code`, the nearest of each code only (for
+        ingredients: a copy of either makes the same program)."""
+        here = self.sites[index]
+
+        def distance(other: int) -> tuple[bool, int, int]:
+            site = self.sites[other]
+            return (site.location.file != here.location.file, abs(site.line - here.line), other)
+
+        ordered = sorted((int(i) for i in np.flatnonzero(mask)), key=distance)
+        if not one_per_code:
+            return ordered
+        found: dict[int, int] = {}
+        for other in ordered:
+            found.setdefault(self.code_of(program, other), other)
+        return list(found.values())
 
     def other_code(self, program: Program, first: int, mask: Mask) -> Mask:
         """`mask` without the sites whose code is that of `first`. Each site's code is worked out
@@ -117,6 +142,31 @@ def _statements(program: Program) -> _Statements:
 Partners = Callable[[_Statements, int], Mask]
 
 
+def _paired_sites(
+    program: Program, context: MutationContext, partners: Partners, *, second_edited: bool = False
+) -> list[Site]:
+    """The first sites `_pair` can choose: those the context allows with a legal partner (one
+    it allows too, when the second site is edited as well)."""
+    table = _statements(program)
+
+    def paired(site: Site) -> bool:
+        legal = np.flatnonzero(partners(table, table.position[site.location]))
+        return any(not second_edited or context.allows(table.sites[index]) for index in legal)
+
+    return allowed_sites(table.sites, context, paired)
+
+
+def _partner_list(
+    program: Program, context: MutationContext, first: Site, partners: Partners, *, ingredient: bool
+) -> list[Site]:
+    """The legal partners of `first`, nearest first: for an `ingredient` (a statement copied),
+    one of each code; else (a statement that is edited too) only those the context allows."""
+    table = _statements(program)
+    index = table.position[first.location]
+    found = table.nearest_first(program, index, partners(table, index), one_per_code=ingredient)
+    return [table.sites[other] for other in found if ingredient or context.allows(table.sites[other])]
+
+
 def _pair(
     program: Program,
     rng: np.random.Generator,
@@ -151,6 +201,12 @@ class DeleteStatementOperator(BaseOperator):
         site = choose_site(statement_sites(program), rng, context, lambda s: _context(s).removable)
         return DeleteStatement(site.location) if site else None
 
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(statement_sites(program), context, lambda s: _context(s).removable)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        yield DeleteStatement(site.location)
+
 
 @dataclass(frozen=True)
 class CopyStatementOperator(BaseOperator):
@@ -160,8 +216,19 @@ class CopyStatementOperator(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        pair = _pair(program, rng, context, partners=lambda table, first: table.may_stand_at(first))
+        pair = _pair(program, rng, context, partners=_copy_partners)
         return InsertStatement(pair[0].location, pair[1].location) if pair else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return _paired_sites(program, context, _copy_partners)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for partner in _partner_list(program, context, site, _copy_partners, ingredient=True):
+            yield InsertStatement(site.location, partner.location)
+
+
+def _copy_partners(table: _Statements, first: int) -> Mask:
+    return table.may_stand_at(first)
 
 
 @dataclass(frozen=True)
@@ -172,13 +239,24 @@ class ReplaceStatementOperator(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
+        pair = _pair(program, rng, context, partners=self._partners(program))
+        return ReplaceStatement(pair[0].location, pair[1].location) if pair else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return _paired_sites(program, context, self._partners(program))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for partner in _partner_list(program, context, site, self._partners(program), ingredient=True):
+            yield ReplaceStatement(site.location, partner.location)
+
+    @staticmethod
+    def _partners(program: Program) -> Partners:
         def partners(table: _Statements, target: int) -> Mask:
             if not table.removable[target]:
                 return np.zeros(len(table.sites), dtype=bool)
             return table.other_code(program, target, table.may_stand_at(target))
 
-        pair = _pair(program, rng, context, partners=partners)
-        return ReplaceStatement(pair[0].location, pair[1].location) if pair else None
+        return partners
 
 
 @dataclass(frozen=True)
@@ -189,6 +267,18 @@ class SwapStatementsOperator(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
+        pair = _pair(program, rng, context, partners=self._partners(program), second_edited=True)
+        return SwapStatements(pair[0].location, pair[1].location) if pair else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return _paired_sites(program, context, self._partners(program), second_edited=True)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for partner in _partner_list(program, context, site, self._partners(program), ingredient=False):
+            yield SwapStatements(site.location, partner.location)
+
+    @staticmethod
+    def _partners(program: Program) -> Partners:
         def partners(table: _Statements, first: int) -> Mask:
             if not table.removable[first]:
                 return np.zeros(len(table.sites), dtype=bool)
@@ -196,8 +286,7 @@ class SwapStatementsOperator(BaseOperator):
             fit = table.may_stand_at(first) & table.may_take(first)
             return table.other_code(program, first, apart & table.removable & fit)
 
-        pair = _pair(program, rng, context, partners=partners, second_edited=True)
-        return SwapStatements(pair[0].location, pair[1].location) if pair else None
+        return partners
 
 
 @dataclass(frozen=True)
@@ -208,17 +297,25 @@ class MoveStatementOperator(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        def partners(table: _Statements, moved: int) -> Mask:
-            if not table.removable[moved]:
-                return np.zeros(len(table.sites), dtype=bool)
-            mask: Mask = ~table.within(moved) & table.may_take(moved)
-            following = _following(table.sites[moved].location)
-            if following is not None and following in table.position:
-                mask[table.position[following]] = False  # moving it before the next one changes nothing
-            return mask
-
-        pair = _pair(program, rng, context, partners=partners, second_edited=True)
+        pair = _pair(program, rng, context, partners=_move_partners, second_edited=True)
         return MoveStatement(pair[0].location, pair[1].location) if pair else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return _paired_sites(program, context, _move_partners, second_edited=True)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for destination in _partner_list(program, context, site, _move_partners, ingredient=False):
+            yield MoveStatement(site.location, destination.location)
+
+
+def _move_partners(table: _Statements, moved: int) -> Mask:
+    if not table.removable[moved]:
+        return np.zeros(len(table.sites), dtype=bool)
+    mask: Mask = ~table.within(moved) & table.may_take(moved)
+    following = _following(table.sites[moved].location)
+    if following is not None and following in table.position:
+        mask[table.position[following]] = False  # moving it before the next one changes nothing
+    return mask
 
 
 def _following(location: Location) -> Location | None:

@@ -8,6 +8,7 @@ condition, or add an update statement that a sibling branch has and this one lac
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -18,11 +19,12 @@ from gi.model.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, 
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import BaseOperator, MutationContext, choose_site, register, statement_sites
+from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 from mutators.names import (
     ATTEMPTS,
     NEAR_FUNCTION,
     category,
+    ingredients,
     is_condition_position,
     is_numeric,
     is_returned,
@@ -30,6 +32,7 @@ from mutators.names import (
     nearness,
     pick,
     selection,
+    target_sites,
     targets,
 )
 from mutators.scopes import all_bound, bound_names, file_scopes, free_names, movable, walrus_reads_outside
@@ -69,6 +72,29 @@ def clamp_bound(program: Program, site: Site, rng: np.random.Generator) -> str |
     return None
 
 
+def clamp_bounds(program: Program, site: Site) -> list[str]:
+    """Every bound `clamp_bound` can draw at `site`, the likeliest first (by nearness, then by
+    line; the function's own variables at NEAR_FUNCTION, in name order)."""
+    values = selection(program, "bound", lambda s: is_bound(program, s)).get(site.location.file, ())
+    code = program.code(site.location)
+    ranked: dict[str, tuple[float, int, int]] = {}
+    for order, value in enumerate(values):
+        text = program.code(value.location)
+        if text != code and "\n" not in text and movable(program, value.location, site.location):
+            rank = (-nearness(program, site, value), abs(value.line - site.line), order)
+            ranked[text] = min(ranked.get(text, rank), rank)
+    local = sorted(
+        name
+        for name, binder in bound_names(program, site.location).items()
+        if isinstance(binder, (cst.Name, cst.Param)) and binder in _own_bindings(program, site)
+    )
+    for order, name in enumerate(local):
+        if name != code:
+            rank = (-NEAR_FUNCTION, 0, len(values) + order)
+            ranked[name] = min(ranked.get(name, rank), rank)
+    return sorted(ranked, key=ranked.__getitem__)
+
+
 def _own_bindings(program: Program, site: Site) -> frozenset[cst.CSTNode]:
     """The nodes that bind names in the scope of `site` itself (its function's parameters and
     assignments), not in an enclosing one."""
@@ -100,6 +126,17 @@ class ClampTemplate(BaseOperator):
             return Clamp(site.location, "max", "0")
         bound = clamp_bound(program, site, rng)
         return Clamp(site.location, function, bound) if bound is not None else Clamp(site.location, "max", "0")
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "numeric", lambda s: is_numeric(program, s))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        yield Clamp(site.location, "max", "0")
+        yield Clamp(site.location, "abs")
+        for bound in clamp_bounds(program, site):
+            if bound != "0":  # max(0, e) came first
+                yield Clamp(site.location, "max", bound)
+            yield Clamp(site.location, "min", bound)
 
 
 def _conditions(program: Program, site: Site) -> list[str]:
@@ -179,11 +216,8 @@ def _raises(program: Program, site: Site) -> tuple[list[str], list[float]]:
     return list(found), list(found.values())
 
 
-def _actions(program: Program, site: Site, rng: np.random.Generator) -> str | None:
-    """What a guard does before a statement, as the syntax there allows: `continue` or
-    `break` in a loop; in a function, `return` None or a value the function returns
-    elsewhere, or `raise` a copy of a raise statement of the file (one nearby first). Each
-    kind of action is as likely as another."""
+def _action_kinds(program: Program, site: Site) -> list[tuple[list[str], list[float]]]:
+    """The kinds of action a guard may take before `site`, each with its options and their weights."""
     context = site.context
     assert context is not None
     kinds: list[tuple[list[str], list[float]]] = []
@@ -197,6 +231,40 @@ def _actions(program: Program, site: Site, rng: np.random.Generator) -> str | No
         raises = _raises(program, site)
         if raises[0]:
             kinds.append(raises)
+    return kinds
+
+
+def guard_actions(program: Program, site: Site) -> list[str]:
+    """Every action `_actions` can draw at `site`: each kind's options in turn, the likeliest of
+    each kind first."""
+    ranked = [
+        sorted(zip(options, weights, strict=True), key=lambda entry: -entry[1])
+        for options, weights in _action_kinds(program, site)
+    ]
+    found: list[str] = []
+    for position in range(max((len(kind) for kind in ranked), default=0)):
+        found += [kind[position][0] for kind in ranked if position < len(kind)]
+    return found
+
+
+def guard_conditions(program: Program, site: Site) -> list[str]:
+    """Every condition `guard_condition` can draw at `site`: the checks on the values the
+    statement uses, then the file's conditions bound there, the nearest first."""
+    copied = [
+        program.code(location)
+        for location in ingredients(
+            program, site, "copyable_condition", lambda s: is_copyable_condition(program, s), apart=True
+        )
+    ]
+    return list(dict.fromkeys([*_conditions(program, site), *copied]))
+
+
+def _actions(program: Program, site: Site, rng: np.random.Generator) -> str | None:
+    """What a guard does before a statement, as the syntax there allows: `continue` or
+    `break` in a loop; in a function, `return` None or a value the function returns
+    elsewhere, or `raise` a copy of a raise statement of the file (one nearby first). Each
+    kind of action is as likely as another."""
+    kinds = _action_kinds(program, site)
     if not kinds:
         return None
     options, weights = kinds[int(rng.integers(len(kinds)))]
@@ -233,10 +301,6 @@ class GuardTemplate(BaseOperator):
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
     ) -> Edit | None:
-        def guardable(site: Site) -> bool:
-            assert site.context is not None
-            return not site.context.fixed_position and (site.context.in_function or site.context.in_loop)
-
         for _ in range(ATTEMPTS):
             site = choose_site(statement_sites(program), rng, context, guardable)
             if site is None:
@@ -246,6 +310,24 @@ class GuardTemplate(BaseOperator):
             if condition is not None and action is not None:
                 return InsertGuard(site.location, condition, action)
         return None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(statement_sites(program), context, guardable)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        """Each condition with each action, conditions in turn (the checks first, then copies,
+        nearest first), so the likeliest of both come early."""
+        actions = guard_actions(program, site)
+        for condition in guard_conditions(program, site):
+            for action in actions:
+                yield InsertGuard(site.location, condition, action)
+
+
+def guardable(site: Site) -> bool:
+    """A statement before which a guard may stand: not one whose position is fixed, inside a
+    function or a loop."""
+    assert site.context is not None
+    return not site.context.fixed_position and (site.context.in_function or site.context.in_loop)
 
 
 @dataclass(frozen=True)
@@ -260,6 +342,15 @@ class ConditionDrop(BaseOperator):
             program.sites_of(SiteKind.BOOLEAN_OPERATOR), rng, context, lambda s: bool(droppable(program, s))
         )
         return KeepOperand(site.location, pick(droppable(program, site), rng)) if site else None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return allowed_sites(
+            program.sites_of(SiteKind.BOOLEAN_OPERATOR), context, lambda s: bool(droppable(program, s))
+        )
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        for side in droppable(program, site):
+            yield KeepOperand(site.location, side)
 
 
 def droppable(program: Program, site: Site) -> tuple[str, ...]:
@@ -334,6 +425,24 @@ class ConditionExtend(BaseOperator):
             if made:
                 return AddCheck(site.location, operator, pick(made, rng), first=bool(rng.random() < 0.5))
         return None
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        return target_sites(program, context, "condition_position", lambda s: is_condition_position(program, s))
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        """The checks on the names the condition reads (`a and x`, `x and a`, `a or x`, `x or a`),
+        then the conditions of the program, nearest first, with `and`, then with `or`."""
+        for check in checks(program, site):
+            for operator in ("And", "Or"):
+                yield AddCheck(site.location, operator, check, first=False)
+                yield AddCheck(site.location, operator, check, first=True)
+        for location in self._conditions(program, site):
+            for operator in ("And", "Or"):
+                yield ExtendCondition(site.location, operator, location)
+
+    @staticmethod
+    def _conditions(program: Program, site: Site) -> list[Location]:
+        return ingredients(program, site, "condition", lambda s: is_condition(program, s), apart=True)
 
 
 _SIBLINGS: weakref.WeakKeyDictionary[Program, dict[Location, tuple[Location, ...]]] = weakref.WeakKeyDictionary()
@@ -428,6 +537,18 @@ class SiblingUpdate(BaseOperator):
             return None
         options = updates[site.location]
         return InsertStatement(site.location, options[int(rng.integers(len(options)))])
+
+    def sites(self, program: Program, context: MutationContext) -> list[Site]:
+        updates = sibling_updates(program)
+        return allowed_sites(statement_sites(program), context, lambda s: s.location in updates)
+
+    def neighbourhood(self, program: Program, site: Site, context: MutationContext) -> Iterator[Edit]:
+        seen: set[str] = set()
+        for update in sibling_updates(program).get(site.location, ()):
+            code = program.code(update)
+            if code not in seen:  # two branches with the same update: one copy
+                seen.add(code)
+                yield InsertStatement(site.location, update)
 
 
 for _operator in (ClampTemplate(), GuardTemplate(), ConditionDrop(), ConditionExtend(), SiblingUpdate()):

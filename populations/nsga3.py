@@ -1,14 +1,20 @@
 """NSGA-III survival (Deb and Jain 2014): fronts first, then niches around reference directions.
 
 The last front that fits only in part is filled by niching: each member is associated with
-the reference direction nearest to it (perpendicular distance, after normalising by the
-ideal point and the intercepts of the extreme points), and members are taken one at a time
-from the direction with the fewest members so far. With four or more objectives crowding
-distance stops telling members apart; reference directions keep the front spread.
+the reference direction nearest to it (perpendicular distance, after normalising every
+objective by the ideal point and the intercepts of the hyperplane through the extreme
+points), and members are taken one at a time from the direction with the fewest members so
+far. With four or more objectives crowding distance stops telling members apart; reference
+directions keep the front spread.
 
-DEAP's normalisation and association (`find_extreme_points`, `find_intercepts`,
-`associate_to_niche`) are used as they are. Its `selNSGA3` is not: its niching shuffles
-with numpy's global generator, so here niching draws from the run's `Generator`.
+The fronts are DEAP's (`sortNondominated`, which knows gi's constrained domination); the
+normalisation, the association and the niching are pymoo's (`HyperplaneNormalization`,
+`associate_to_niches`, `niching`), with niching drawing from the run's `Generator`. DEAP's
+own normalisation is not used: its `find_intercepts` returns intercepts relative to the ideal
+point on its main path and absolute ones on its fall-backs, and `associate_to_niche` subtracts
+the ideal again, so any objective whose best value is not 0 (complexity, style, runtime
+always) was normalised wrongly and the survivors depended on where the front lay, not on its
+shape.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import TypeVar
 
 import numpy as np
 from deap import tools
-from deap.tools.emo import associate_to_niche, find_extreme_points, find_intercepts
+from pymoo.algorithms.moo.nsga3 import HyperplaneNormalization, associate_to_niches, calc_niche_count, niching
 
 from populations.individual import Individual
 
@@ -46,20 +52,34 @@ def _minimised(individuals: Sequence[Individual]) -> np.ndarray:
     return -np.array([individual.fitness.wvalues for individual in individuals], dtype=float)
 
 
-def associate(individuals: Sequence[Individual], directions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def normalisation(fitnesses: np.ndarray, first_front: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ideal and nadir points NSGA-III normalises by: the best value of each objective,
+    and the intercepts of the hyperplane through the extreme points of the first front (its
+    first `first_front` rows), falling back to the worst of the front, then of all, where
+    the plane is degenerate. Shifting every point by a constant shifts both by it."""
+    normalise = HyperplaneNormalization(fitnesses.shape[1])
+    normalise.update(fitnesses, nds=np.arange(first_front))
+    ideal: np.ndarray = normalise.ideal_point
+    nadir: np.ndarray = normalise.nadir_point
+    return ideal, nadir
+
+
+def associate(
+    individuals: Sequence[Individual], directions: np.ndarray, first_front: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each individual's nearest reference direction and its perpendicular distance to it,
-    after normalising the objectives of `individuals` as NSGA-III does."""
+    after normalising the objectives of `individuals` as NSGA-III does (the first front: the
+    first `first_front` of them; all by default)."""
     fitnesses = _minimised(individuals)
-    best, worst = fitnesses.min(axis=0), fitnesses.max(axis=0)
-    extremes = find_extreme_points(fitnesses, best)
-    intercepts = find_intercepts(extremes, best, worst, worst)
-    niches, distances = associate_to_niche(fitnesses, directions, best, intercepts)
+    ideal, nadir = normalisation(fitnesses, len(individuals) if first_front is None else first_front)
+    niches, distances, _ = associate_to_niches(fitnesses, directions, ideal, nadir)
     return np.asarray(niches), np.asarray(distances)
 
 
 def nsga3_survivors(individuals: Sequence[I], k: int, directions: np.ndarray, rng: np.random.Generator) -> list[I]:
     """NSGA-III environmental selection of `k`: whole fronts while they fit, then niching in
-    the last one. Sets each survivor's `fitness.rank` (its front)."""
+    the last one (Deb and Jain's Algorithm 4, drawing from `rng`). Sets each survivor's
+    `fitness.rank` (its front)."""
     fronts: list[list[I]] = tools.sortNondominated(list(individuals), k)
     for rank, front in enumerate(fronts):
         for individual in front:
@@ -67,40 +87,9 @@ def nsga3_survivors(individuals: Sequence[I], k: int, directions: np.ndarray, rn
     ordered = [individual for front in fronts for individual in front]
     if len(ordered) <= k:
         return ordered
-    fitnesses = _minimised(ordered)
-    best, worst = fitnesses.min(axis=0), fitnesses.max(axis=0)
-    extremes = find_extreme_points(fitnesses, best)
-    first_worst = fitnesses[: len(fronts[0])].max(axis=0)
-    intercepts = find_intercepts(extremes, best, worst, first_worst)
-    niches, distances = associate_to_niche(fitnesses, directions, best, intercepts)
+    niches, distances = associate(ordered, directions, first_front=len(fronts[0]))
     last = fronts[-1]
     kept = len(ordered) - len(last)
-    counts = np.bincount(niches[:kept], minlength=len(directions)).astype(np.int64)
-    chosen = ordered[:kept]
-    chosen += _niching(last, k - kept, niches[kept:], distances[kept:], counts, rng)
-    return chosen
-
-
-def _niching(
-    last: Sequence[I], n: int, niches: np.ndarray, distances: np.ndarray, counts: np.ndarray, rng: np.random.Generator
-) -> list[I]:
-    """Deb and Jain's Algorithm 4: `n` members of the last front, one at a time from a least
-    crowded direction (a random one among equals); a direction with no member yet takes its
-    nearest, one with members a random one."""
-    counts = counts.copy()
-    available = np.ones(len(last), dtype=bool)
-    selected: list[I] = []
-    while len(selected) < n:
-        open_niches = np.unique(niches[available])
-        least = counts[open_niches].min()
-        candidates = open_niches[counts[open_niches] == least]
-        niche = int(candidates[int(rng.integers(len(candidates)))])
-        members = np.flatnonzero((niches == niche) & available)
-        if counts[niche] == 0:
-            pick = int(members[int(np.argmin(distances[members]))])
-        else:
-            pick = int(members[int(rng.integers(len(members)))])
-        available[pick] = False
-        counts[niche] += 1
-        selected.append(last[pick])
-    return selected
+    counts = calc_niche_count(len(directions), niches[:kept])
+    chosen = niching(np.arange(len(last)), k - kept, counts, niches[kept:], distances[kept:], random_state=rng)
+    return ordered[:kept] + [last[int(index)] for index in chosen]

@@ -61,10 +61,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 #: `timing` files come last, run alone while the other process has nothing left to do.
 LONGEST_FIRST = (
     "run/test_experiment.py",  # 121
+    "hostile/test_scored_run.py",  # 85
     "run/test_replay.py",  # 49
     "cli/test_starter.py",  # 47
     "model/test_random_patches.py",  # 45
     "studies/test_overfitting.py",  # 44
+    "hostile/test_scores.py",  # 44
     "hostile/test_hostile_run.py",  # 38
     "engine/test_dask.py",  # 36
     "run/test_llm_runs.py",  # 33

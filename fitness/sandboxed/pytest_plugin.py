@@ -10,12 +10,27 @@ Each line is `<mac> <json>`: an HMAC-SHA256 over the line's sequence number and 
 keyed by a secret gi writes to the process's standard input, which the plugin reads as
 pytest loads it (before any project code is imported) and then replaces with /dev/null.
 A line the plugin did not write, or a line left out, breaks the chain and gi scores the run
-as forged. The key lives in the plugin's memory, where code in the same process could still
-dig for it: gi also checks the report against pytest's own exit status and summary line,
-the plugin checks that no phase that raised is reported as passed and that pytest's reporting
-functions are the ones it loaded with, and gi refuses variants whose code reaches for the test
-machinery (see gi.model.guard). The hooks are closures, so rebinding this module's names does
-nothing.
+as forged.
+
+The key lives in the plugin's memory, where code in the same process could still dig for it,
+so the verdict does not rest on the signature alone:
+
+- A test's outcome is taken in the plugin's own report hook, the outermost one, after every
+  other hook has had its say, and its phases must agree with what raised (a phase that raised
+  cannot have passed).
+- Pytest's and pluggy's machinery is frozen from the start of the session: every hook's list of
+  implementations (functions and their code), the functions that turn a test's run into its
+  report, the tracer and profiler. A plugin registered later (but a conftest.py of the project,
+  as pytest collects it), a hook slipped into a list, a function replaced: the run is tampered.
+- Canary tests: after stdin's key comes gi's plan, which may name tests whose clones must fail.
+  A clone is the very test (same node id, function, fixtures and markers) run once more with the
+  editable modules' functions returning a value that equals nothing and whose truth is reversed:
+  on the original, such a clone failed. A hook that turns failures into passes turns the clone's
+  too, and gi sees it. Clones run at places drawn from the plan's seed, are reported to pytest
+  as passed (they change neither its exit status nor where `-x` stops) and to gi apart.
+- gi checks the report against pytest's exit status and summary line, and refuses variants whose
+  new code reaches for any of this (gi.model.guard). The hooks are closures, so rebinding this module's
+  names does nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +39,10 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import signal
+import sys
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,17 +53,15 @@ KEY_BYTES = 64
 FAILURE_CHARS = 2000
 
 
-def _channel() -> Callable[[dict[str, Any]], None]:
-    """The writer of signed records, or a writer that drops them when gi did not start us."""
+def _channel() -> tuple[Callable[[dict[str, Any]], None], dict[str, Any]]:
+    """The writer of signed records and gi's plan; a writer that drops them when gi did not start us."""
     descriptor = int(os.environ.pop("GI_CHANNEL_FD", "-1"))
     if descriptor < 0:
-        return lambda record: None
-    key = b""
-    while len(key) < KEY_BYTES:
-        chunk = os.read(0, KEY_BYTES - len(key))
-        if not chunk:
-            break
-        key += chunk
+        return lambda record: None, {}
+    data = b""
+    while chunk := os.read(0, 65536):
+        data += chunk
+    key, plan = data[:KEY_BYTES], data[KEY_BYTES:]
     nothing = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nothing, 0)
     os.close(nothing)
@@ -59,7 +75,7 @@ def _channel() -> Callable[[dict[str, Any]], None]:
         while data:
             data = data[os.write(descriptor, data) :]
 
-    return write
+    return write, json.loads(plan) if plan.strip() else {}
 
 
 class TestTimeout(BaseException):
@@ -87,20 +103,254 @@ def _order() -> list[str]:
         return [str(nodeid) for nodeid in json.load(stream)]
 
 
+def _project_modules() -> dict[str, str]:
+    """The editable files by the module name the tests import them as (from the JSON file
+    GI_PROJECT_MODULES names), as absolute paths in this copy of the project."""
+    path = os.environ.pop("GI_PROJECT_MODULES", "")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as stream:
+        return {str(name): os.path.realpath(str(file)) for name, file in json.load(stream).items()}
+
+
+def _foreign_imports(expected: dict[str, str]) -> dict[str, str]:
+    """The editable modules the run imported from outside this copy of the project (an
+    installed copy of the original, say): the tests there never saw the variant. A module may
+    stand for another of the project's (toolz's `tlz` is toolz): only where it lies counts."""
+    import sys
+
+    copy = os.path.realpath(os.getcwd()) + os.sep
+    found = {}
+    for name in expected:
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None) if module is not None else None
+        if isinstance(file, str) and not os.path.realpath(file).startswith(copy):
+            found[name] = file
+    return found
+
+
 def _machinery() -> dict[str, object]:
-    """The pytest functions that turn a test's run into its report, as loaded: code under test
-    that replaces one to turn failures into passes is caught at the end of the session."""
-    from _pytest import reports, runner
+    """The functions that run a test and turn it into its report and its count, as loaded, each
+    with its code: code under test that replaces one (or its code) is caught."""
+    import pluggy
+    from _pytest import main, reports, runner
 
     functions = {
         "CallInfo.from_call": runner.CallInfo.from_call,
         "TestReport.from_item_and_call": reports.TestReport.from_item_and_call,
+        "TestReport.__init__": reports.TestReport.__init__,
         "call_and_report": runner.call_and_report,
         "runtestprotocol": runner.runtestprotocol,
+        "check_interactive_exception": runner.check_interactive_exception,
         "runner.pytest_runtest_makereport": runner.pytest_runtest_makereport,
+        "Session.pytest_runtest_logreport": main.Session.pytest_runtest_logreport,
+        "HookCaller.__call__": pluggy.HookCaller.__call__,
+        "PluginManager._hookexec": pluggy.PluginManager._hookexec,
     }
-    # A classmethod gives a new bound method at every look-up: compare what it wraps.
-    return {name: getattr(function, "__func__", function) for name, function in functions.items()}
+    found: dict[str, object] = {}
+    for name, loaded in functions.items():
+        function = getattr(loaded, "__func__", loaded)  # a classmethod's bound method is new each time
+        found[name] = (function, getattr(function, "__code__", None))
+    for name in ("passed", "failed", "skipped"):
+        found[f"BaseReport.{name}"] = vars(reports.BaseReport).get(name)
+    return found
+
+
+def _registry(config: pytest.Config) -> dict[str, object]:
+    """Every hook's implementations in order, by their functions and code; the relay, the hook
+    executor, the tracer and the profiler."""
+    manager = config.pluginmanager
+    found: dict[str, object] = {
+        " relay": (config.hook, manager.hook, getattr(manager, "_inner_hookexec", None)),
+        " tracing": (sys.gettrace(), sys.getprofile()),
+    }
+    for name, caller in vars(manager.hook).items():
+        if hasattr(caller, "get_hookimpls"):
+            impls = caller.get_hookimpls()
+            found[name] = (caller, tuple((impl.plugin, impl.function, getattr(impl.function, "__code__", None))
+                                         for impl in impls))  # fmt: skip
+    return found
+
+
+def _a_conftest(plugin: object, root: str) -> bool:
+    """Whether `plugin` is a conftest.py of the project that pytest collected (registered while
+    the session runs, by right)."""
+    if not isinstance(plugin, types.ModuleType):
+        return False
+    file = getattr(plugin, "__file__", None)
+    return (
+        isinstance(file, str)
+        and os.path.basename(file) == "conftest.py"
+        and os.path.realpath(file).startswith(root + os.sep)
+        and os.path.isfile(file)
+        and sys.modules.get(plugin.__name__) is plugin
+    )
+
+
+def _changes(before: dict[str, object], after: dict[str, object], root: str) -> list[str]:
+    """What differs between two registries, but for implementations conftest.py files added."""
+    changed = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if isinstance(new, tuple) and name[0] != " " and (old is None or (isinstance(old, tuple) and old[0] is new[0])):
+            kept = () if old is None else old[1]
+            added = [impl for impl in new[1] if impl not in kept]
+            if all(_a_conftest(impl[0], root) for impl in added) and [i for i in new[1] if i in kept] == list(kept):
+                continue  # a conftest.py collected, with a hook of its own or no new one
+        changed.append(name.strip())
+    return changed
+
+
+# --- canaries ------------------------------------------------------------------------------------
+
+
+class _Skewed:
+    """What an editable function returns in a canary: the real value, but equal to nothing, with
+    its truth reversed; everything else is the value's."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: object) -> None:
+        self._value = value
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    def __bool__(self) -> bool:
+        return not self._value
+
+    def __repr__(self) -> str:
+        return repr(self._value)
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._value, name)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _skew(value: object, editable: set[str]) -> object:
+    """A test module's global, as a canary sees it: the editable code's functions and classes
+    return skewed values; anything else is left alone."""
+    if isinstance(value, types.ModuleType):
+        if os.path.realpath(getattr(value, "__file__", "") or "") not in editable:
+            return value
+        proxy = types.ModuleType(value.__name__, value.__doc__)
+        proxy.__dict__.update({name: _skew_callable(item, editable) for name, item in vars(value).items()})
+        return proxy
+    return _skew_callable(value, editable)
+
+
+def _skew_callable(value: object, editable: set[str]) -> object:
+    module = sys.modules.get(getattr(value, "__module__", None) or "")
+    if not callable(value) or module is None:
+        return value
+    if os.path.realpath(getattr(module, "__file__", "") or "") not in editable:
+        return value
+
+    def skewed(*args: Any, **kwargs: Any) -> object:
+        return _Skewed(value(*args, **kwargs))
+
+    return skewed
+
+
+def _clone(item: pytest.Item, editable: set[str]) -> pytest.Item | None:
+    """The canary of a test: the same test, whose editable functions return skewed values (a
+    test function of another kind, a doctest say, has none)."""
+    function: Any = getattr(item, "obj", None)
+    real: Any = getattr(function, "__func__", function)
+    if not isinstance(item, pytest.Function) or not isinstance(real, types.FunctionType):
+        return None
+    namespace = {name: _skew(value, editable) for name, value in real.__globals__.items()}
+    twin = types.FunctionType(real.__code__, namespace, real.__name__, real.__defaults__, real.__closure__)
+    twin.__dict__.update(real.__dict__)
+    twin.__kwdefaults__ = real.__kwdefaults__
+    bound = types.MethodType(twin, function.__self__) if hasattr(function, "__self__") else twin
+    return pytest.Function.from_parent(
+        item.parent,
+        name=item.name,
+        callspec=getattr(item, "callspec", None),
+        callobj=bound,
+        keywords=dict(item.keywords),
+        fixtureinfo=item._fixtureinfo,
+        originalname=item.originalname,
+    )
+
+
+def _place_canaries(items: list[pytest.Item], plan: dict[str, Any], root: str) -> set[int]:
+    """Add the clones the plan asks for among `items`, each at a place drawn from the plan's seed
+    (with "learn", a clone of every test right after it); returns the clones' id()s."""
+    every = bool(plan.get("learn"))
+    names = [item.nodeid for item in items] if every else [str(nodeid) for nodeid in plan.get("canaries", [])]
+    if not names:
+        return set()
+    editable = {os.path.realpath(os.path.join(root, file)) for file in plan.get("editable", [])}
+    by_id = {item.nodeid: item for item in items}
+    rng = random.Random(int(plan.get("seed", 0)))
+    canaries: set[int] = set()
+    for nodeid in names:
+        item = by_id.get(nodeid)
+        clone = _clone(item, editable) if item is not None else None
+        if item is None or clone is None:
+            continue
+        items.insert(items.index(item) + 1 if every else rng.randint(0, len(items)), clone)
+        canaries.add(id(clone))
+    return canaries
+
+
+# --- the audit of returned values ----------------------------------------------------------------
+
+#: Methods through which a value decides what a test's check sees of it.
+_VERDICT_METHODS = ("__eq__", "__ne__", "__bool__", "__len__", "__contains__", "__iter__", "__lt__", "__le__",
+                    "__gt__", "__ge__", "__instancecheck__", "__getattr__", "__getattribute__")  # fmt: skip
+#: The flag of a type made at run time (a class statement, type()), not built into the interpreter.
+_HEAP_TYPE = 1 << 9
+
+
+def _own_verdict(kind: type) -> str:
+    """Which of the methods that decide a check a type has from a class made at run time (not
+    from a type built into the interpreter, whatever its `__module__` says), as "Ledger.__eq__",
+    or ""."""
+    for method in _VERDICT_METHODS:
+        owner = next((base for base in kind.__mro__ if method in vars(base)), None)
+        if owner is not None and owner.__flags__ & _HEAP_TYPE:
+            return f"{owner.__qualname__}.{method}"
+    return ""
+
+
+def _audit(editable: set[str]) -> tuple[Callable[[Any, str, Any], None], dict[str, str]]:
+    """A profile function that notes the type of every value the editable code returns to code
+    outside it (the tests), with the method of its own that decides a check, if any."""
+    returned: dict[str, str] = {}
+    inside: dict[str, bool] = {}
+
+    def editable_file(filename: str) -> bool:
+        if filename not in inside:
+            inside[filename] = os.path.realpath(filename) in editable
+        return inside[filename]
+
+    def watch(frame: Any, event: str, value: Any) -> None:
+        if event != "return" or frame.f_code.co_name == "<module>" or not editable_file(frame.f_code.co_filename):
+            return
+        caller = frame.f_back
+        if caller is not None and editable_file(caller.f_code.co_filename):
+            return
+        kind = type(value)
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        if name not in returned:
+            returned[name] = _own_verdict(kind)
+
+    return watch, returned
+
+
+# --- the hooks -----------------------------------------------------------------------------------
 
 
 def _switch_coverage_context(nodeid: str) -> None:
@@ -112,47 +362,79 @@ def _switch_coverage_context(nodeid: str) -> None:
         current.switch_context(nodeid)
 
 
-def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dict[str, Any]:
     """The plugin's hooks, as closures over the writer and their state: rebinding a name of this
     module after pytest registered them changes nothing."""
     test_limits, default_limit = _limits()
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     loaded = _machinery()
+    project_modules = _project_modules()
     timed_out: set[str] = set()
     outcomes: dict[str, str] = {}
     durations: dict[str, float] = {}
     failures: dict[str, str] = {}
     tampering: list[str] = []
+    canaries: set[int] = set()
+    canary_outcomes: dict[int, str] = {}
+    frozen: dict[str, Any] = {}
+    running: list[int] = [0]  # id() of the item in its protocol: a clone shares its node id
+
+    def check(where: str) -> None:
+        """The machinery as frozen at the start of the session, but for conftest.py files."""
+        if not frozen or tampering:
+            return
+        now = _registry(frozen["config"])
+        changed = _changes(frozen["registry"], now, frozen["root"])
+        replaced = [name for name, function in _machinery().items() if function != loaded[name]]
+        if changed or replaced:
+            tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
+        frozen["registry"] = now
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(session: pytest.Session) -> None:
+        root = os.path.realpath(str(session.config.rootpath))
+        if plan.get("audit"):
+            watch, found = _audit({os.path.realpath(os.path.join(root, file)) for file in plan.get("editable", [])})
+            frozen["found"] = found
+            sys.setprofile(watch)
+        frozen.update(config=session.config, root=root)
+        frozen["registry"] = _registry(session.config)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """The tests GI_TEST_ORDER names first, in its order; the others after, as collected."""
+        """The tests GI_TEST_ORDER names first, in its order; the others after, as collected;
+        then the canaries the plan asks for."""
         if first:
             items[:] = sorted(items, key=lambda item: first.get(item.nodeid, len(first)))
+        canaries.update(_place_canaries(items, plan, str(config.rootpath)))
 
     def pytest_collection_finish(session: pytest.Session) -> None:
-        write({"collected": [item.nodeid for item in session.items]})
+        check("collection")
+        write({"collected": [item.nodeid for item in session.items if id(item) not in canaries]})
 
     def pytest_collectreport(report: pytest.CollectReport) -> None:
         if report.failed:
             write({"collect_error": report.nodeid, "message": str(report.longrepr)[-FAILURE_CHARS:]})
 
     def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-        write({"start": nodeid})
+        if running[0] not in canaries:
+            write({"start": nodeid})
         if os.environ.get("GI_COVERAGE_CONTEXT") == "1":
             _switch_coverage_context(nodeid)
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         """Run one test under its own time limit, so a test that hangs fails alone as `timed_out`
         and the rest of the run still counts (gi's limit on the whole run stays as a backstop)."""
+        running[0] = id(item)
         limit = test_limits.get(item.nodeid, default_limit)
         if limit <= 0:
             yield
             return
 
         def expire(signum: int, frame: object) -> None:
-            timed_out.add(item.nodeid)
+            if id(item) not in canaries:
+                timed_out.add(item.nodeid)
             raise TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
 
         previous = signal.signal(signal.SIGALRM, expire)
@@ -163,16 +445,21 @@ def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
-        """A phase that raised cannot have passed: a report that says so was forged."""
+        """The report, as every other hook left it: here the outcome is taken. A phase that raised
+        cannot have passed; a canary's outcome goes to gi alone, pytest counts it as passed."""
         result: Any = yield
         report = result.get_result()
+        check(item.nodeid)
         if call.excinfo is not None and report.passed:
             tampering.append(f"{item.nodeid}: its {call.when} raised, yet its report says passed")
-
-    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-        nodeid = report.nodeid
+        if id(item) in canaries:
+            if report.failed or (call.when == "call" and id(item) not in canary_outcomes):
+                canary_outcomes[id(item)] = "failed" if report.failed else report.outcome
+            report.outcome, report.longrepr = "passed", None
+            return
+        nodeid = item.nodeid
         durations[nodeid] = durations.get(nodeid, 0.0) + report.duration
         if report.when == "call":
             expected_to_fail = hasattr(report, "wasxfail")
@@ -185,6 +472,10 @@ def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
             failures[nodeid] = report.longreprtext[-FAILURE_CHARS:]
 
     def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+        check(nodeid)
+        if running[0] in canaries:
+            write({"canary": nodeid, "outcome": canary_outcomes.get(running[0], "error")})
+            return
         record: dict[str, Any] = {
             "finish": nodeid,
             "outcome": "timed_out" if nodeid in timed_out else outcomes.get(nodeid, "error"),
@@ -195,14 +486,17 @@ def _hooks(write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         write(record)
 
     def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-        replaced = [name for name, function in _machinery().items() if function is not loaded[name]]
-        if replaced:
-            tampering.append(f"pytest's {', '.join(replaced)} was replaced during the run")
+        check("the end of the session")
+        if "found" in frozen:
+            sys.setprofile(None)
+            write({"returned": frozen["found"]})
         if tampering:
             write({"tampered": "; ".join(tampering)[:FAILURE_CHARS]})
+        if foreign := _foreign_imports(project_modules):
+            write({"foreign_imports": foreign})
         write({"exitstatus": int(exitstatus)})
 
     return {name: value for name, value in locals().items() if name.startswith("pytest_")}
 
 
-globals().update(_hooks(_channel()))
+globals().update(_hooks(*_channel()))

@@ -9,8 +9,17 @@ length and JSON. For each request it forks a child that:
 - closes the worker's pipes, starts its own process group, takes the report key on stdin and
   its own stdout/stderr pipes, exactly as a cold `python -m pytest` run would;
 - imports the variant's editable modules from the sources in the request (a finder ahead of
-  the file system serves them, under their real file names, so tracebacks show the variant);
+  the file system serves them, under their real file names, so tracebacks show the variant),
+  and so does every Python process its tests start (a subprocess, a multiprocessing spawn):
+  the child leaves the sources and a `sitecustomize` that installs the same finder in its
+  TMPDIR and puts that folder first on their PYTHONPATH;
 - runs pytest with gi's plugin, and exits with pytest's status.
+
+The project's test modules and conftest.py files are the same for every variant (tests are
+never editable, and the copy is read-only): the worker rewrites their asserts once, as
+pytest's assertion rewriter would, and children take the rewritten code from it when a file's
+source is unchanged (`cache_rewrites`; on toolz's suite this was most of a child's time, since
+no bytecode cache is written in the sandbox).
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
 rewriter) is the same for every variant, and was half of a child's time. So where nothing of
@@ -22,9 +31,11 @@ project after all, the worker drops the prepared configuration and children run
 `pytest.main` from the start.
 
 The worker waits for the child within the request's limit, kills its process group and every
-process it left behind (the worker is their subreaper), empties TMPDIR, and answers with the
-exit status, the tails of stdout and stderr and the signed report, exactly what gi reads from
-a cold run. It needs only the standard library and pytest.
+process it left behind (the worker is their subreaper), empties every folder a variant may
+write and removes the System V objects of its IPC namespace (`clean_slate`: the next variant
+finds nothing of this one), and answers with the exit status, the tails of stdout and stderr
+and the signed report, exactly what gi reads from a cold run. It needs only the standard
+library and pytest.
 """
 
 from __future__ import annotations
@@ -42,12 +53,12 @@ import json
 import linecache
 import os
 import select
-import shutil
 import signal
 import struct
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -124,6 +135,39 @@ class VariantFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+#: What a Python process the tests start runs first (as `sitecustomize`, from the child's
+#: TMPDIR): the variant's finder from this worker's own module, then the sitecustomize it hides.
+SPAWNED_BOOTSTRAP = """\
+import importlib.machinery, importlib.util, json, os, sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_here, "gi_variant_sources.json"), encoding="utf-8") as _stream:
+    _sources = json.load(_stream)
+_spec = importlib.util.spec_from_file_location("gi_warm_worker_finder", os.environ["GI_WARM_WORKER_FILE"])
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+sys.meta_path.insert(0, _module.VariantFinder(_sources))
+_others = [entry for entry in sys.path if entry and os.path.abspath(entry) != _here]
+_hidden = importlib.machinery.PathFinder.find_spec("sitecustomize", _others)
+if _hidden is not None and _hidden.loader is not None:
+    _hidden.loader.exec_module(importlib.util.module_from_spec(_hidden))
+"""
+
+
+def serve_spawned(sources: dict[str, str]) -> None:
+    """Make every Python process the child starts import the variant too: its sources and the
+    bootstrap in a folder of the child's TMPDIR (emptied after each child), first on the
+    PYTHONPATH the child's processes inherit."""
+    folder = os.path.join(os.environ["TMPDIR"], "gi-variant")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "gi_variant_sources.json"), "w", encoding="utf-8") as stream:
+        json.dump(sources, stream)
+    with open(os.path.join(folder, "sitecustomize.py"), "w", encoding="utf-8") as stream:
+        stream.write(SPAWNED_BOOTSTRAP)
+    os.environ["GI_WARM_WORKER_FILE"] = os.path.abspath(__file__)
+    os.environ["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [os.environ.get("PYTHONPATH", "")])])
+
+
 def preload(modules: Sequence[str]) -> None:
     """Import pytest, its plugins and the project's third-party dependencies, once."""
     import pytest  # noqa: F401
@@ -139,6 +183,43 @@ def preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(BaseException):
             importlib.import_module(name)
+
+
+def _is_rewritten(name: str) -> bool:
+    """A file pytest's assertion rewriter rewrites by default: a test module or a conftest.py."""
+    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+
+
+def cache_rewrites() -> int:
+    """Rewrite the asserts of the project's test modules and conftest.py files once, here in
+    the worker, and make pytest's rewriter take a file's code from this cache when its source
+    is the one rewritten (else, or with `enable_assertion_pass_hook`, it rewrites as usual).
+    Returns how many files were cached."""
+    try:
+        from _pytest.assertion import rewrite
+
+        original = rewrite._rewrite_test
+    except (ImportError, AttributeError):  # another pytest: children rewrite as usual
+        return 0
+    cached: dict[str, tuple[Any, Any]] = {}
+    for folder, subfolders, names in os.walk(os.getcwd()):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name != "__pycache__"]
+        for name in names:
+            if _is_rewritten(name):
+                path = os.path.join(folder, name)
+                with contextlib.suppress(Exception):  # a file that does not parse: pytest reports it in the child
+                    cached[path] = original(Path(path), None)  # type: ignore[arg-type]  # None: no pass hook
+
+    def rewrite_test(fn: Any, config: Any) -> Any:
+        hit = cached.get(str(fn))
+        if hit is None or (config is not None and config.getini("enable_assertion_pass_hook")):
+            return original(fn, config)
+        if importlib.util.source_hash(fn.read_bytes()) != hit[0]:
+            return original(fn, config)
+        return hit
+
+    rewrite._rewrite_test = rewrite_test
+    return len(cached)
 
 
 #: gi's report plugin (fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
@@ -233,6 +314,8 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     for filename, text in sources.items():
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     sys.meta_path.insert(0, VariantFinder(sources))
+    if sources:
+        serve_spawned(sources)
     import pytest
 
     try:
@@ -270,13 +353,57 @@ def reap_everything() -> None:
 
 
 def empty(folder: str) -> None:
-    for name in os.listdir(folder):
+    """Remove everything in `folder`, folders a variant made unwritable or unreadable included."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
         path = os.path.join(folder, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o700)
+            empty(path)
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+IPC_RMID = 0
+#: System V objects a variant can leave in the worker's IPC namespace: /proc's list, and the
+#: libc call that removes one (shmctl, msgctl, semctl with IPC_RMID).
+SYSTEM_V = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
+
+
+def remove_ipc() -> None:
+    """Remove every System V shared memory segment, message queue and semaphore set of this
+    IPC namespace (the sandbox's own: nothing of the host's is in it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, control in SYSTEM_V:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as stream:
+                rows = stream.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1:
+                if kind == "sem":
+                    getattr(libc, control)(int(fields[1]), 0, IPC_RMID)
+                else:
+                    getattr(libc, control)(int(fields[1]), IPC_RMID, None)
+
+
+def clean_slate() -> None:
+    """Between variants: empty every folder a variant may write (GI_WRITABLE: TMPDIR and HOME,
+    outputs/, and in the sandbox /tmp, /dev/shm and /dev/mqueue) and, in the sandbox's own IPC
+    namespace (GI_OWN_IPC), remove System V objects: the next variant finds nothing of this one."""
+    for folder in WRITABLE:
+        empty(folder)
+    if OWN_IPC:
+        remove_ipc()
 
 
 def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
@@ -340,7 +467,7 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
     reap_everything()
     for reading in kept:
         os.close(reading)
-    empty(os.environ["TMPDIR"])
+    clean_slate()
     return {
         "returncode": -9 if timed_out else (128 - status if status < 0 else status),
         "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
@@ -353,6 +480,8 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
     }
 
 
+WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("TMPDIR", "")).split(":") if folder]
+OWN_IPC = os.environ.pop("GI_OWN_IPC", "") == "1"
 REQUEST = int(os.environ.pop("GI_REQUEST_FD", "-1"))
 RESPONSE = int(os.environ.pop("GI_RESPONSE_FD", "-1"))
 
@@ -363,6 +492,7 @@ def main() -> None:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a child cannot reach the worker's pipes via /proc
     sys.path.insert(0, os.getcwd())
     preload(sys.argv[1:])
+    cache_rewrites()
     # What is loaded now is shared by every child: keep the collector away from it (pytest
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()

@@ -6,6 +6,7 @@ algorithm is a small class that says how it picks parents or neighbours and what
 
 from gi.algorithms.base import Evolutionary, Search, SearchSettings
 from gi.algorithms.local_search import LocalSearch
+from gi.algorithms.neighbourhood import Neighbourhood
 from gi.algorithms.nsga2 import NSGA2
 from gi.algorithms.nsga3 import NSGA3
 from gi.algorithms.random_search import RandomSearch
@@ -14,7 +15,7 @@ from gi.model.registry import Registry
 
 #: Every algorithm a config can name in `search.algorithm`.
 ALGORITHMS: Registry[type[Search]] = Registry("algorithm")
-for _algorithm in (NSGA2, NSGA3, SPEA2, LocalSearch, RandomSearch):
+for _algorithm in (NSGA2, NSGA3, SPEA2, Neighbourhood, LocalSearch, RandomSearch):
     ALGORITHMS.add(_algorithm.name, _algorithm)
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "SPEA2",
     "Evolutionary",
     "LocalSearch",
+    "Neighbourhood",
     "RandomSearch",
     "Search",
     "SearchSettings",

@@ -10,10 +10,16 @@ which is what the report calls the front.
 What an algorithm keeps between generations is its `population` (saved as individual ids
 in each checkpoint) and `state()` (JSON, saved beside it), so a resumed run continues
 exactly: the caller restores the generator's state too.
+
+With `neighbourhood` above 0, a search first walks the rings of the original program
+(gi/algorithms/rings.py: every one-edit program best first, and pairs of what they found
+useful) for that share of its generations, or until they are exhausted; the evolutionary
+algorithms then breed from what the rings found.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +28,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fitness.objectives import Constraint, Objective, objective_values, violation
-from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation
+from gi.algorithms.adaptive import OperatorSelection
+from gi.algorithms.rings import Rings
+from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_of_label
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.results import Evaluation
@@ -41,6 +49,14 @@ class SearchSettings:
     #: NSGA-III: divisions of each objective's axis for the reference directions (None: as
     #: many as the population can hold one member each).
     reference_divisions: int | None = None
+    #: The share of the generations (the initial one included) that walk the rings of the
+    #: original program before the algorithm's own proposals; 0: none.
+    neighbourhood: float = 0.0
+    #: "uniform": every classic operator as likely; "adaptive": by recent success
+    #: (gi/algorithms/adaptive.py).
+    operator_selection: str = "uniform"
+    #: The evaluations the run may make (search.max_evaluations): the rings' share is of them.
+    max_evaluations: int | None = None
 
 
 class Search(ABC):
@@ -69,13 +85,52 @@ class Search(ABC):
         self.constraint = constraint
         self.settings = settings
         self.rng = rng
-        self.variation = Variation(program, operators, crossovers, rng, context=context)
+        shares = {operator.name: operator.share() for operator in operators}
+        given = sum(share for share in shares.values() if share is not None)
+        uniform = [name for name, share in shares.items() if share is None]
+        # An operator with a share (the model's) is one more arm of adaptive selection, starting
+        # at its share; the others split the rest evenly, as uniform drawing gives them.
+        priors = (
+            {name: share if share is not None else (1 - given) / max(len(uniform), 1) for name, share in shares.items()}
+            if given > 0
+            else None
+        )
+        self.selection = OperatorSelection(
+            list(shares), adaptive=settings.operator_selection == "adaptive", priors=priors
+        )
+        self.variation = Variation(program, operators, crossovers, rng, context=context, selection=self.selection)
         self.reference = tuple(reference)
         self.test_count = test_count
         self.weights = tuple(objective.weight for objective in self.objectives)
         self.population: list[Individual] = []
         self.archive = ParetoArchive()
         self.generation = -1  # the initial population is generation 0
+        #: The most candidates the next batch may hold (the engine's budget of evaluations), if
+        #: fewer than a population; and the programs evaluated so far (set by the engine).
+        self.batch_limit: int | None = None
+        self.evaluated = 0
+        #: The evaluations the run may make (search.max_evaluations), if it says.
+        self.evaluation_budget = settings.max_evaluations
+        self.rings = (
+            Rings(self.variation, self.variation.operators, self.variation.context, self.weights)
+            if self.neighbourhood_share > 0
+            else None
+        )
+
+    @property
+    def neighbourhood_share(self) -> float:
+        """The share of the generations that walk the rings (`SearchSettings.neighbourhood`)."""
+        return self.settings.neighbourhood
+
+    def walking(self, generation: int) -> bool:
+        """Whether `generation` walks the rings: within their share of the budget (of the
+        evaluations when the run has a budget of them, else of the generations), while they
+        have programs left."""
+        if self.rings is None or self.rings.exhausted:
+            return False
+        if self.evaluation_budget is not None:
+            return self.evaluated < self.neighbourhood_share * self.evaluation_budget
+        return generation < math.ceil(self.neighbourhood_share * (self.settings.generations + 1))
 
     # --- what the engine reads and sets ------------------------------------------------------
 
@@ -104,19 +159,27 @@ class Search(ABC):
         batch = Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
         if generation == 0:
             batch.offer(Offspring(Patch(), (), "original", None))
-            self._fill(batch, self._one_edit)
+            self._fill(batch, self._from_rings(self._one_edit) if self.walking(0) else self._one_edit)
         else:
             self._propose(batch)
         return batch.candidates
 
+    def _from_rings(self, otherwise: Callable[[], Offspring | None]) -> Callable[[], Offspring | None]:
+        """A maker of offspring from the rings, and from `otherwise` once they are exhausted."""
+        rings = self.rings
+        assert rings is not None
+        return lambda: rings.next() if not rings.exhausted else otherwise()
+
     def _fill(self, batch: Batch, make: Callable[[], Offspring | None]) -> None:
-        """Offer what `make()` returns until the batch holds a population, or tries run out.
-        Offspring still waiting for an operator's answer hold a slot: when every slot is held,
-        the oldest is waited for, so that the model's requests are in flight together while the
-        batch is fixed by the seed alone (how many are made depends only on what came of them)."""
+        """Offer what `make()` returns until the batch holds a population (fewer where the budget
+        of evaluations leaves less), or tries run out. Offspring still waiting for an operator's
+        answer hold a slot: when every slot is held, the oldest is waited for, so that the model's
+        requests are in flight together while the batch is fixed by the seed alone (how many are
+        made depends only on what came of them)."""
         tries, population = 0, self.settings.population
+        size = population if self.batch_limit is None else min(self.batch_limit, population)
         while True:
-            while len(batch.candidates) + batch.waiting < population and tries < BREEDING_TRIES * population:
+            while len(batch.candidates) + batch.waiting < size and tries < BREEDING_TRIES * population:
                 tries += 1
                 offspring = make()
                 if offspring is not None:
@@ -170,9 +233,27 @@ class Search(ABC):
             self.individual(candidate, evaluation, self.generation)
             for candidate, evaluation in zip(candidates, evaluations, strict=True)
         ]
+        parents = {individual.id: individual for individual in (*self.population, *self.archive.members)}
         self._survive(children)
         self.archive.update(children)
+        if self.rings is not None:
+            self.rings.told(children, evaluations)
+        self._credit(children, parents)
         return children
+
+    def _credit(self, children: Sequence[Individual], parents: Mapping[str, Individual]) -> None:
+        """Credit each child's operator (the one that made its new edit): a success when the
+        child entered the archive or dominates one of its parents."""
+        if not self.selection.adaptive:
+            return
+        kept = {id(member) for member in self.archive.members}
+        for child in children:
+            if not child.patch.edits or child.operator == "original":
+                continue
+            success = id(child) in kept or any(
+                parent in parents and child.fitness.dominates(parents[parent].fitness) for parent in child.parents
+            )
+            self.selection.credit(operator_of_label(child.operator), success)
 
     @abstractmethod
     def _survive(self, children: list[Individual]) -> None:
@@ -182,7 +263,12 @@ class Search(ABC):
 
     def state(self) -> dict[str, Any]:
         """What the algorithm keeps beyond its population, archive and generator (JSON)."""
-        return {}
+        state: dict[str, Any] = {}
+        if self.rings is not None:
+            state["rings"] = self.rings.state()
+        if self.selection.adaptive:
+            state["operator_selection"] = self.selection.state()
+        return state
 
     def restore(
         self,
@@ -195,7 +281,12 @@ class Search(ABC):
         self.generation = generation
         self.population = population
         self.archive = ParetoArchive(archive)
-        self._restored(dict(state or {}))
+        state = dict(state or {})
+        if self.rings is not None and "rings" in state:
+            self.rings.restore(state["rings"])
+        if self.selection.adaptive and "operator_selection" in state:
+            self.selection.restore(state["operator_selection"])
+        self._restored(state)
 
     def _restored(self, state: dict[str, Any]) -> None:  # noqa: B027 (most algorithms derive nothing)
         """Rebuild what the algorithm derives from its population (ranks, say) and `state`."""
@@ -247,4 +338,4 @@ class Evolutionary(Search):
         )
 
     def _propose(self, batch: Batch) -> None:
-        self._fill(batch, self._breed)
+        self._fill(batch, self._from_rings(self._breed) if self.walking(batch.generation) else self._breed)

@@ -66,7 +66,7 @@ class LocalSearch(Search):
                 return
 
     def state(self) -> dict[str, Any]:
-        return {"visited": list(self.visited), "tried": list(self.tried)}
+        return {**super().state(), "visited": list(self.visited), "tried": list(self.tried)}
 
     def _restored(self, state: dict[str, Any]) -> None:
         self.visited = [str(value) for value in state.get("visited", [self.current.tree_hash])]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gi.algorithms.adaptive import OperatorSelection
 from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -122,6 +123,7 @@ class Variation:
         rng: np.random.Generator,
         *,
         context: MutationContext | None = None,
+        selection: OperatorSelection | None = None,
     ) -> None:
         self.program = program
         self.operators = tuple(operators)
@@ -131,6 +133,9 @@ class Variation:
         if not self.uniform:
             raise ValueError("a search needs at least one mutation operator")
         self.by_name = {operator.name: operator for operator in self.operators}
+        #: Which operator makes the next edit: as above (uniformly but for the shared ones), or
+        #: by recent success (`search.operator_selection`), its names in `operators`' order.
+        self.selection = selection or OperatorSelection([operator.name for operator in self.operators])
         self.crossovers = tuple(crossovers)
         self.rng = rng
         self.context = (context or MutationContext()).bind(program)
@@ -186,12 +191,17 @@ class Variation:
         return self.tree_hash(Patch(kept)) == variant.tree_hash
 
     def new_edit(self, patch: Patch) -> New | None:
-        """New edits: from an operator with a share of the mutations for that share (while its uses
-        in the generation last), else from a uniformly chosen operator (also when the shared one
-        finds nothing to propose). An operator that waits only prepares its proposal here
-        (`Operator.prepare`: every random choice now); its edits come in `resolve`."""
+        """New edits: by adaptive selection when the search asks for it (the operators with a share
+        among the others, at the first attempt while their uses last); else from an operator with
+        a share of the mutations for that share (while its uses in the generation last), else from
+        a uniformly chosen operator (also when the shared one finds nothing to propose). An
+        operator that waits only prepares its proposal here (`Operator.prepare`: every random
+        choice now); its edits come in `resolve`."""
         for attempt in range(MUTATION_TRIES):
-            operator = self._shared_choice() if attempt == 0 and self.shared else None
+            if self.selection.adaptive:
+                operator: Operator | None = self._adaptive_choice(attempt)
+            else:
+                operator = self._shared_choice() if attempt == 0 and self.shared else None
             if operator is None:
                 operator = self.uniform[int(self.rng.integers(len(self.uniform)))]
             started = time.perf_counter()
@@ -234,6 +244,18 @@ class Variation:
             return None
         self.count(name, "proposals")
         return Offspring(later.place(edits), offspring.parents, offspring.operator, edits[-1], edits)
+
+    def _adaptive_choice(self, attempt: int) -> Operator:
+        """The next operator by adaptive selection; one with a share of the mutations (the
+        language model's) only at the first attempt, while its uses in the generation last."""
+        allowed = [
+            operator.share() is None or (attempt == 0 and self.left.get(operator.name, 0) > 0)
+            for operator in self.operators
+        ]
+        operator = self.operators[self.selection.choose(self.rng, allowed)]
+        if operator.share() is not None:
+            self.left[operator.name] -= 1
+        return operator
 
     def _shared_choice(self) -> Operator | None:
         """The operator with a share whose turn one draw says it is, if its uses last; else None."""

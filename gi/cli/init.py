@@ -27,17 +27,33 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def init_command(args: argparse.Namespace, console: Console) -> int:
-    from gi.cli.starter import write_starter_config
+    from gi.cli.starter import CHECK_TEST_TIMEOUT, HOLDOUT_FRACTION, write_starter_config
 
     path, project, original = write_starter_config(args.project, before_tests=say_isolation)
     say(console, f"wrote {path}")
     say(console, f"  editable files: {', '.join(project.files)}")
     say(console, f"  training tests: {', '.join(project.train)}")
-    say(console, f"  held-out tests: {', '.join(project.holdout) or 'none found'}")
-    if original.repair:
+    if project.holdout:
+        say(console, f"  held-out tests: {', '.join(project.holdout)}")
+    elif original.tests < 2:
+        say(console, "  held-out tests: none found, and one training test is too few to hold a share out")
+    else:
         say(
             console,
-            f"  the original fails {len(original.failing)} of {original.tests} training tests: a repair"
+            f"  held-out tests: no folder found, so {HOLDOUT_FRACTION:.0%} of the training tests are held out"
+            " (tests.holdout_fraction, seeded): they judge the front, never the search",
+        )
+    if project.python:
+        say(console, f"  environment: the tests run in {project.python} (program.python)")
+    if original.repair:
+        timed = (
+            f", {len(original.timed_out)} of them timed out after {CHECK_TEST_TIMEOUT:g} s"
+            if original.timed_out
+            else ""
+        )
+        say(
+            console,
+            f"  the original fails {len(original.failing)} of {original.tests} training tests{timed}: a repair"
             ' (constraint = "none", fault localisation on)',
         )
     else:

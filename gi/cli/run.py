@@ -114,10 +114,15 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
         )
         shown_warnings: list[str] = []
         errors = Console(stderr=True)
+        phases: list[str] = []
 
         pace = Pace(total)
 
         def report(state: RunProgress, generation_done: bool) -> None:
+            if state.phase and (not phases or phases[-1] != state.phase):
+                phases.append(state.phase)
+                if not args.quiet:
+                    progress.console.print(f"gi: {state.phase}", markup=False, highlight=False, soft_wrap=True)
             best = "  ".join(f"{name}={value:.4g}" for name, value in state.best.items())
             done = (state.generation + 1) * search.population if generation_done else None
             completed = done if done is not None else state.generation * search.population + state.done_in_generation
@@ -151,6 +156,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
         f"{summary['wall_seconds']:.1f} s; overfitting rate "
         f"{'-' if rate is None else f'{rate:.0%}'}; sandbox: {summary['sandbox']}"
     )
+    console.print(judged_by(summary), soft_wrap=True)
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)", soft_wrap=True)
     if (result.folder / "report.html").is_file():
         console.print(f"report: {result.folder / 'report.html'}", soft_wrap=True)
@@ -300,6 +306,24 @@ class Pace:
         spent, elapsed = completed - completed_before, now - started
         eta = _duration((self.total - completed) * elapsed / spent) if spent > 0 and elapsed > 0 else "-"
         return f"ETA {eta}  cache hits {hits}  timeouts {timeouts}"
+
+
+def judged_by(summary: dict[str, Any]) -> str:
+    """What judged the run beyond its training tests: how many held-out tests, and the sites
+    left out because no training test executes them."""
+    held = summary.get("held_out_tests") or 0
+    said = (
+        f"held-out: {held} test{'s' if held != 1 else ''} judged the front"
+        if held
+        else "held-out: none judged the front (tests.holdout or tests.holdout_fraction adds them)"
+    )
+    sites = summary.get("sites")
+    if isinstance(sites, dict):
+        if sites.get("left_out"):
+            said += f"; {sites['left_out']} of {sites['total']} sites left out: no training test executes them"
+        elif sites.get("unexecuted"):
+            said += f"; {sites['unexecuted']} of {sites['total']} sites no training test executes were editable"
+    return said
 
 
 def _duration(seconds: float) -> str:

@@ -4,8 +4,12 @@ It looks at the project folder the way pytest and gi do: test files (`test_*.py`
 `*_test.py`) are the tests, by the folder named like a test folder (`tests`, `test`, `testing`)
 that holds them or else by their own path; a folder named `holdout` (or `heldout`, `held_out`)
 holds held-out tests; every other Python file but conftest.py, setup.py and a workload is
-editable. Then it runs the training tests once on the original, as `gi run` runs them (gi's
-evaluator: a sandboxed copy, the held-out tests left out), to fit the config to what they do:
+editable (but those of docs/). A virtual environment of the project's own (.venv, venv, .env or
+env) is the interpreter the tests run in (program.python). Without a held-out folder, a seeded
+share of the training tests is held out (tests.holdout_fraction), so that every run is judged
+by tests the search never saw. Then it runs the training tests once on the original, as `gi run`
+runs them (gi's evaluator: a sandboxed copy, the held-out tests left out), to fit the config to
+what they do:
 when the original fails some, the config is a repair's (no constraint, fewest failing tests
 first, fault localisation); the time limits come from how long they took; tests that cannot
 run at all (a module that does not import, pytest failing) are a `ProgramError` naming why.
@@ -16,6 +20,7 @@ folder lies beside the project, outside what a run copies.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import os
@@ -27,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gi.engine.project import find_environment
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.program import IGNORED_DIRS
 
 if TYPE_CHECKING:
-    from fitness.tests import TestRun
     from gi.config import Config
 
 CONFIG_NAME = "gi.toml"
@@ -39,6 +44,10 @@ HOLDOUT_NAMES = frozenset({"holdout", "heldout", "held_out"})
 TEST_FOLDERS = frozenset({"tests", "test", "testing"}) | HOLDOUT_NAMES
 #: Python files that are part of a project's tooling, not of its program.
 NOT_EDITABLE = frozenset({"conftest.py", "setup.py", "noxfile.py", "fabfile.py"})
+#: Folders whose Python files are documentation, not the program (Sphinx's conf.py, examples).
+DOCUMENTATION = frozenset({"docs", "doc"})
+#: The share of the training tests' ids held out when the project has no held-out folder.
+HOLDOUT_FRACTION = 0.2
 #: Seconds `gi init` gives the original's whole training run, and one of its tests (a test
 #: past it is failing, as one that loops forever is).
 CHECK_TIMEOUT = 600.0
@@ -63,6 +72,8 @@ class Project:
     train: tuple[str, ...]
     holdout: tuple[str, ...]
     workload: str | None
+    #: The interpreter of the project's own virtual environment, relative to root (None: gi's).
+    python: str | None = None
 
 
 def _is_test(name: str) -> bool:
@@ -133,11 +144,15 @@ def survey(root: Path) -> Project:
         for path in files
         if not any(path == test or test in path.parents for test in protected)
         and path.name not in NOT_EDITABLE
+        and not (path.parts and path.parts[0] in DOCUMENTATION)
         and not (workload and path.as_posix() == "workload.py")
     )
     if not editable:
         raise ProgramError(f"{root}: no Python file to improve (every .py file there is a test or tooling)")
-    return Project(root, editable, train, holdout, workload)
+    python = find_environment(root)
+    return Project(
+        root, editable, train, holdout, workload, None if python is None else python.relative_to(root).as_posix()
+    )
 
 
 @dataclass(frozen=True)
@@ -147,9 +162,12 @@ class OriginalRun:
     tests: int
     #: The failing tests' ids (failed, error, timed out), sorted.
     failing: tuple[str, ...]
-    #: Seconds the slowest test took, and the whole run.
+    #: Seconds the slowest test took, and the whole run (the tests that timed out left out of
+    #: both: their time is the limit's, not theirs).
     slowest: float
     seconds: float
+    #: The tests that ran past gi init's limit on one test (among `failing`).
+    timed_out: tuple[str, ...] = ()
 
     @property
     def repair(self) -> bool:
@@ -163,60 +181,41 @@ class OriginalRun:
 
     @property
     def timeout(self) -> int:
-        """The limit on a whole test run to write."""
-        return max(MIN_TIMEOUT, math.ceil(TIMEOUT_FACTOR * self.seconds))
-
-
-def _one_line(text: str) -> str:
-    """The line that says what went wrong in pytest's output: the last `E   ...` line, else
-    the last line that is not empty."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
-    return (errors or lines or ["no output"])[-1]
-
-
-def _cannot_run(train: tuple[str, ...], run: TestRun, limit: float) -> str | None:
-    """Why the training tests (paths `train`) of the original did not run at all, or None when they ran."""
-    if run.forged:
-        return f"gi cannot trust the training tests' report: {run.forged}"
-    if run.timed_out:
-        return f"the training tests did not finish in {limit:g} s"
-    if run.collect_errors:
-        where, message = sorted(run.collect_errors.items())[0]
-        more = len(run.collect_errors) - 1
-        also = f" (and {more} more test file{'s' if more > 1 else ''})" if more else ""
-        return f"{where} cannot be collected{also}: {_one_line(message)}"
-    if run.exit_status in (-1, 3, 4):
-        return f"pytest could not run the training tests (exit status {run.exit_status}): {_one_line(run.output_tail)}"
-    if not run.outcomes:
-        return f"pytest collects no test in {', '.join(train)}"
-    return None
+        """The limit on a whole test run to write: never below the limit on one test."""
+        return max(MIN_TIMEOUT, math.ceil(TIMEOUT_FACTOR * self.seconds), self.test_timeout)
 
 
 def run_original_tests(project: Project, config: Config) -> OriginalRun:
     """Run the project's training tests once on the original program, the way `gi run` runs
     them (gi's evaluator and sandbox, with `config`'s limits; the held-out tests are not in
     the copy); raise ProgramError, one line naming the problem, when they cannot run at all."""
-    from fitness.tests import NOT_FAILING
+    from fitness.tests import NOT_FAILING, cannot_run
     from gi.engine.evaluation import EvaluationSettings, Evaluator
+    from gi.engine.project import pytest_setup
     from gi.engine.sandbox.limits import sandbox_limits
     from gi.model.patch import Patch, apply
     from gi.model.program import Program
 
     program = Program.load(project.root, list(project.files), protected=config.test_paths())
+    setup, interpreter = pytest_setup(program, config.python_path())
+    limits = sandbox_limits(config)
     settings = EvaluationSettings(
         train=tuple(config.tests.train),
         holdout=tuple(config.tests.holdout),
         timeout=CHECK_TIMEOUT,
         test_timeout=CHECK_TEST_TIMEOUT,
-        limits=sandbox_limits(config),
+        limits=dataclasses.replace(limits, read_only=(*limits.read_only, *map(Path, interpreter.folders))),
+        pytest=setup,
     )
     run = Evaluator(program, settings).training_run(apply(program, Patch()))
-    problem = _cannot_run(project.train, run, CHECK_TIMEOUT)
+    problem = cannot_run(run, project.train, setup.python, CHECK_TIMEOUT)
     if problem is not None:
         raise ProgramError(f"{project.root}: the original's training tests cannot run: {problem}")
     failing = tuple(sorted(test for test, outcome in run.outcomes.items() if outcome not in NOT_FAILING))
-    return OriginalRun(len(run.outcomes), failing, max(run.durations.values(), default=0.0), run.seconds)
+    timed_out = tuple(sorted(test for test, outcome in run.outcomes.items() if outcome == "timed_out"))
+    finished = [seconds for test, seconds in run.durations.items() if test not in timed_out]
+    seconds = max(0.0, run.seconds - sum(run.durations.get(test, 0.0) for test in timed_out))
+    return OriginalRun(len(run.outcomes), failing, max(finished, default=0.0), seconds, timed_out)
 
 
 def _toml_list(items: tuple[str, ...]) -> str:
@@ -247,8 +246,11 @@ def _seconds(value: float) -> str:
 
 
 def _failing_words(original: OriginalRun) -> str:
-    """'3 of its 6 training tests (tests/a.py::one, tests/a.py::two, ...)'."""
-    shown = ", ".join(_comment(test) for test in original.failing[:3])
+    """'3 of its 6 training tests (tests/a.py::one, tests/a.py::two timed out, ...)'."""
+    shown = ", ".join(
+        _comment(test) + (f" timed out after {CHECK_TEST_TIMEOUT:g} s" if test in original.timed_out else "")
+        for test in original.failing[:3]
+    )
     more = ", ..." if len(original.failing) > 3 else ""
     return f"{len(original.failing)} of its {original.tests} training tests ({shown}{more})"
 
@@ -264,11 +266,36 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
         minimize = ["failed_tests", "size"]
     else:
         minimize = ["failed_tests", "runtime", "size"] if timed else ["failed_tests", "complexity", "size"]
-    holdout = (
-        f"# Never seen by the search: run on the front as it grows, to see what overfits.\n"
-        f"holdout = {_toml_list(project.holdout)}"
-        if project.holdout
-        else '# Tests the search never sees, run on the front as it grows (none found):\n# holdout = ["holdout"]'
+    if project.holdout:
+        holdout = (
+            "# Never seen by the search: run on the front as it grows, to see what overfits.\n"
+            f"holdout = {_toml_list(project.holdout)}"
+        )
+    elif original is not None and original.tests < 2:
+        holdout = _comments(
+            f"No held-out folder was found, and {original.tests} training test is too few to hold a share"
+            ' out: a folder of tests the search never sees, e.g. holdout = ["holdout"], shows what overfits.'
+        )
+    else:
+        holdout = (
+            _comments(
+                "No held-out folder was found, so a share of the training tests (a split seeded by"
+                " experiment.seed) is held out: the search never sees them, and they judge the front as it"
+                " grows, to see which patches change what no training test checks. A folder of held-out"
+                ' tests instead: holdout = ["holdout"], and holdout_fraction = 0.'
+            )
+            + f"\nholdout_fraction = {HOLDOUT_FRACTION}"
+        )
+    fail_fast = (
+        ""
+        if repair
+        else "\n"
+        + _comments(
+            "A variant failing any training test is infeasible, so its tests stop at the first failure:"
+            " the tests that execute a line it edits run first (the original's coverage), then those that"
+            " failed most recently. The verdicts are those of running every test."
+        )
+        + "\nfail_fast = true"
     )
     kind = "faster" if timed else "simpler"
     goal = "code that passes its failing tests" if repair else f"{kind} code that passes the same tests"
@@ -286,6 +313,16 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
             )
             + f"\ntest_timeout = {original.test_timeout}"
         )
+    python = (
+        "\n"
+        + _comments(
+            "The project's own environment: its tests run in this interpreter (it needs pytest; gi brings its"
+            " own plugin), so their dependencies need not be in gi's."
+        )
+        + f"\npython = {json.dumps(project.python)}"
+        if project.python
+        else ""
+    )
     if repair and original is not None:
         why = (
             f"gi init ran the training tests: the original fails {_failing_words(original)}. So this is a"
@@ -344,13 +381,13 @@ output = "../{name}-gi-runs"
 # The project folder, only ever read.
 root = "."
 # The files gi may edit (globs allowed); tests and conftest.py never are.
-files = {_toml_list(project.files)}
+files = {_toml_list(project.files)}{python}
 
 [tests]
 # Pytest paths used during the search.
 train = {_toml_list(project.train)}
 {holdout}
-{limits}
+{limits}{fail_fast}
 
 [objectives]
 {objectives}
@@ -361,6 +398,8 @@ algorithm = "nsga2"
 # tries fewer without changing this file.
 population = 20
 generations = 10
+# In a repair, gi first evaluates every one-edit program in order of suspiciousness, then
+# breeds with operators drawn by their success (neighbourhood and operator_selection "auto").
 
 [mutators]
 # Or a list of names from `gi operators`.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,14 @@ class Config(_Section):
     def program_root(self) -> Path:
         return self.resolve(self.program.root)
 
+    def python_path(self) -> Path:
+        """The interpreter the tests run in (program.python, relative to the config), not
+        resolved: a virtual environment's python is a link to its base interpreter."""
+        if self.program.python is None:
+            return Path(sys.executable)
+        python = Path(self.program.python)
+        return python if python.is_absolute() else self.source.parent.resolve() / python
+
     @property
     def llm_cache(self) -> Path:
         if self.llm is not None and self.llm.cache is not None:
@@ -147,10 +156,23 @@ class Config(_Section):
         runs made before them still resume."""
         data = self.model_dump(mode="json", exclude={"source", "evaluation", "arms"})
         data["experiment"].pop("parallel_runs", None)
+        data["experiment"].pop("report", None)
         if data["experiment"].get("seeds") is None:
             data["experiment"].pop("seeds", None)
         if data["search"].get("reference_divisions") == "auto":
             data["search"].pop("reference_divisions")
+        # Search keys older gi lacked, at a value that does what older gi did.
+        older = {"neighbourhood": 0.0, "operator_selection": "uniform", "max_evaluations": None, "max_seconds": None}
+        for key, value in older.items():
+            if data["search"].get(key) == value:
+                data["search"].pop(key, None)
+        # "auto" changes only repairs, which older gi ran without the rings: only a repair run
+        # of older gi resumes differently (its remaining generations walk the rings).
+        for key in ("neighbourhood", "operator_selection"):
+            if data["search"].get(key) == "auto":
+                data["search"].pop(key, None)
+        if data["search"].get("patience") == 3:  # stops only a run that finds nothing new: older runs resume
+            data["search"].pop("patience", None)
         if data.get("arm") is None:
             data.pop("arm", None)
         for key in ("holdout_fraction", "differential", "differential_inputs", "fail_fast"):

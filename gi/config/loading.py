@@ -181,6 +181,21 @@ def _check_paths(config: Config, path: Path) -> None:
             f"{path}: program.root = {str(config.program.root)!r}: no such folder ({root});"
             " the path is relative to the config file"
         )
+    if config.program.python is not None and not config.python_path().exists():
+        raise ConfigError(
+            f"{path}: program.python = {config.program.python!r}: no such interpreter ({config.python_path()});"
+            " the path is relative to the config file"
+        )
+    for held in config.tests.holdout:
+        held_path = (root / held.split("::")[0]).resolve()
+        for train in config.tests.train:
+            train_path = (root / train.split("::")[0]).resolve()
+            # (A held-out folder inside a training one is fine: it is left out of the training copies.)
+            if train_path.is_relative_to(held_path):
+                raise ConfigError(
+                    f"{path}: tests.holdout {held!r} holds tests.train {train!r}: a held-out test must be one the"
+                    " search never runs (tests.holdout_fraction holds out a share of the training tests instead)"
+                )
     for key, paths in (("tests.train", config.tests.train), ("tests.holdout", config.tests.holdout)):
         for test_path in paths:
             if not (root / test_path.split("::")[0]).resolve().is_relative_to(root):

@@ -38,6 +38,9 @@ class ExperimentSection(_Section):
         Literal["auto"] | Annotated[int, Field(ge=1, le=256)],
         Field(description="runs of an experiment at once; 'auto': cores over evaluation.workers, 1 when timing"),
     ] = "auto"
+    report: Annotated[
+        bool, Field(description="write report.html and report.md when a run ends (`gi report` writes them later)")
+    ] = True
 
     @field_validator("seeds")
     @classmethod
@@ -50,6 +53,14 @@ class ExperimentSection(_Section):
 class ProgramSection(_Section):
     root: Annotated[Path, Field(description="the project folder, relative to the config file")]
     files: Annotated[list[str], Field(min_length=1, description="globs of the files GI may edit, relative to root")]
+    python: Annotated[
+        str | None,
+        Field(
+            min_length=1,
+            description="the interpreter the tests and the workload run in (the project's own environment,"
+            " e.g. '.venv/bin/python'), relative to the config file; unset: gi's own",
+        ),
+    ] = None
 
 
 class TestsSection(_Section):
@@ -137,6 +148,11 @@ class ObjectivesSection(_Section):
         return [*self.minimize, *self.maximize]
 
 
+#: The rings' share of the budget `search.neighbourhood = "auto"` gives a repair (the original
+#: fails training tests): the arm benchmarks/repair.py measured best.
+AUTO_NEIGHBOURHOOD = 0.5
+
+
 class SearchSection(_Section):
     algorithm: Annotated[str, Field(description="the search algorithm; see `gi algorithms`")] = "nsga2"
     population: Annotated[int, Field(ge=2, le=10000, description="individuals per generation, 2 or more")] = 20
@@ -158,6 +174,34 @@ class SearchSection(_Section):
         Literal["auto"] | Annotated[int, Field(ge=1, le=100)],
         Field(description="nsga3: divisions per objective of the reference directions; 'auto': as many as fit"),
     ] = "auto"
+    neighbourhood: Annotated[
+        Literal["auto"] | Annotated[float, Field(ge=0, le=1)],
+        Field(
+            description="share of max_evaluations (else of the generations) that first walk every one-edit program"
+            f" best first (and pairs of partial repairs); 0: none; 'auto': {AUTO_NEIGHBOURHOOD:g} in a repair, else 0",
+        ),
+    ] = "auto"
+    operator_selection: Annotated[
+        Literal["auto", "uniform", "adaptive"],
+        Field(
+            description="how a classic operator is chosen: uniformly, or adaptively by its recent success;"
+            " 'auto': adaptively in a repair, else uniformly"
+        ),
+    ] = "auto"
+    max_evaluations: Annotated[
+        int | None, Field(ge=1, description="stop once this many programs were evaluated (the original aside)")
+    ] = None
+    max_seconds: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            description="stop before the first generation after the initial one that would start this many"
+            " seconds into the run",
+        ),
+    ] = None
+    patience: Annotated[
+        int, Field(ge=1, le=100000, description="stop after this many generations in a row evaluate no new program")
+    ] = 3
 
     @field_validator("algorithm")
     @classmethod
@@ -208,6 +252,13 @@ class MutatorsSection(_Section):
         Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
     ] = "auto"
     llm: Annotated[float, Field(ge=0, le=1, description="the share of mutations the language model makes")] = 0.0
+    untested: Annotated[
+        bool,
+        Field(
+            description="true: edit lines the training tests never execute too (front members whose edits touch"
+            " only such lines are then flagged 'untested'); false: never, as mutation testing skips them"
+        ),
+    ] = False
 
     def names(self) -> list[str]:
         return OPERATORS.names() if self.operators == "all" else list(self.operators)
@@ -383,6 +434,9 @@ class EvaluationSection(_Section):
     memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
     processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256
     file_mb: Annotated[int, Field(ge=1, description="the largest file a test run may write, in MiB")] = 1024
+    disk_mb: Annotated[
+        int, Field(ge=1, description="the most each folder a command may write holds (RAM in bubblewrap), in MiB")
+    ] = 512
     isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
     read_only: Annotated[
         list[Path], Field(description="more host folders the sandbox shows, read-only (e.g. a package the tests need)")

@@ -11,7 +11,10 @@ so two workers do not compete for the same core while the clock runs.
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import os
+import re
 import socket
 import tempfile
 import threading
@@ -27,32 +30,39 @@ from typing import Any
 import filelock
 
 from fitness.differential import record_cases
-from fitness.faults import covered_test_run, ochiai
+from fitness.faults import LineCoverage, covered_test_run, ochiai
 from fitness.runtime import (
     RIGOROUS,
     SCREENING,
+    BehaviourCheck,
     SpeedUp,
     Timing,
     TimingSettings,
     Workload,
     WorkloadError,
+    answered_differently,
+    behaviour_of,
     compare,
     interleaved,
     measure,
     output_of,
     profile,
+    timed_answers,
 )
-from fitness.tests import TestRun, count_failed, first_failing, run_tests
+from fitness.selection import Coverage, first_tests
+from fitness.tests import DEFAULT_SETUP, NO_CHECKS, Checks, PytestSetup, TestRun, count_failed, first_failing, run_tests
 from gi.engine.measures import static_measures
-from gi.engine.sandbox.bubblewrap import Isolation, isolation
+from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.engine.verdict import CanaryTests, SecondRun, model_code_uses, second_run
 from gi.engine.warm import WarmPool
-from gi.model.guard import new_risky_names
+from gi.model.errors import EvaluationError
 from gi.model.patch import Variant
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
+from gi.model.sites import Location
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,9 @@ class EvaluationSettings:
     #: Stop each variant's training tests at the first failure, the tests that failed most
     #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
     first_failure: bool = False
+    #: How the project's tests run: its interpreter, what gi adds to its pytest settings, the
+    #: copy's import roots (gi.engine.project).
+    pytest: PytestSetup = DEFAULT_SETUP
 
 
 def timing_lock_name() -> str:
@@ -111,11 +124,40 @@ def machine_timing_lock() -> filelock.FileLock:
 def _status(run: TestRun) -> Status:
     if run.forged:
         return Status.TAMPERED
+    if run.resource:
+        return Status.RESOURCE
     if run.timed_out:
         return Status.TIMED_OUT
     if run.exit_status in (-1, 3, 4):  # killed, pytest internal error, usage error
         return Status.CRASHED
     return Status.OK
+
+
+#: Errors of the machine, not of gi's code, and what to do about them.
+_MACHINE = {
+    errno.ENOSPC: "free space there",
+    errno.EDQUOT: "free space there",
+    errno.EMFILE: "raise the limit on open files (ulimit -n)",
+    errno.ENFILE: "the system ran out of open files; fewer evaluation.workers may help",
+    errno.ENOMEM: "the machine ran out of memory; fewer evaluation.workers may help",
+}
+
+
+def _gi_failure(error: Exception) -> str:
+    """One line for an error of gi's while it evaluated a variant: what failed, where in gi, and
+    what to do; the variant is not scored and the run stops (it resumes where it stopped)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = next((f"{frame.filename.rpartition('/')[2]}:{frame.lineno}" for frame in reversed(frames)
+                  if "/gi/" in frame.filename or "/fitness/" in frame.filename), "gi")  # fmt: skip
+    text = str(error).strip()
+    code = error.errno if isinstance(error, OSError) else None
+    if code is None and (found := re.search(r"\[Errno (\d+)\] ([^'\]\n]*)", text)):  # shutil.Error lists them
+        code, text = int(found.group(1)), found.group(0)
+    what = f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
+    cure = _MACHINE.get(code) if code is not None else None
+    advice = f"{cure}, then" if cure else "this is a bug of gi's (please report it with this line);"
+    return (f"evaluating a variant failed in gi itself ({what}, in {where}): no variant was scored for it;"
+            f" {advice} run the same command again to resume")  # fmt: skip
 
 
 def _retried(run: Callable[[], TestRun]) -> TestRun:
@@ -138,15 +180,32 @@ class Evaluator:
         #: The order a run stopping at the first failure gives the training tests (set by the
         #: engine each generation, from `fitness.tests.FailureOrder`).
         self.test_order: tuple[str, ...] = ()
+        #: The original's coverage by the training tests (set by the engine): a variant's tests
+        #: that execute an edited line run first when its run may stop at the first failure.
+        self.coverage: Coverage | None = None
+        self._site_lines: dict[Location, tuple[int, int]] | None = None
         #: Functions gi never edits (the workload's own, in an editable file): the behaviour
         #: check records what the editable code returns to them.
         self.protected: frozenset[str] = frozenset()
         self._warm: WarmPool | None = None
         self._warm_lock = threading.Lock()
         self.baseline_output: str | None = None
+        #: The training tests' calls of editable functions, replayed by every behaviour check,
+        #: untimed and in the timed processes (set with the original's output).
+        self.behaviour_cases: tuple[tuple[str, str, str], ...] = ()
+        #: Whether the original's timed processes answered as its untimed check did: only then
+        #: is a variant whose timed answers differ scored as tampered.
+        self.timed_check = False
         #: The original's latest screening timing; variants are timed with its loop count.
         self.baseline_timing: Timing | None = None
         self._timing_lock: AbstractContextManager[Any] = machine_timing_lock()
+        #: The training tests whose canaries fail on the original (`learn_canaries`), and the
+        #: types the original returns to the tests (for the front's second run).
+        self.canaries = CanaryTests(editable=tuple(program.files))
+        self.original_types: dict[str, str] = {}
+        #: Set on a worker whose host judged each variant's code before sending its sources.
+        self.judged = False
+        self._canary_lock = threading.Lock()
 
     @property
     def isolation(self) -> Isolation:
@@ -164,7 +223,8 @@ class Evaluator:
         sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
-            yield Sandbox(self.settings.limits, space)
+            # A cold copy serves one variant: its tests may write beside themselves.
+            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=True), space)
 
     def redact(self, text: str) -> str:
         """`text` without the secrets gi knows of, for everything that is stored or sent."""
@@ -174,22 +234,95 @@ class Evaluator:
         return text
 
     def _run_tests(
-        self, sandbox: Sandbox, paths: Sequence[str], limits: Mapping[str, float], *, training: bool = False
+        self,
+        sandbox: Sandbox,
+        paths: Sequence[str],
+        limits: Mapping[str, float],
+        *,
+        training: bool = False,
+        variant: Variant | None = None,
+        checks: Checks = NO_CHECKS,
     ) -> TestRun:
         """One cold test run, each test under its own limit (see `_retried`); a variant's training
-        run stops at its first failure when the settings say so."""
-        order, first_failure = self._stop_plan() if training else ((), False)
-        return _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
-                                          default_limit=self.settings.test_timeout, order=order,
-                                          first_failure=first_failure))  # fmt: skip
+        run stops at its first failure when the settings say so; the plugin makes the `checks`."""
+        order, first_failure = self._stop_plan(variant) if training else ((), False)
+        before = loadable_files(sandbox.workdir)
+        run = _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                                         setup=self.settings.pytest, default_limit=self.settings.test_timeout,
+                                         order=order, first_failure=first_failure, checks=checks))  # fmt: skip
+        planted = sorted(loadable_files(sandbox.workdir) - before)
+        if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
+            run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
+        return run
 
-    def _stop_plan(self) -> tuple[tuple[str, ...], bool]:
+    def written_by_model(self, variant: Variant) -> bool:
+        """Whether a language model wrote some of the variant's code (an edit that does not only
+        recombine the original's); on a worker, which gets no patch, whether the host said so."""
+        if not variant.patch.edits:
+            return self.judged and self.canaries.learned
+        return not all(edit.recombines for edit in variant.patch.edits)
+
+    def _checks(self, variant: Variant | None) -> Checks:
+        """The canaries of a variant's training run: only for code a model wrote (the classic
+        operators' recombinations forge nothing), learned on the original the first time."""
+        if variant is None or self.baseline_tests is None or not self.written_by_model(variant):
+            return NO_CHECKS
+        self.learn_canaries()
+        return self.canaries.checks()
+
+    def learn_canaries(self) -> None:
+        """Clone every training test on the original, once: those whose clones fail can be
+        canaries. The same run notes the types the original returns to the tests."""
+        with self._canary_lock:
+            if self.canaries.learned:
+                return
+            from gi.model.patch import Patch, apply
+
+            with self._sandbox(apply(self.program, Patch())) as sandbox:
+                run = self._run_tests(sandbox, self.settings.train, {}, checks=self.canaries.learning())
+            self.original_types = dict(run.returned)
+            self.canaries.learn(run)
+
+    def second_run(self, variant: Variant, searched: Mapping[str, str]) -> SecondRun:
+        """A front member's second run (gi.engine.verdict.second_run), cold, one test file a process."""
+        by_file: dict[str, list[str]] = {}
+        for test in searched:
+            by_file.setdefault(test.split("::")[0], []).append(test)
+
+        def run(paths: Sequence[str], checks: Checks) -> TestRun:
+            with self._sandbox(variant) as sandbox:
+                return self._run_tests(sandbox, by_file[paths[0]], self.test_limits, checks=checks)
+
+        return second_run(searched, run, sorted(by_file), self.canaries, self.original_types)
+
+    def _stop_plan(self, variant: Variant | None) -> tuple[tuple[str, ...], bool]:
         """The training tests' order (tests.fail_fast) and whether to stop at the first failure
-        (and the shortcuts). The original's run (no baseline yet) runs as collected, to the end:
-        its outcomes and durations are the reference."""
+        (and the shortcuts). The tests that execute a line the variant edits come first (the
+        original's coverage), then the rest; each group those that failed most recently first.
+        The original's run (no baseline yet) runs as collected, to the end: its outcomes and
+        durations are the reference."""
         if not self.settings.fail_fast or self.baseline_tests is None:
             return (), False
-        return self.test_order, self.settings.first_failure
+        order = self.test_order or tuple(self.baseline_tests)
+        if self.coverage is not None and variant is not None and variant.patch.edits:
+            order = first_tests(self.coverage.tests_for(self.edited_lines(variant)), order)
+        return order, self.settings.first_failure
+
+    def edited_lines(self, variant: Variant) -> list[tuple[str, int]]:
+        """The lines of the original that the variant's edits change or insert before: each
+        edit's target and insertion points, over the whole site."""
+        if self._site_lines is None:
+            spans: dict[Location, tuple[int, int]] = {}
+            for site in self.program.sites:
+                first, last = spans.get(site.location, (site.line, site.line))
+                spans[site.location] = (min(first, site.line), max(last, site.last_line, site.line))
+            self._site_lines = spans
+        lines: list[tuple[str, int]] = []
+        for edit in variant.patch.edits:
+            for location in (edit.target, *edit.positions()):
+                first, last = self._site_lines.get(location, (0, -1))
+                lines += [(location.file, line) for line in range(first, last + 1)]
+        return lines
 
     def _training_exclude(self) -> tuple[Path, ...]:
         """What never enters a training workspace: the run folder, the reply cache, and the
@@ -202,12 +335,13 @@ class Evaluator:
             if self._warm is None:
                 self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
                                       preload=self.settings.preload, exclude=self._training_exclude(),
-                                      scratch=self.scratch)  # fmt: skip
+                                      scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
         warm, settings, limits = self._warm, self.settings, self.test_limits
-        order, first_failure = self._stop_plan()
+        order, first_failure = self._stop_plan(variant)
+        checks = self._checks(variant)
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
                                                limits=limits, default_limit=settings.test_timeout, order=order,
-                                               first_failure=first_failure))  # fmt: skip
+                                               first_failure=first_failure, checks=checks))  # fmt: skip
 
     @property
     def warm_started(self) -> int:
@@ -228,7 +362,7 @@ class Evaluator:
         each, run to the end); the whole report, collection errors and exit status included,
         for `gi init`'s check of a project's tests."""
         with self._sandbox(variant) as sandbox:
-            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True, variant=variant)
 
     def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
@@ -237,7 +371,9 @@ class Evaluator:
     # --- one variant --------------------------------------------------------------------------
 
     def evaluate(self, variant: Variant) -> Evaluation:
-        """Measure one variant; any failure becomes the evaluation's status, never an exception."""
+        """Measure one variant; whatever the variant does becomes the evaluation's status, never
+        an exception. An exception is gi's own failure (a full disk, no more open files, a
+        measure that broke): raised as EvaluationError, it stops the run, and scores nothing."""
         started = time.perf_counter()
         tree_hash = variant.tree_hash
 
@@ -250,9 +386,9 @@ class Evaluator:
         try:
             if variant.syntax_error is not None:
                 return result(Status.UNPARSEABLE, variant.syntax_error)
-            tampering = new_risky_names(self.program.sources, variant.sources)
-            if tampering:
-                return result(Status.TAMPERED, "new code reaches for the test machinery: " + "; ".join(tampering))
+            refused = self.refusal(variant)
+            if refused is not None:
+                return result(Status.TAMPERED, refused)
             measures = static_measures(variant)
             warm = self.settings.engine == "warm"
             with ExitStack() as stack:
@@ -260,13 +396,24 @@ class Evaluator:
                     run = self.warm_training(variant)
                 else:
                     sandbox = stack.enter_context(self._sandbox(variant))
-                    run = self._run_tests(sandbox, self.settings.train, self.test_limits, training=True)
+                    run = self._run_tests(
+                        sandbox,
+                        self.settings.train,
+                        self.test_limits,
+                        training=True,
+                        variant=variant,
+                        checks=self._checks(variant),
+                    )
                 failed = count_failed(run, self.baseline_tests)
                 measures["failed_tests"] = float(failed)
                 measures["passed_tests"] = float(run.passed)
                 measures["test_count"] = float(len(run.outcomes))
                 status = _status(run)
-                detail = run.forged or ("" if status is Status.OK and not run.failing() else run.failure_report())
+                detail = (
+                    run.forged
+                    or run.resource
+                    or ("" if status is Status.OK and not run.failing() else run.failure_report())
+                )
                 if status is Status.TIMED_OUT:
                     detail = f"the training tests ran past the {self.settings.timeout:g} s limit\n{detail}"
                 if self.settings.fail_fast and failed:
@@ -275,10 +422,19 @@ class Evaluator:
                 if status is Status.OK and self.settings.workload is not None and wanted:
                     if warm:  # timings and the behaviour check run cold, in a copy of their own
                         sandbox = stack.enter_context(self._sandbox(variant))
-                    detail += self._workload_measures(sandbox, measures)
+                    trouble, tampered = self._workload_measures(sandbox, measures)
+                    detail += trouble
+                    if tampered:
+                        status, detail = Status.TAMPERED, tampered
             return result(status, detail, measures, run)
-        except Exception:  # a broken variant is a result, not a crash of the search
-            return result(Status.CRASHED, traceback.format_exc()[-4000:])
+        except Exception as error:  # a broken variant is a result, never an exception: this is gi's
+            raise EvaluationError(_gi_failure(error)) from error
+
+    def refusal(self, variant: Variant) -> str | None:
+        """Why the variant is scored tampered without running, or None: its model-written code
+        uses what the original does not (gi.engine.verdict.model_code_uses)."""
+        uses = [] if self.judged else model_code_uses(self.program, variant)
+        return "new code reaches beyond what the original uses: " + "; ".join(uses) if uses else None
 
     @staticmethod
     def _fails(run: TestRun, status: Status, detail: str, measures: dict[str, float]) -> tuple[Status, str]:
@@ -295,26 +451,40 @@ class Evaluator:
             return status, detail
         return Status.OK, run.failure_report(only=first)
 
-    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> str:
-        """Check the workload's output and time it; adds to `measures`, returns what went wrong."""
+    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> tuple[str, str]:
+        """Check the workload's output and time it; adds to `measures`, returns what went wrong
+        and why the timing was tampered with ("" when it was not: see `answered_differently`)."""
         workload = self.settings.workload
         assert workload is not None
         try:
+            untimed = None
             if self.settings.check_output and self.baseline_output is not None:
-                measures["output_differs"] = float(self._output(sandbox) != self.baseline_output)
+                untimed = self._output(sandbox)
+                measures["output_differs"] = float(behaviour_of(untimed) != behaviour_of(self.baseline_output))
             if self.baseline_timing is not None:
+                audited = untimed is not None and self.timed_check
                 with self._timing_lock:
                     timing = measure(
-                        workload, self.settings.screening, runner=sandbox,
-                        timeout=self.settings.workload_timeout, loops=self.baseline_timing.loops,
+                        workload, self.settings.screening, runner=sandbox, timeout=self.settings.workload_timeout,
+                        loops=self.baseline_timing.loops, check=self._behaviour_check() if audited else None,
                     )  # fmt: skip
                 measures["runtime_seconds"] = timing.median
                 measures["runtime"] = timing.median / self.baseline_timing.median
+                if audited and untimed is not None:
+                    timed = timed_answers(sandbox)
+                    why = answered_differently(untimed, timed, self.settings.screening.processes)
+                    if why:
+                        return "", f"it answers differently when it is timed: {why}"
         except WorkloadError as error:
             if "timed out" not in str(error):
                 measures["workload_failed"] = 1.0
-            return f"\n{error}"
-        return ""
+            return f"\n{error}", ""
+        return "", ""
+
+    def _behaviour_check(self) -> BehaviourCheck:
+        """What the behaviour check looks at: the editable files' returns to the workload and the
+        training tests' recorded calls (`behaviour_cases`), replayed."""
+        return BehaviourCheck(tuple(self.program.files), tuple(sorted(self.protected)), self.behaviour_cases)
 
     def evaluate_many(
         self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
@@ -369,16 +539,23 @@ class Evaluator:
             return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
                                 timeout=self.settings.timeout * 3)  # fmt: skip
 
-    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
-        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+    def line_coverage(self, variant: Variant) -> tuple[TestRun, LineCoverage]:
+        """The training tests on a variant (the original) under coverage.py, a context per test:
+        their outcomes, and per line of the editable files the tests that executed it ("" for
+        a line run outside any test)."""
         with self._sandbox(variant) as sandbox:
-            run, coverage = covered_test_run(
+            return covered_test_run(
                 self.settings.train,
                 self.program.files,
                 timeout=self.settings.timeout * 3,
                 runner=sandbox,
                 default_limit=self.settings.test_timeout * 3,
+                setup=self.settings.pytest,
             )
+
+    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+        run, coverage = self.line_coverage(variant)
         return ochiai(coverage, run.outcomes)
 
     def _workload(self) -> Workload:
@@ -392,6 +569,15 @@ class Evaluator:
             return measure(self._workload(), self.settings.screening, runner=sandbox,
                            timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
+    def audited_timing(self, variant: Variant, untimed: str, *, loops: int | None = None) -> tuple[Timing, str]:
+        """A screening timing whose timed processes make the behaviour check: the timing, and why
+        they answered otherwise than `untimed` ("" when they did not); raises WorkloadError."""
+        with self._sandbox(variant) as sandbox, self._timing_lock:
+            timing = measure(self._workload(), self.settings.screening, runner=sandbox, loops=loops,
+                             timeout=self.settings.workload_timeout, check=self._behaviour_check())  # fmt: skip
+            why = answered_differently(untimed, timed_answers(sandbox), self.settings.screening.processes)
+            return timing, why
+
     def output(self, variant: Variant) -> str:
         """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
         with self._sandbox(variant) as sandbox:
@@ -399,7 +585,7 @@ class Evaluator:
 
     def _output(self, sandbox: Sandbox) -> str:
         return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout,
-                         files=self.program.files, inside=sorted(self.protected))  # fmt: skip
+                         check=self._behaviour_check())  # fmt: skip
 
     def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Cumulative time of each function of the editable files in the workload, by (file, line)."""

@@ -22,6 +22,8 @@ class Progress:
     hypervolume: float = 0.0
     front_size: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: What the run is doing before its first generation ("" once the search runs).
+    phase: str = ""
 
     def warn(self, warning: str) -> None:
         """Add a warning of the run, once."""

@@ -116,6 +116,8 @@ class _SpeedUp(_Shape):
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
+    #: p_value adjusted by Holm's method over the front members measured (their family).
+    p_holm: float | None = None
     significant: bool | None = None
     error: str | None = None
 
@@ -142,6 +144,11 @@ class _Ablated(_Shape):
     holdout_alone: list[str] | None = None
 
 
+class _SecondRun(_Shape):
+    agrees: bool
+    detail: str
+
+
 class _Member(_Shape):
     id: str
     generation: int
@@ -153,6 +160,7 @@ class _Member(_Shape):
     holdout: _Tests | None
     overfits: bool | None
     speedup: _SpeedUp | None = None
+    second_run: _SecondRun | None = None
     minimal: _Minimal | None = None
     ablation: list[_Ablated] | None = None
 

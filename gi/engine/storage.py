@@ -21,7 +21,7 @@ from gi.algorithms import Search
 from gi.algorithms.variation import Candidate
 from gi.engine.recorded import Measurements, open_recorded
 from gi.engine.run_folder import STORE_NAME
-from gi.engine.store import Checkpoint, IndividualRecord, RunStore
+from gi.engine.store import VERSIONS, Checkpoint, IndividualRecord, RunStore, tool_versions, version_problems
 from gi.model.errors import StoreError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -51,6 +51,8 @@ class RunStorage:
         a recorded run folder whose store a replay reads; `config_source` names the config in
         the error when the folder cannot be made."""
         self.folder = folder
+        #: Said at the start of the run: the stored or recorded run was made by another gi.
+        self.version_warnings: list[str] = []
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -61,6 +63,13 @@ class RunStorage:
         try:
             self._open(fingerprint, fresh)
             recorded = None if replay_of is None else open_recorded(replay_of, fingerprint)
+            if recorded is not None:
+                refused, warning = version_problems(recorded.get_meta(VERSIONS), "replay it")
+                if refused:
+                    recorded.close()
+                    raise StoreError(f"{replay_of}: {refused}")
+                if warning:
+                    self.version_warnings.append(warning)
         except BaseException:
             os.close(self._lock)
             raise
@@ -88,6 +97,14 @@ class RunStorage:
         self.store.set_meta("config", fingerprint)
         if self.store.last_checkpoint() is None:
             self.store.clear_measurements()  # nothing was built on them; the program may have changed
+        else:
+            refused, warning = version_problems(self.store.get_meta(VERSIONS), "resume it")
+            if refused:
+                self.store.close()
+                raise StoreError(f"{self.folder}: {refused}, or start afresh with --fresh")
+            if warning:
+                self.version_warnings.append(warning)
+        self.store.set_meta(VERSIONS, tool_versions())
 
     def evaluations(self) -> dict[str, Evaluation]:
         """Every evaluation the search stored, by tree hash."""

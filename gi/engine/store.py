@@ -19,6 +19,45 @@ from gi.model.errors import StoreError
 from gi.model.results import Evaluation
 
 SCHEMA_VERSION = 1
+#: The meta key of the versions of gi and libcst that made a run (`tool_versions`).
+VERSIONS = "versions"
+
+
+def tool_versions() -> dict[str, str]:
+    """The versions of gi and of libcst here: a stored location is a path of libcst's field
+    names, and what a run measured depends on gi's measures and checks."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name, distribution in (("gi", "gi-improve"), ("libcst", "libcst")):
+        try:
+            found[name] = version(distribution)
+        except PackageNotFoundError:
+            found[name] = "unknown"
+    return found
+
+
+def version_problems(recorded: dict[str, str] | None, what: str) -> tuple[str | None, str | None]:
+    """How the versions that made a stored run (`recorded`) differ from these, for `what` ("resume
+    it", "replay it"): (why it is refused, or None; what to warn of, or None). Another libcst is
+    refused: stored locations are paths of its field names, and another version may find other
+    nodes at them, so patches would apply differently. Another gi is a warning: the run's
+    evaluations stand as that gi judged them, and new ones are this gi's."""
+    here = tool_versions()
+    if recorded is None:
+        return None, f"the run folder does not say which gi and libcst made it (an older gi); {what} as it is"
+    if recorded.get("libcst") != here["libcst"]:
+        return (
+            f"the run was made with libcst {recorded.get('libcst')}, this is libcst {here['libcst']}: its stored"
+            f" patches name syntax-tree fields of that libcst and may apply elsewhere; to {what}, install"
+            f" libcst=={recorded.get('libcst')}",
+            None,
+        )
+    if recorded.get("gi") != here["gi"]:
+        return None, (f"the run was made by gi {recorded.get('gi')}, this is gi {here['gi']}: its evaluations stand as"
+                      " that gi made them, and what this one measures may differ")  # fmt: skip
+    return None, None
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -229,6 +268,10 @@ class RunStore:
         )
         for identifier, operator, evaluated_here, text in rows:
             yield identifier, operator, bool(evaluated_here), json.loads(text) if text else None
+
+    def individual_hashes(self) -> set[str]:
+        """The programs (tree hashes) of every individual of the checkpointed generations."""
+        return {tree_hash for (tree_hash,) in self._db.execute("SELECT DISTINCT tree_hash FROM individuals")}
 
     def count_individuals(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM individuals").fetchone()[0])

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fitness.objectives import Objective, objective_values
+from fitness.statistics import holm
 from fitness.tests import NOT_FAILING, overfits, regressions, test_counts
 from gi.algorithms import Search
 from gi.engine.accounting import count_by_operator
+from gi.engine.front_checks import plausible_patches, without_riders
 from gi.engine.held_out import HeldOut, front_members, generalisation_gap
 from gi.engine.recorded import replay_comparison
 from gi.engine.service import EvaluationService
@@ -26,6 +28,7 @@ from gi.model.describe import describe_patch
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
+from gi.model.sites import Location
 from mutators import Operator
 from mutators.base import CONFIGURED
 from populations import Individual
@@ -95,6 +98,10 @@ def write_report(
         }
         if "speedup" in entry:
             record["speedup"] = entry["speedup"]
+        if entry.get("untested"):  # mutators.untested: every edit where no training test executes
+            record["untested"] = True
+        if "second_run" in entry:  # members with code a model wrote (gi.engine.verdict.second_run)
+            record["second_run"] = entry["second_run"]
         if "ablation" in entry:  # from `gi ablate`, kept in the run store
             record["ablation"] = entry["ablation"]
         if "minimal" in entry:  # from `gi minimize`, kept in the run store
@@ -171,6 +178,13 @@ class RunSetup:
     engine_reason: str
     #: The isolation the sandbox gives, in one line.
     sandbox: str
+    #: The sites no training test executes, where the config lets operators edit them
+    #: (mutators.untested; empty otherwise: no edit goes there).
+    unexecuted: frozenset[Location] = frozenset()
+    #: Sites in all, those no training test executes and those left out (None: no coverage).
+    sites: Mapping[str, int] | None = None
+    #: Why the search stopped (reason, generation, programs evaluated).
+    stopped: Mapping[str, Any] = field(default_factory=dict)
 
 
 class SummaryBuilder:
@@ -222,6 +236,8 @@ class SummaryBuilder:
             self._entry(member, variant, outcomes, cache[member.tree_hash], baseline, names, originals, original)
             for member, variant, outcomes in zip(members, variants, held, strict=True)
         ]
+        _correct_for_many(front)
+        front, riding = without_riders(front, self.objectives, self.timing, self.program)
         timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, store.lineage(), [m.id for m in members], self.operators)
@@ -251,6 +267,8 @@ class SummaryBuilder:
                 "hot_functions": {name: round(share, 4) for name, share in sorted(setup.hot.items())},
                 "protected_functions": sorted(setup.protected),
                 "timed_out_share": round(timed_out, 4),
+                "sites": dict(setup.sites) if setup.sites is not None else None,
+                "held_out_tests": len(self.held_out.baseline or {}) if self.held_out is not None else 0,
                 "engine": {
                     "training_tests": setup.engine,
                     "why": setup.engine_reason,
@@ -262,6 +280,9 @@ class SummaryBuilder:
                     replay_comparison(measurements.recorded, store) if measurements.recorded is not None else None
                 ),
                 "operators": operators,
+                "plausible": plausible_patches(self.program, store, self.held_out, baseline),
+                "riders": riding,
+                "stopped": dict(setup.stopped),
                 "generalisation_gap": generalisation_gap(store.generalisation()),
                 "holdout_split": measurements.found("holdout_split"),
                 "differential_checks": len(measurements.found("differential_cases") or []),
@@ -313,6 +334,16 @@ class SummaryBuilder:
         ablation = ablated.get(known_as, ablated.get(member.id))
         if ablation is not None and ablation["of_edits"] == variant.patch.to_json():  # see gi/studies/ablation.py
             entry["ablation"] = ablation["edits"]
+        evaluator = self.evaluations.evaluator
+        if variant.patch.edits and all(edit.target in self.setup.unexecuted for edit in variant.patch.edits):
+            entry["untested"] = True  # every edit where no training test executes: no test judged it
+        if variant.changed_files and evaluation.ok and evaluator.written_by_model(variant):
+            checked = evaluator.second_run(variant, evaluation.tests)
+            entry["second_run"] = checked.to_json()
+            if not checked.agrees:
+                self.evaluations.progress.warnings.append(
+                    f"front member {member.id}: {checked.detail}: its scores are forged"
+                )
         if self.timing.active and member.fitness.feasible and variant.changed_files:
             entry["speedup"] = self.timing.speedup(original, variant)
         holdout_baseline = self.held_out.baseline if self.held_out is not None else None
@@ -337,3 +368,16 @@ class SummaryBuilder:
                 " if the variants do not loop forever, the limits are too tight for this machine"
             )
         return share
+
+
+def _correct_for_many(front: list[dict[str, Any]]) -> None:
+    """Every front member's speed-up is a test of its own: their p-values are adjusted by Holm's
+    method over the members measured (as `gi compare` adjusts its pairs), and a speed-up is
+    significant only when its adjusted p is below 0.05 and its interval excludes 1."""
+    measured = [entry for entry in front if "p_value" in entry.get("speedup", {})]
+    p_values = [float(entry["speedup"]["p_value"]) for entry in measured]
+    for entry, adjusted in zip(measured, holm(p_values), strict=True):
+        speedup = entry["speedup"]
+        excludes_one = speedup["low"] > 1.0 or speedup["high"] < 1.0
+        entry["speedup"] = {**speedup, "p_holm": float(f"{adjusted:.4g}"),
+                            "significant": adjusted < 0.05 and excludes_one}  # fmt: skip

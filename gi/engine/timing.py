@@ -7,7 +7,8 @@ keeps that baseline honest and uses the workload for the rest of the run:
                    is kept for the run
     remeasure      the original again each generation (drift), so ratios use the nearest baseline
     hot_functions  cProfile of the workload on the original -> a weight for each function
-    speedup        the rigorous re-measurement of a front member
+    speedup        the rigorous re-measurement of a front member (speedup_over: against a
+                   member whose patch is part of its own)
 
 Each is a recorded measurement (gi.engine.recorded): a resumed run and a replay take the recorded value.
 """
@@ -17,10 +18,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from fitness.differential import DifferentialError
 from fitness.objectives import Constraint
 from fitness.runtime import RIGOROUS, SCREENING, Timing, Workload, WorkloadError, loops_for
 from gi.config import Config
@@ -30,6 +33,9 @@ from gi.model.errors import ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, function_nodes, parse_quietly
 
+#: Calls of the editable functions the behaviour check replays at most (the first the training
+#: tests make): each timed process replays them too.
+BEHAVIOUR_CASES = 100
 #: A speed-up beyond this is flagged as implausible rather than celebrated: more likely the
 #: workload stopped doing its work than the code became that much faster.
 IMPLAUSIBLE_SPEEDUP = 1000.0
@@ -127,11 +133,17 @@ class OriginalTiming:
         return self.config.workload is not None and self.evaluator.baseline_timing is not None
 
     def start(self, original: Variant) -> None:
-        """The original's output and first timing; the loop count found then is kept for the run."""
+        """The original's output and first timing; the loop count found then is kept for the run.
+        The training tests' calls of editable functions are recorded for the behaviour check to
+        replay, and the first timing's processes make the check too: only if they answer as the
+        untimed check does is a variant that answers otherwise when timed scored as tampered."""
         if self.config.workload is None:
             return
         try:
+            output = None
             if self.config.workload.check_output:
+                if self.config.workload.call is not None:
+                    self.evaluator.behaviour_cases = self._behaviour_cases(original)
                 output = self.measurements.get("output:original", lambda: self._stable_output(original),
                                                encode=as_is, decode=as_is)  # fmt: skip
                 if output is None:
@@ -140,23 +152,43 @@ class OriginalTiming:
                         " (randomness? time?), so behaviour is not checked; seed it to have it checked"
                     )
                 self.evaluator.baseline_output = output
-            timing = self._timing("timing:0", original, loops=None)
+            timing = self._timing("timing:0", original, loops=None, untimed=output)
         except WorkloadError as error:
             raise ProgramError(f"{self.config.source}: [workload] on the original program: {error}") from None
         self.evaluator.baseline_timing = timing
+
+    def _behaviour_cases(self, original: Variant) -> tuple[tuple[str, str, str], ...]:
+        """The training tests' calls of the editable functions with literal arguments, recorded
+        on the original (the first BEHAVIOUR_CASES), for the behaviour check to replay."""
+
+        def record() -> list[list[str]]:
+            try:
+                return [case[:3] for case in self.evaluator.differential_cases(original, {})[:BEHAVIOUR_CASES]]
+            except DifferentialError as error:
+                self.warnings.append(f"workload.check_output: no calls to replay in the behaviour check ({error})")
+                return []
+
+        cases = self.measurements.get("behaviour-cases", record, encode=as_is, decode=as_is)
+        return tuple((str(module), str(name), str(arguments)) for module, name, arguments in cases)
 
     def _stable_output(self, original: Variant) -> str | None:
         """The workload's result on the original, or None when two runs of it disagree."""
         first = self.evaluator.output(original)
         return first if first == self.evaluator.output(original) else None
 
-    def _timing(self, key: str, original: Variant, *, loops: int | None) -> Timing:
+    def _timing(self, key: str, original: Variant, *, loops: int | None, untimed: str | None = None) -> Timing:
         """The original's screening timing recorded under `key` ("timing:<generation>", or
         "study-timing"); raises WorkloadError. Failures are recorded too (the run went on with
-        the previous baseline), but the first timing's: without it the run cannot start."""
+        the previous baseline), but the first timing's: without it the run cannot start. With
+        `untimed` (the original's behaviour check), the timed processes make the check too, and
+        whether they answered alike decides `Evaluator.timed_check`."""
 
         def measure() -> dict[str, Any]:
             try:
+                if untimed is not None and self.config.workload is not None and self.config.workload.call:
+                    timing, why = self.evaluator.audited_timing(original, untimed, loops=loops)
+                    found = {"process_means": list(timing.process_means), "loops": timing.loops, "answered": why}
+                    return found
                 timing = self.evaluator.timing(original, loops=loops)
             except WorkloadError as error:
                 if key == "timing:0":
@@ -167,6 +199,13 @@ class OriginalTiming:
         recorded = self.measurements.get(key, measure, encode=as_is, decode=as_is)
         if "error" in recorded:
             raise WorkloadError(recorded["error"])
+        if "answered" in recorded:
+            self.evaluator.timed_check = not recorded["answered"]
+            if recorded["answered"]:
+                self.warnings.append(
+                    "workload.check_output: the original answers otherwise in its timed processes than untimed"
+                    f" ({recorded['answered']}), so variants are not checked for it"
+                )
         return Timing(tuple(recorded["process_means"]), int(recorded["loops"]))
 
     @property
@@ -237,16 +276,45 @@ class OriginalTiming:
     def speedup(self, original: Variant, member: Variant) -> dict[str, Any]:
         """The rigorous re-measurement of a front member against the original, as summary.json
         gives it ({"error": ...} when the workload fails on it)."""
+        return self._rigorous(original, member, f"speedup:{member.tree_hash}")
 
+    def speedup_over(self, smaller: Variant, member: Variant) -> dict[str, Any]:
+        """The rigorous speed-up of a front member over another whose patch is part of its own,
+        timed side by side in one session: whether its other edits make it faster at all."""
+        return self._rigorous(smaller, member, f"speedup:{member.tree_hash}:over:{smaller.tree_hash}")
+
+    def _rigorous(self, base: Variant, member: Variant, key: str) -> dict[str, Any]:
         def measure() -> dict[str, Any]:
             assert self.evaluator.baseline_timing is not None
             loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
             try:
-                result = self.evaluator.rigorous(original, member, loops=loops, seed=self.config.experiment.seed)
+                result = self.evaluator.rigorous(base, member, loops=loops, seed=self.config.experiment.seed)
             except WorkloadError as error:
                 return {"error": str(error)}
             if result.value > IMPLAUSIBLE_SPEEDUP:
                 return {**result.to_json(), "implausible": True}
             return result.to_json()
 
-        return self.measurements.get(f"speedup:{member.tree_hash}", measure, encode=as_is, decode=as_is)
+        return self.measurements.get(key, measure, encode=as_is, decode=as_is)
+
+
+def riders(
+    patches: Sequence[Patch],
+    faster: Callable[[int, int], bool],
+    better_elsewhere: Callable[[int, int], bool],
+) -> dict[int, int]:
+    """The front members whose extra edits ride along on timing noise: for each member `i` (by
+    index) that some member `j` whose edits are a part of its own (the original's none among
+    them) does as well as, the first such `j`. `i` does as well as `j` when `i` is not
+    significantly faster than `j` (`faster(i, j)`, from a rigorous session of the two side
+    by side) and no better on any objective that is not timed (`better_elsewhere(i, j)`): a
+    patch that adds edits must earn them."""
+    found: dict[int, int] = {}
+    for i, patch in enumerate(patches):
+        edits = set(patch.edits)
+        smaller = [j for j, other in enumerate(patches) if j != i and set(other.edits) < edits]
+        for j in sorted(smaller, key=lambda j: len(patches[j].edits)):
+            if not faster(i, j) and not better_elsewhere(i, j):
+                found[i] = j
+                break
+    return found

@@ -35,9 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from fitness.sandboxed import FOLDER as SANDBOXED
-from fitness.tests import PLUGIN_MODULE, TestRun, plugin_files, plugin_source, pytest_arguments, read_report
+from fitness.tests import (
+    DEFAULT_SETUP,
+    NO_CHECKS,
+    PLUGIN_MODULE,
+    Checks,
+    PytestSetup,
+    TestRun,
+    plugin_files,
+    plugin_source,
+    pytest_arguments,
+    read_report,
+)
 from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
-from gi.engine.sandbox.runner import LiveCommand, Sandbox
+from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
 from gi.engine.sandbox.workspace import Workspace, workspace
 from gi.model.program import Program, parse_quietly
 from gi.model.results import ProcessOutcome
@@ -48,10 +59,11 @@ START_TIMEOUT = 120.0
 #: Seconds gi waits past a request's own limit before it gives up on the worker.
 ANSWER_MARGIN = 10.0
 
-#: Code in the tests or the editable files that runs Python outside the test process: such a
-#: project may read the editable files from disk, where a warm worker keeps the original.
-_SPAWNS = re.compile(r"\b(subprocess|multiprocessing|os\.fork|os\.system|os\.exec\w*|os\.spawn\w*|sys\.executable|"
-                     r"runpy|pytester|testdir|concurrent\.futures)\b")  # fmt: skip
+#: Code in the tests or the editable files that reads a module's file from disk itself, or
+#: starts a Python that ignores PYTHONPATH (-I, -E): a warm worker keeps the original on disk
+#: and serves the variant through its import system (to the Python processes the tests start
+#: too, see fitness/sandboxed/warm_worker.py), so such a project keeps the cold path.
+_SPAWNS = re.compile(r"\b(runpy|spec_from_file_location|SourceFileLoader|run_path)\b|[\"']-[IE]S?[\"']")
 
 
 class WarmError(Exception):
@@ -59,13 +71,12 @@ class WarmError(Exception):
 
 
 def warm_unsafe(program: Program, test_texts: Sequence[str]) -> str | None:
-    """Why the warm path would be wrong for this project, or None. Projects whose tests or
-    code start other Python processes (which would load the editable files from disk, the
-    original, not the variant) keep the cold path."""
+    """Why the warm path would be wrong for this project, or None: its tests or code read the
+    editable files from disk by themselves, or start a Python that ignores PYTHONPATH."""
     for name, text in [*program.sources.items(), *(("tests", text) for text in test_texts)]:
         found = _SPAWNS.search(text)
         if found:
-            return f"{name} uses {found.group(0)}: a process it starts would not see the variant"
+            return f"{name} uses {found.group(0)}: it would read the original from disk, not the variant"
     return None
 
 
@@ -91,13 +102,22 @@ def third_party_imports(program: Program, test_texts: Sequence[str]) -> list[str
 class WarmWorker:
     """One warm worker process in its own workspace of the original program."""
 
-    def __init__(self, limits: Limits, space: Workspace, preload: Sequence[str]) -> None:
+    def __init__(
+        self, limits: Limits, space: Workspace, preload: Sequence[str], setup: PytestSetup = DEFAULT_SETUP
+    ) -> None:
         self.sandbox = Sandbox(limits, space)
         self.sandbox.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
-        self.live: LiveCommand = self.sandbox.start([sys.executable, str(script), *preload],
-                                                    env={"PYTHONPATH": str(self.sandbox.tools)})  # fmt: skip
+        # What the worker empties between variants: what a variant may write, and in the sandbox
+        # its own /tmp, /dev/shm and message queues, and its own IPC namespace's objects.
+        writable = [space.temporary, space.outputs]
+        if self.sandbox.isolated:
+            writable += [Path("/tmp"), Path("/dev/shm"), Path("/dev/mqueue")]
+        env = {"PYTHONPATH": setup.pythonpath(self.sandbox.tools, self.sandbox.workdir),
+               "GI_WRITABLE": ":".join(map(str, writable)),
+               "GI_OWN_IPC": "1" if self.sandbox.isolated else ""}  # fmt: skip
+        self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
         #: Why gi stopped waiting for the worker's answer ("" for no reason of its own: it died).
         self.stopped = ""
@@ -110,7 +130,8 @@ class WarmWorker:
 
     def _answer(self, timeout: float, refused: int = 0) -> dict[str, Any] | None:
         """The worker's next answer; None if it died, ran past `timeout`, or its processes
-        turned into a fork bomb (more refused forks than `refused`, what the cap had refused)."""
+        turned into a fork bomb (more refused forks than `refused`, what the cap had refused) or,
+        without bubblewrap, filled its folders past their quota."""
         deadline = time.perf_counter() + timeout
         header = self._read(4, deadline, refused)
         if header is None:
@@ -125,7 +146,7 @@ class WarmWorker:
             if remaining <= 0:
                 return None
             if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
-                self.stopped = self.live.cgroups.fork_bomb(refused)
+                self.stopped = self.live.stopped(refused)
                 if self.stopped:
                     return None
                 continue
@@ -170,12 +191,14 @@ class WarmPool:
     """Warm workers for one program, one per evaluation slot, each in its own workspace."""
 
     def __init__(self, program: Program, limits: Limits, size: int, *, preload: Sequence[str] = (),
-                 exclude: Sequence[Path] = (), scratch: Path | None = None) -> None:  # fmt: skip
+                 exclude: Sequence[Path] = (), scratch: Path | None = None,
+                 setup: PytestSetup = DEFAULT_SETUP) -> None:  # fmt: skip
         self.program = program
         self.limits = limits
         self.preload = list(preload)
         self.exclude = tuple(exclude)
         self.scratch = scratch
+        self.setup = setup
         self._idle: queue.Queue[tuple[WarmWorker, ExitStack]] = queue.Queue()
         self._all: list[tuple[WarmWorker, ExitStack]] = []
         self._lock = threading.Lock()
@@ -208,7 +231,7 @@ class WarmPool:
         stack = ExitStack()
         space = stack.enter_context(workspace(self.program.root, {}, parent=self.scratch, exclude=self.exclude))
         try:
-            worker = WarmWorker(self.limits, space, self.preload)
+            worker = WarmWorker(self.limits, space, self.preload, self.setup)
         except BaseException:
             stack.close()
             raise
@@ -254,15 +277,19 @@ class WarmPool:
         default_limit: float,
         order: Sequence[str] = (),
         first_failure: bool = False,
+        checks: Checks = NO_CHECKS,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `fitness.tests.run_tests` gives on a cold copy (`order` and `first_failure` as there)."""
+        what `fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
+        `checks` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)
         with self._worker() as worker:
-            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order)
-            request = {"sources": changed, "argv": pytest_arguments(paths, first_failure=first_failure), "env": env,
-                       "key": key, "timeout": timeout}  # fmt: skip
+            modules = self.setup.module_files(worker.sandbox.workdir)
+            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order, modules)
+            argv = pytest_arguments(paths, first_failure=first_failure, options=self.setup.options)
+            request = {"sources": changed, "argv": argv, "env": env,
+                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
             before = worker.prepared_runs
             outcome = worker.run(request, timeout)
             with self._lock:
@@ -270,8 +297,9 @@ class WarmPool:
             if outcome is None:
                 worker.broken = True  # it died, stopped answering or was stopped: the pool replaces it
                 why = worker.stopped or "the warm worker died or stopped answering (the variant may have killed it)"
-                outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0)
-        return read_report(outcome, key.encode())
+                resource = why if is_over_quota(why) else ""
+                outcome = ProcessOutcome(returncode=-9, stdout="", stderr=why, seconds=0.0, resource=resource)
+        return read_report(outcome, key.encode(), checks)
 
     def close(self) -> None:
         self._spawns.put(None)

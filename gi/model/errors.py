@@ -61,3 +61,11 @@ class RegistryError(GIError, KeyError):
 
     def __str__(self) -> str:  # KeyError would wrap the message in quotes
         return str(self.args[0]) if self.args else ""
+
+
+class EvaluationError(GIError):
+    """gi itself could not evaluate a variant: the disk is full, open files ran out, or one of
+    gi's measures failed. Nothing is scored for the variant (its code did not cause this); the
+    run stops, and resumes from its last evaluation."""
+
+    exit_code = 3

@@ -68,9 +68,20 @@ def _is_test_file(relative: str, protected: Sequence[str]) -> bool:
     return path.name == "conftest.py" or inside
 
 
+def outside(root: Path, relative: str) -> bool:
+    """Whether a path relative to `root` leads out of it (absolute, or climbing with `..`)."""
+    path = Path(relative)
+    return path.is_absolute() or ".." in path.parts or not (root / path).resolve().is_relative_to(root.resolve())
+
+
 def _check_editable(root: Path, relative: str) -> None:
     """An editable file must be a regular file inside `root`, reached without links: gi must
     never write, nor let a variant write, anywhere else."""
+    if outside(root, relative):
+        raise ProgramError(
+            f"program.files: {relative!r} lies outside the project folder {root}: gi edits only files inside it"
+            " (the tests run in a copy of that folder, so they would never see an edit elsewhere)"
+        )
     current = root
     for part in Path(relative).parts:
         current = current / part
@@ -150,13 +161,15 @@ class Program:
         for file in self.files:
             source = self.sources[file]
             try:
+                # The interpreter's compiler first: its errors name the right line and say what
+                # is wrong in Python's words ("Missing parentheses in call to 'print'", a TabError).
+                compile_quietly(source, file)
                 module = cst.parse_module(source)
                 self._dumps[file] = normalised_dump(source, file)
-                compile_quietly(source, file)
-            except (cst.ParserSyntaxError, SyntaxError) as error:
-                line = getattr(error, "raw_line", None) or getattr(error, "lineno", "?")
-                message = getattr(error, "message", None) or getattr(error, "msg", str(error))
-                raise ProgramError(f"{root / file}:{line}: cannot parse: {message}") from None
+            except SyntaxError as error:
+                raise ProgramError(f"{root / file}:{error.lineno or '?'}: cannot parse: {error.msg}") from None
+            except cst.ParserSyntaxError as error:
+                raise ProgramError(f"{root / file}:{error.raw_line}: cannot parse: {error.message}") from None
             self.modules[file] = module
             collector = _SiteCollector(file, module)
             collector.collect()
@@ -182,6 +195,8 @@ class Program:
         sources: dict[str, str] = {}
         encodings: dict[str, str] = {}
         for pattern in patterns:
+            if outside(root, pattern):
+                _check_editable(root, pattern)
             explicit = not any(char in pattern for char in "*?[")
             matches = _matching_files(root, pattern)
             if explicit and matches and _is_test_file(matches[0], protected):

@@ -28,6 +28,8 @@ class ProcessOutcome:
     channel_overflow: bool = False
     #: "sha256:bytes" of the whole stdout when only its tail was kept, else "".
     stdout_digest: str = ""
+    #: Why the command was stopped for using too much of a resource (its disk quota), or "".
+    resource: str = ""
 
 
 class CommandRunner(Protocol):
@@ -77,6 +79,8 @@ class Status(enum.StrEnum):
     #: The variant reached for the test machinery (a new use of os._exit, sys.modules, pytest,
     #: ...) or its test report was forged; it scores as the worst of all.
     TAMPERED = "tampered"
+    #: The variant used more of a resource than it may (its disk quota, without bubblewrap).
+    RESOURCE = "resource"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,18 +112,42 @@ class Site:
     function: str
     line: int
     context: StatementContext | None = None
+    #: The site's last line (its first is `line`): what coverage of its lines is read over.
+    last_line: int = 0
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _field_names(node_type: type[cst.CSTNode]) -> tuple[str, ...]:
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = _FIELDS[node_type] = tuple(field.name for field in dataclasses.fields(node_type))
+    return names
 
 
 def _children(node: cst.CSTNode) -> Iterator[tuple[str, cst.CSTNode]]:
-    """Yield (path step, child) for every child node, in field order."""
-    for field in dataclasses.fields(node):
-        value = getattr(node, field.name)
-        if isinstance(value, cst.CSTNode):
-            yield field.name, value
-        elif isinstance(value, Sequence) and not isinstance(value, str):
+    """Yield (path step, child) for every child node, in field order. Called for every node of
+    every module, many times: field names are looked up once per node type, and a field's
+    value is told apart by its concrete type (libcst keeps sequences in tuples and lists), not
+    by abstract base classes, which cost most of the time on a large module."""
+    for name in _field_names(type(node)):
+        value = getattr(node, name)
+        if _is_node(type(value)):
+            yield name, value
+        elif type(value) in (tuple, list):
             for index, item in enumerate(value):
-                if isinstance(item, cst.CSTNode):
-                    yield f"{field.name}[{index}]", item
+                if _is_node(type(item)):
+                    yield f"{name}[{index}]", item
+
+
+def _is_node(value_type: type) -> bool:
+    """Whether values of this type are libcst nodes (an ABC's isinstance is slow; this is not)."""
+    known = _NODE_TYPES.get(value_type)
+    if known is None:
+        known = _NODE_TYPES[value_type] = issubclass(value_type, cst.CSTNode)
+    return known
 
 
 def _join(path: str, step: str) -> str:
@@ -140,9 +164,10 @@ def _own_scope(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, int]]:
     while stack:
         current, depth = stack.pop()
         yield current, depth
+        loop = type(current) in _LOOPS
         for step, child in _children(current):
-            if not isinstance(child, _SCOPES):
-                inner = depth + 1 if isinstance(current, _LOOPS) and step == "body" else depth
+            if type(child) not in _SCOPES:  # concrete libcst classes: `type` is isinstance here, and fast
+                inner = depth + 1 if loop and step == "body" else depth
                 stack.append((child, inner))
 
 
@@ -159,10 +184,15 @@ def _nonlocal_names(node: cst.CSTNode) -> frozenset[str]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Nonlocal):
+        if type(current) is cst.Nonlocal:
             names.update(item.name.value for item in current.names)
         stack.extend(child for _, child in _children(current))
     return frozenset(names)
+
+
+#: The node types `_requirements` looks at (concrete classes), to skip the rest fast.
+_REQUIRING = frozenset({cst.Global, cst.Nonlocal, cst.Return, cst.Yield, cst.Await, cst.Break, cst.Continue, cst.For,
+                        cst.With, cst.CompFor})  # fmt: skip
 
 
 def _requirements(statement: cst.CSTNode) -> StatementContext:
@@ -174,6 +204,9 @@ def _requirements(statement: cst.CSTNode) -> StatementContext:
     if isinstance(statement, _SCOPES):
         return StatementContext(movable=movable)
     for node, loop_depth in _own_scope(statement):
+        kind = type(node)
+        if kind not in _REQUIRING:
+            continue
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             movable = False
         elif isinstance(node, cst.Return):
@@ -281,7 +314,7 @@ class _SiteCollector:
         self.module = module
         self.sites: list[Site] = []
         self.nodes: dict[Location, cst.CSTNode] = {}
-        self._lines = _line_starts(module)
+        self._lines, self._ends = _line_spans(module)
 
     def collect(self) -> None:
         self._walk(self.module, "", _Scope(), in_body=False, reading=False)
@@ -299,6 +332,7 @@ class _SiteCollector:
     ) -> None:
         location = Location(self.file, path)
         line = self._lines.get(id(node), 0)
+        last = self._ends.get(id(node), line)
         if in_body and isinstance(node, cst.BaseStatement):
             needs = _requirements(node)
             context = dataclasses.replace(
@@ -316,21 +350,21 @@ class _SiteCollector:
                     )
                 ),
             )
-            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context), node)
+            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context, last), node)
         if isinstance(node, cst.FunctionDef):
-            self._add(Site(location, SiteKind.FUNCTION, scope.function, line), node)
+            self._add(Site(location, SiteKind.FUNCTION, scope.function, line, last_line=last), node)
         # A `case` pattern is no expression: only its numbers may change (`case 1` to `case 2`).
         pattern = pattern or isinstance(node, cst.MatchPattern)
         for node_type, kind in _EXPRESSION_KINDS:
             if isinstance(node, node_type) and (not pattern or kind is SiteKind.NUMBER):
-                self._add(Site(location, kind, scope.function, line), node)
+                self._add(Site(location, kind, scope.function, line, last_line=last), node)
         if (
             reading
             and not sealed
             and isinstance(node, cst.BaseExpression)
             and not isinstance(node, _NOT_EXPRESSION_SITES)
         ):
-            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line), node)
+            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line, last_line=last), node)
         # Nothing inside these is an expression site (nor is a parameter's default).
         inner_sealed = sealed or pattern or isinstance(node, _NO_EXPRESSIONS_INSIDE)
         for step, child in _children(node):
@@ -369,8 +403,10 @@ class _SiteCollector:
         return scope
 
 
-def _line_starts(module: cst.Module) -> dict[int, int]:
-    """Map id(node) to its first line, for labels and for weighting sites by profile."""
+def _line_spans(module: cst.Module) -> tuple[dict[int, int], dict[int, int]]:
+    """Map id(node) to its first line (for labels and for weighting sites by profile) and to
+    its last (for reading coverage over a site)."""
     wrapper = libcst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(libcst.metadata.PositionProvider)
-    return {id(node): position.start.line for node, position in positions.items()}
+    starts = {id(node): position.start.line for node, position in positions.items()}
+    return starts, {id(node): position.end.line for node, position in positions.items()}

@@ -30,6 +30,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fitness.objectives import Constraint, Objective, objective_values, recorded_objective, reference_point, violation
+from fitness.statistics import holm
 from gi.engine.run_folder import LOG_NAME, STORE_NAME, SUMMARY_NAME, read_summary
 from gi.engine.store import RunStore
 from gi.model.errors import StoreError, UsageError
@@ -191,22 +192,6 @@ def a12(first: Sequence[float], second: Sequence[float], larger_is_better: bool)
         elif (x > y) == larger_is_better:
             wins += 1
     return (wins + 0.5 * ties) / (len(first) * len(second))
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of a family of p-values (controls the family-wise error
-    rate): the i-th smallest is multiplied by (m - i), kept monotone, capped at 1.
-
-    Neither scipy (it has Benjamini-Hochberg and -Yekutieli only) nor any other package in
-    the environment offers Holm, hence these few lines.
-    """
-    m = len(p_values)
-    adjusted = [1.0] * m
-    running = 0.0
-    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
 
 
 def mann_whitney(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:

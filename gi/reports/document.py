@@ -203,6 +203,50 @@ def _operator_section(doc: _Document, rows: Mapping[str, Mapping[str, float]], s
         doc.paragraph(f"The language model stopped: {stopped}.", note=True)
 
 
+def _plausible_section(doc: _Document, plausible: Sequence[Mapping[str, Any]]) -> None:
+    """A repair's plausible patches in the order gi ranks them against overfitting."""
+    if not plausible:
+        return
+    doc.heading("Plausible patches, least change first")
+    rows = [
+        [
+            str(place),
+            str(entry["id"]),
+            "; ".join(entry["edits"]),
+            ", ".join(entry["anti_patterns"]) or "-",
+            str(entry["diff_lines"]),
+            _tests(entry.get("holdout")) if entry.get("holdout") else "-",
+        ]
+        for place, entry in enumerate(plausible, start=1)
+    ]
+    doc.table(["rank", "id", "edits", "anti-patterns", "diff lines", "held-out"], rows)
+    doc.paragraph(
+        "Every program found that passes every training test, ranked by Tan et al.'s anti-patterns (deleted"
+        " statements, exits, control or updates, emptied blocks, early exits, trivial conditions), then the smallest"
+        " diff, the fewest edits and the first found; the first is the repair gi presents.",
+        note=True,
+    )
+
+
+def _shares_section(doc: _Document, history: Sequence[Mapping[str, Any]]) -> None:
+    """Adaptive operator selection: each generation's likeliest operators."""
+    rows = []
+    for stats in history:
+        shares = stats.get("operator_shares")
+        if shares:
+            top = sorted(shares.items(), key=lambda item: -item[1])[:4]
+            rows.append([str(stats.get("generation")), ", ".join(f"{name} {share:.0%}" for name, share in top)])
+    if not rows:
+        return
+    doc.heading("Operator shares")
+    doc.table(["generation", "likeliest operators after it"], rows)
+    doc.paragraph(
+        "Adaptive operator selection: each operator's chance to make the next edit, from its recent successes"
+        " (offspring that entered the archive or dominate a parent); summary.json holds every operator's.",
+        note=True,
+    )
+
+
 def _gap_section(doc: _Document, series: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     doc.heading("Generalisation gap")
     recorded = {label: entries for label, entries in series.items() if entries}
@@ -281,9 +325,22 @@ def _run_document(folder: Path) -> _Document:
         f"{_number(summary.get('wall_seconds'))} s; overfitting rate {'-' if rate is None else f'{rate:.0%}'}; "
         f"sandbox: {summary.get('sandbox', '-')}."
     )
+    stopped = summary.get("stopped") or {}
+    if stopped.get("reason"):
+        doc.paragraph(
+            f"The search stopped ({stopped['reason']}) after generation {stopped.get('generation')},"
+            f" {stopped.get('evaluations')} programs evaluated."
+        )
     for warning in summary.get("warnings") or []:
         doc.paragraph(f"Warning: {warning}", note=True)
     _front_section(doc, {"front members": changed_members(summary)}, summary)
+    for rider in summary.get("riders") or []:
+        doc.paragraph(
+            f"Left off the front: {rider['id']} ({'; '.join(rider['edits'])}) is not significantly faster than"
+            f" {rider['no_better_than']}, whose patch is part of its own, timed side by side, nor better otherwise.",
+            note=True,
+        )
+    _plausible_section(doc, summary.get("plausible") or [])
     _hypervolume_section(doc, {experiment["name"]: [summary.get("hypervolume") or []]}, several=False)
     _operator_section(doc, summary.get("operators") or {}, (summary.get("llm") or {}).get("stopped"))
     header, rows, lines = model_rows(summary)
@@ -299,6 +356,7 @@ def _run_document(folder: Path) -> _Document:
             " offspring that improved on the original (for a model: that entered the archive), tokens and money.",
             note=True,
         )
+    _shares_section(doc, summary.get("generations") or [])
     _gap_section(doc, {experiment["name"]: summary.get("generalisation_gap") or []})
     if summary.get("validation"):
         _validation_section(doc, summary["validation"])

@@ -61,6 +61,7 @@ def front_table(summary: Mapping[str, Any]) -> Table:
     members = changed_members(summary)
     for member in members:
         held = _tests(member.get("holdout")) + (" overfits" if member["overfits"] else "")
+        held += " untested" if member.get("untested") else ""  # mutators.untested: no training test runs its edits
         table.add_row(
             member["id"],
             *(_number(member["objectives"].get(name)) for name in names),

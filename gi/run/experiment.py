@@ -26,12 +26,24 @@ from typing import Any
 import numpy as np
 
 from fitness.objectives import Constraint, reference_point
-from fitness.tests import NOT_FAILING, per_test_limits
+from fitness.selection import Coverage
+from fitness.tests import (
+    NOT_FAILING,
+    READ_ONLY,
+    TEST_SHARE,
+    cannot_run,
+    hung_limits,
+    hung_tests,
+    one_test_limit,
+    per_test_limits,
+)
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.config import Config
+from gi.config.sections import AUTO_NEIGHBOURHOOD
 from gi.engine.evaluation import EvaluationSettings, Evaluator
 from gi.engine.held_out import HeldOut, configure_held_out
 from gi.engine.progress import Progress, ProgressCallback
+from gi.engine.project import pytest_setup
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import Limits, sandbox_limits
@@ -45,10 +57,12 @@ from gi.model.errors import ConfigError, ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
+from gi.model.sites import Location
 from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
 from mutators import CROSSOVERS, Feedback, MutationContext, Operator
+from mutators.base import unexecuted_sites
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
 REPLAY_FOLDER = "replay"
@@ -87,20 +101,31 @@ class Experiment:
             folder = config.run_folder if replay_of is None else replay_into or replay_of / REPLAY_FOLDER
         self.folder = folder
         self.on_progress = on_progress or (lambda progress, generation_done: None)
+        self.progress = Progress(generations=config.search.generations)
         self.objectives = config.objective_list()
+        files = ", ".join(config.program.files[:3]) + (", ..." if len(config.program.files) > 3 else "")
+        self.phase(f"reading the editable files ({files}): parsing them and indexing their sites")
         self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
+        megabytes = sum(len(text) for text in self.program.sources.values()) / 1e6
+        self.phase(f"{len(self.program.files)} files ({megabytes:.2g} MB), {len(self.program.sites)} sites;"
+                   f" asking {config.python_path()} about itself")  # fmt: skip
         self.storage = RunStorage(
             folder, config.fingerprint(), fresh=fresh, replay_of=replay_of, config_source=config.source
         )
         try:
+            self.pytest, interpreter = pytest_setup(self.program, config.python_path())
             limits = sandbox_limits(config)
+            limits = dataclasses.replace(limits, read_only=(*limits.read_only, *map(Path, interpreter.folders)))
             self.isolation = isolation(limits)
             self.evaluator = Evaluator(self.program, self._settings(limits))
         except BaseException:
             self.storage.close()
             raise
-        self.progress = Progress(generations=config.search.generations)
+        self.progress.warnings += self.storage.version_warnings
         self.suspicious: dict[tuple[str, int], float] = {}
+        #: The sites no training test executes (their locations), and the counts summary.json gives.
+        self.unexecuted: frozenset[Location] = frozenset()
+        self.sites: dict[str, int] | None = None
         self.hot: dict[str, float] = {}
         self.protected = self._workload_functions()
         self.evaluator.protected = self.protected
@@ -114,7 +139,7 @@ class Experiment:
         self.operators: list[Operator] = []
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
-            HeldOut(self.evaluator, self.measurements, config.tests.test_timeout)
+            HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
             if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential
             else None
         )
@@ -140,13 +165,14 @@ class Experiment:
             train=tuple(config.tests.train),
             holdout=tuple(config.tests.holdout),
             timeout=config.tests.timeout,
-            test_timeout=config.tests.test_timeout,
+            test_timeout=one_test_limit(config.tests.test_timeout, config.tests.timeout),
             limits=limits,
             workers=section.workers,
             exclude=tuple(path for path in inside if path.is_relative_to(self.program.root)),
             secrets=_secrets(config),
             fail_fast=config.tests.fail_fast,
             first_failure=config.tests.fail_fast and section.shortcuts,
+            pytest=self.pytest,
             **workload_settings(config),
         )
 
@@ -154,10 +180,14 @@ class Experiment:
 
     def _baseline(self) -> Evaluation:
         original = apply(self.program, Patch())
+        if self.config.tests.holdout or self.config.tests.holdout_fraction or self.config.tests.differential:
+            self.phase("setting up the held-out tests")
         for warning in configure_held_out(self.config, self.evaluator, self.measurements, original):
             self.progress.warn(warning)
         if not (self.evaluator.settings.holdout or self.evaluator.settings.holdout_ids):
             self.held_out = None  # tests.differential found nothing to check, and nothing else is held out
+        if self.config.workload is not None:
+            self.phase("timing the original's workload and profiling it")
         self.timing.start(original)
         self.progress.warnings += [warning for warning in self.timing.warnings if warning not in self.progress.warnings]
         evaluation = self.evaluations.cache.get(original.tree_hash)
@@ -166,15 +196,18 @@ class Experiment:
             if evaluation is not None:
                 self.evaluations.keep(evaluation, individual="baseline", generation=-1)
         if evaluation is None:
+            self.phase(f"running the original's training tests ({', '.join(self.config.tests.train)})")
             engine = self.evaluator.settings.engine
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
-            evaluation = self.evaluator.evaluate(original)  # the reference: always the cold path
+            evaluation = self._run_original(original)  # the reference: always the cold path
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine=engine)
             if evaluation.status is Status.TAMPERED:
                 raise ProgramError(
                     f"{self.config.program_root}: gi cannot trust the original program's test report:"
                     f" {evaluation.detail.strip().splitlines()[0]}"
                 )
+            if evaluation.status is not Status.OK or not evaluation.tests:
+                self._check_tests_run(original)  # names why, as gi init does
             if evaluation.status is not Status.OK:
                 raise ProgramError(
                     f"{self.config.program_root}: the original program's training tests do not run"
@@ -195,9 +228,47 @@ class Experiment:
                 evaluation = dataclasses.replace(evaluation, measures={**evaluation.measures, "runtime": 1.0})
             self.evaluations.keep(evaluation, individual="baseline", generation=-1)
         self.evaluator.baseline_tests = evaluation.tests
-        self.evaluator.test_limits = per_test_limits(evaluation.durations, self.config.tests.test_timeout)
+        limits = per_test_limits(evaluation.durations, self.evaluator.settings.test_timeout)
+        hung = hung_limits(hung_tests(evaluation.tests), self.config.tests.timeout) if evaluation.ok else {}
+        self.evaluator.test_limits = {
+            **limits,
+            **{test: min(limit, limits.get(test, limit)) for test, limit in hung.items()},
+        }
         self._check_warm(original, evaluation)
         return self._with_own_measures(original)
+
+    def _limits_warning(self) -> None:
+        """One line when the configured limits contradict: a test may not take longer than
+        TEST_SHARE of the whole run (so one that hangs cannot stop it)."""
+        tests = self.config.tests
+        if "test_timeout" in tests.model_fields_set and tests.test_timeout > one_test_limit(
+            tests.test_timeout, tests.timeout
+        ):
+            self.progress.warn(
+                f"{self.config.source}: tests.test_timeout = {tests.test_timeout:g} is more than {TEST_SHARE:.0%} of"
+                f" tests.timeout = {tests.timeout:g}: each test gets at most {self.evaluator.settings.test_timeout:g} s"
+            )
+
+    def _run_original(self, original: Variant) -> Evaluation:
+        """The original's training tests. A run the limit on the whole run (tests.timeout) cut
+        off is run again with the tests it hung in limited (`hung_limits`: together at most
+        TEST_SHARE of the whole run), until it finishes or hangs in no new test: a test that
+        loops forever counts as failing (a repair may fix it), it does not stop the run."""
+        self._limits_warning()
+        evaluation = self.evaluator.evaluate(original)
+        hung: set[str] = set()
+        while evaluation.status is Status.TIMED_OUT and (new := hung_tests(evaluation.tests) - hung):
+            hung |= new
+            self.evaluator.test_limits = hung_limits(hung, self.config.tests.timeout)
+            evaluation = self.evaluator.evaluate(original)
+        self.evaluator.test_limits = {}
+        hung |= hung_tests(evaluation.tests)
+        if evaluation.ok and hung:
+            self.progress.warn(
+                f"the original ran past its time limit in {len(hung)} training test(s) ({', '.join(sorted(hung)[:3])}"
+                f"{', ...' if len(hung) > 3 else ''}): they count as failing"
+            )
+        return evaluation
 
     def _with_own_measures(self, original: Variant) -> Evaluation:
         """The original's evaluation with the run's own measures (a user's objective), which
@@ -215,12 +286,47 @@ class Experiment:
 
     # --- where edits are steered ----------------------------------------------------------
 
+    def _coverage(self) -> Coverage | None:
+        """The original's coverage by the training tests, a context per test (recorded, so a
+        resumed run and a replay keep it): for leaving out the sites no training test executes
+        (unless mutators.untested) and for running a variant's tests that execute an edited line
+        first (tests.fail_fast). None when coverage could not be read."""
+        sources = self.program.sources
+
+        def measure() -> dict[str, Any]:
+            run, lines = self.evaluator.line_coverage(apply(self.program, Patch()))
+            if run.foreign_imports:
+                problem = cannot_run(run, self.config.tests.train, self.evaluator.settings.pytest.python, 0)
+                raise ProgramError(f"{self.config.source}: {problem}")
+            return {"lines": Coverage.of(lines, sources).to_json() if lines else None}
+
+        recorded = self.measurements.get("coverage", measure, encode=as_is, decode=as_is)
+        return None if recorded["lines"] is None else Coverage.from_json(recorded["lines"], sources)
+
     def _context(self, baseline: Evaluation) -> MutationContext:
-        """Where operators should edit: hot functions of the workload, and the suspicious lines
-        of fault localisation when the original fails tests."""
+        """Where operators should edit: hot functions of the workload, the suspicious lines of
+        fault localisation when the original fails tests, and only lines the training tests
+        execute (unless mutators.untested)."""
         self.hot = self.timing.hot_functions()
         self.suspicious = self._suspicious_lines(baseline)
+        executed: dict[str, frozenset[int]] | None = None
+        tested: dict[str, frozenset[int]] = {}
+        self.phase("coverage of the original by its training tests")
+        coverage = self.evaluator.coverage = self._coverage()
+        if coverage is None:
+            self.progress.warn("coverage of the original could not be read: every site may be edited")
+            self.on_progress(self.progress, False)
+        else:
+            unexecuted = unexecuted_sites(self.program, coverage.executed_lines(), coverage.tested_lines())
+            self.unexecuted = frozenset(unexecuted)
+            count = sum(site.location in unexecuted for site in self.program.sites)
+            self.sites = {"total": len(self.program.sites), "unexecuted": count,
+                          "left_out": 0 if self.config.mutators.untested else count}  # fmt: skip
+            if not self.config.mutators.untested:
+                executed, tested = coverage.executed_lines(), coverage.tested_lines()
         return MutationContext(
+            executed_lines=executed,
+            tested_lines=tested,
             feedback=self._feedback,
             excluded_functions=self.protected,
             # Module-level code (constants, imports) is not in the profile and keeps weight 1:
@@ -252,22 +358,44 @@ class Experiment:
         settings = dataclasses.replace(self.evaluator.settings, engine="warm",
                                        preload=tuple(third_party_imports(self.program, texts)))  # fmt: skip
         self.evaluator.settings = settings
-        return "warm", "evaluation.engine = 'warm'" if wanted == "warm" else "no test starts another Python process"
+        return (
+            "warm",
+            "evaluation.engine = 'warm'" if wanted == "warm" else "no test reads the editable files by itself",
+        )
+
+    def phase(self, text: str) -> None:
+        """Say what the run does before its first generation: each phase, as it starts."""
+        self.progress.phase = text
+        self.on_progress(self.progress, False)
+
+    def _check_tests_run(self, original: Variant) -> None:
+        """The original's training tests must run: else one line naming why and the fix, as `gi
+        init` gives it."""
+        run = self.evaluator.training_run(original)
+        problem = cannot_run(run, self.config.tests.train, str(self.config.python_path()), self.config.tests.timeout)
+        if problem is not None:
+            raise ProgramError(f"{self.config.source}: the original's training tests cannot run: {problem}")
 
     def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
         """The warm path must give the original the outcomes the cold path gave it; if not, the
         run goes cold and says why. The verdict is recorded: a resumed run and a replay keep it."""
         if self.engine != "warm":
             return
+        self.phase("checking that the warm path gives the original the cold path's outcomes")
 
         def agrees() -> dict[str, bool]:
             warm = self.evaluator.warm_training(original)
-            return {"agrees": warm.outcomes == baseline.tests and not warm.forged}
+            writes = bool(READ_ONLY.search(warm.failure_report()))
+            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes}
 
-        if not self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)["agrees"]:
+        check = self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)
+        if not check["agrees"]:
             self.evaluator.close()
             self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
-            self.engine, self.engine_reason = "cold", "the warm path gave the original other outcomes than the cold"
+            why = "the warm path gave the original other outcomes than the cold"
+            if check.get("writes"):
+                why += " (its tests write where they stand: the warm workers' copy is read-only, a cold one is not)"
+            self.engine, self.engine_reason = "cold", why
             self.progress.warnings.append(f"evaluation.engine: {self.engine_reason}; the run uses the cold path")
 
     def _workload_functions(self) -> frozenset[str]:
@@ -288,6 +416,7 @@ class Experiment:
         wanted = self.config.mutators.fault_localisation
         if wanted is False or (wanted == "auto" and baseline.measures.get("failed_tests", 0) == 0):
             return {}
+        self.phase("fault localisation: the lines the failing tests execute")
         return self.measurements.get(
             "suspiciousness",
             lambda: self.evaluator.suspiciousness(apply(self.program, Patch())),
@@ -303,6 +432,20 @@ class Experiment:
         objectives = {o.name: evaluation.measures[o.name] for o in self.objectives if o.name in evaluation.measures}
         failing = evaluation.measures.get("failed_tests", 0) > 0 or not evaluation.ok
         return Feedback(objectives, evaluation.detail if failing else "")
+
+    def _search_defaults(self, baseline: Evaluation) -> tuple[float, str]:
+        """search.neighbourhood and search.operator_selection, their "auto" settled: the rings
+        first and adaptive operators in a repair (the original fails training tests), where
+        benchmarks/repair.py measured them to help; neither otherwise, where it did not measure."""
+        settings = self.config.search
+        repairing = baseline.measures.get("failed_tests", 0) > 0
+        share = settings.neighbourhood
+        selection = settings.operator_selection
+        if share == "auto":
+            share = AUTO_NEIGHBOURHOOD if repairing else 0.0
+        if selection == "auto":
+            selection = "adaptive" if repairing else "uniform"
+        return share, selection
 
     def _search(self, baseline: Evaluation, operators: Sequence[Operator]) -> Search:
         """The config's algorithm (search.algorithm), seeded from experiment.seed."""
@@ -325,6 +468,8 @@ class Experiment:
                 settings.max_edits,
                 settings.archive_parents,
                 None if settings.reference_divisions == "auto" else settings.reference_divisions,
+                *self._search_defaults(baseline),
+                settings.max_evaluations,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
@@ -362,27 +507,39 @@ class Experiment:
         self.operators = run_operators(
             self.config, baseline, self.isolation, self.storage, self.progress, offline=self.offline
         )
+        if any(operator.writes_code for operator in self.operators) and not self.measurements.replaying:
+            self.evaluator.learn_canaries()  # a model's variants run with canaries
         search = self._search(baseline, self.operators)
         checkpoint = self.store.last_checkpoint()
         if checkpoint is not None:
             self.storage.restore(search, checkpoint, self.program, self.evaluations.measured)
             self.progress.evaluations = int(checkpoint.stats.get("evaluations", 0))
             self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
+        self.phase(f"generation 0: {self.config.search.population} programs, the original among them")
+        self.progress.phase = ""
         loop = RunLoop(
             search, self.evaluations, self.storage, self.timing, self.held_out, self.operators, self.on_progress,
             replay_of=self.replay_of,
         )  # fmt: skip
-        loop.run(self.config.search.generations, baseline)
+        loop.run(self.config.search, baseline, lambda: elapsed_before + time.perf_counter() - started)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
         setup = RunSetup(
-            self.suspicious, self.hot, self.protected, self.engine, self.engine_reason, self.isolation.description
+            self.suspicious,
+            self.hot,
+            self.protected,
+            self.engine,
+            self.engine_reason,
+            self.isolation.description,
+            unexecuted=self.unexecuted if self.config.mutators.untested else frozenset(),
+            sites=self.sites,
+            stopped=loop.stopped,
         )
         builder = SummaryBuilder(
             self.config, self.program, self.objectives, self.storage, self.evaluations, self.timing, self.held_out,
             self.operators, setup,
         )  # fmt: skip
         summary = builder.write(search, baseline, elapsed_before + time.perf_counter() - started)
-        if (warning := write_report_or_warn(self.folder)) is not None:
+        if self.config.experiment.report and (warning := write_report_or_warn(self.folder)) is not None:
             self.progress.warnings.append(warning)
             self.on_progress(self.progress, False)
         return RunResult(self.folder, summary)

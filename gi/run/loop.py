@@ -18,8 +18,10 @@ from typing import Any
 from fitness.objectives import objective_values
 from gi.algorithms import Search
 from gi.algorithms.variation import Candidate, operator_of_label
+from gi.config.sections import SearchSection
 from gi.engine.held_out import HeldOut, front_members
 from gi.engine.progress import Progress, ProgressCallback
+from gi.engine.recorded import as_is
 from gi.engine.service import EvaluationService
 from gi.engine.storage import RunStorage
 from gi.engine.timing import OriginalTiming
@@ -53,32 +55,77 @@ class RunLoop:
         self.operators = tuple(operators)
         self.on_progress = on_progress
         self.replay_of = replay_of
+        #: The programs (tree hashes) of the checkpointed generations' individuals.
+        self.known: set[str] = set()
+        #: Why the search stopped (reason, generation, programs evaluated), for the summary.
+        self.stopped: dict[str, Any] = {}
 
     @property
     def progress(self) -> Progress:
         return self.evaluations.progress
 
-    def run(self, generations: int, baseline: Evaluation) -> None:
-        """Run generations until the search has made `generations` after the first, each
-        ending in a checkpoint."""
+    def run(self, limits: SearchSection, baseline: Evaluation, elapsed: Callable[[], float]) -> None:
+        """Run generations, each ending in a checkpoint, until one of the search's limits says
+        stop (`_stop`); `elapsed` gives the run's seconds so far, earlier sessions included."""
         search = self.search
-        while search.generation < generations:
+        original = search.program.tree_hash
+        self.known = self.storage.store.individual_hashes()  # programs of earlier generations
+        while (stop := self._stop(limits, elapsed())) is None:
             before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
             if generation > 0:
                 self.timing.remeasure(generation)
-            known, counted = set(self.evaluations.cache), self.progress.evaluations
+            evaluated = len(self.known - {original})
+            search.batch_limit = None if limits.max_evaluations is None else max(1, limits.max_evaluations - evaluated)
+            search.evaluated = evaluated
+            cached, counted = set(self.evaluations.cache), self.progress.evaluations
             candidates, evaluations = self._breed_and_evaluate(generation)
+            if not candidates:
+                stop = "nothing new"  # the search has no program left to propose
+                break
             self._note_stops()
             children = search.tell(candidates, evaluations)
-            self._teach(candidates, evaluations, children, baseline, known, counted)
+            self._teach(candidates, evaluations, children, baseline, cached, counted)
             gap = None
             if self.held_out is not None:  # after tell: what the search chose is already settled
                 new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
                 gap = self.held_out.generation(search.generation, new, self.evaluations.cache, baseline.tests)
-            self._checkpoint(children, gap)
+            fresh = {child.tree_hash for child in children} - self.known
+            self.known |= fresh
+            self._checkpoint(children, gap, new_programs=len(fresh))
             self.on_progress(self.progress, True)
+        self.stopped = {"reason": stop, "generation": search.generation, "evaluations": len(self.known - {original})}
+
+    def _stop(self, limits: SearchSection, elapsed: float) -> str | None:
+        """Why the run stops before its next generation, or None: its generations are done
+        (search.generations), it evaluated search.max_evaluations programs, it is
+        search.max_seconds into the run (after the initial generation; decided once per
+        generation and recorded, so a resumed run and a replay stop where it stopped), or
+        search.patience generations in a row brought no program that no earlier generation had."""
+        search = self.search
+        if search.generation >= limits.generations:
+            return "generations"
+        evaluated = len(self.known - {search.program.tree_hash})
+        if limits.max_evaluations is not None and evaluated >= limits.max_evaluations:
+            return "max_evaluations"
+        stale = 0
+        for stats in reversed(self.storage.store.history()):
+            if stats.get("new_programs", 1) != 0:
+                break
+            stale += 1
+        if stale >= limits.patience:
+            return "nothing new"
+        limit = limits.max_seconds
+        if (
+            limit is not None
+            and search.generation >= 0
+            and self.storage.measurements.get(
+                f"out_of_time:{search.generation}", lambda: elapsed >= limit, encode=as_is, decode=as_is
+            )
+        ):
+            return "max_seconds"
+        return None
 
     def _teach(
         self,
@@ -123,7 +170,7 @@ class RunLoop:
             if reason:
                 self.progress.warn(f"{reason}; the run goes on with the other operators")
 
-    def _checkpoint(self, children: Sequence[Individual], gap: dict[str, Any] | None) -> None:
+    def _checkpoint(self, children: Sequence[Individual], gap: dict[str, Any] | None, *, new_programs: int) -> None:
         search, progress = self.search, self.progress
         progress.best = search.best()
         progress.hypervolume = search.hypervolume()
@@ -133,6 +180,9 @@ class RunLoop:
             "evaluations": progress.evaluations,
             "cache_hits": progress.cache_hits,
             "offspring": len(children),
+            "new_programs": new_programs,
+            # The chance each operator has to make the next edit (adaptive selection).
+            "operator_shares": search.selection.shares() if search.selection.adaptive else None,
             "feasible": sum(individual.fitness.feasible for individual in search.population),
             "front_size": progress.front_size,
             "hypervolume": progress.hypervolume,

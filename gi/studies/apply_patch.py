@@ -18,7 +18,7 @@ from typing import Any
 from gi.engine.run_folder import ORIGINAL, find_member, read_summary, source_hash
 from gi.model.errors import EditError, StoreError, UsageError
 from gi.model.patch import Patch, apply
-from gi.model.program import Program, decode_source
+from gi.model.program import Program, decode_source, outside
 
 BACKUP_DIR = "applied"
 
@@ -75,6 +75,11 @@ def apply_member(run: Path, member_id: str, project: Path | None = None) -> Appl
     encodings: dict[str, str] = {}
     for name in touched:
         path = root / name
+        if outside(root, name):
+            raise StoreError(
+                f"{run / 'summary.json'}: member {member['id']} edits {name}, outside {root}:"
+                " gi apply writes only there"
+            )
         if name not in recorded:
             raise StoreError(f"{run / 'summary.json'}: member {member['id']} edits {name}, which the run did not read")
         if path.is_symlink():

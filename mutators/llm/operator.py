@@ -279,6 +279,7 @@ class LLMOperator(BaseOperator):
     name = "llm"
     description = "ask a language model to rewrite, edit or merge a function, for the run's goal"
     waits = True
+    writes_code = True
 
     def __init__(
         self,

@@ -79,7 +79,7 @@ def program(make_program: Callable[[str], Program]) -> Program:
 
 
 def test_the_registry_names_every_algorithm() -> None:
-    assert ALGORITHMS.names() == ["local_search", "nsga2", "nsga3", "random", "spea2"]
+    assert ALGORITHMS.names() == ["local_search", "neighbourhood", "nsga2", "nsga3", "random", "spea2"]
     for name in ALGORITHMS:
         assert ALGORITHMS.get(name).name == name and ALGORITHMS.get(name).description
 
@@ -96,7 +96,8 @@ def test_one_seed_fixes_a_search_and_no_global_generator_is_touched(program: Pro
         np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(after, numpy_state, strict=True)
     )
     assert first == run(make_search(program, algorithm), 4)
-    assert first != run(make_search(program, algorithm, seed=2), 4)
+    if algorithm != "neighbourhood":  # its rings are one fixed order, whatever the seed
+        assert first != run(make_search(program, algorithm, seed=2), 4)
     for batch in first:
         assert 0 < len(batch) <= 6
     assert first[0][0] == "[]", "generation 0 starts from the original"

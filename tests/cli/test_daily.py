@@ -108,6 +108,29 @@ def test_apply_of_an_unknown_member(
     assert "no front member 'g99-i9'" in error_line(capsys.readouterr().err)
 
 
+def test_apply_never_writes_outside_the_target(
+    chain_run: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run folder whose member edits a file outside the project (a summary made by hand, or a
+    run of a config that named one before gi refused them): refused, nothing written."""
+    project, run, summary = chain_run
+    copied = tmp_path / "run"
+    shutil.copytree(run, copied)
+    member = next(member for member in summary["front"] if member["diff"])
+    file = member["edits"][0]["target"]["file"]
+    escaped = f"../escaped/{file}"
+    (tmp_path / "escaped").mkdir()
+    shutil.copy2(project / file, tmp_path / "escaped" / file)
+    text = (copied / "summary.json").read_text().replace(f'"{file}"', f'"{escaped}"')
+    (copied / "summary.json").write_text(text)
+    target = tmp_path / "target"
+    shutil.copytree(project, target)
+    before = files(tmp_path / "escaped")
+    assert main(["apply", str(copied), member["id"], "--project", str(target)]) == 2
+    assert f"edits {escaped}, outside {target}" in error_line(capsys.readouterr().err)
+    assert files(tmp_path / "escaped") == before
+
+
 # --- the original, once ---------------------------------------------------------------------------
 
 

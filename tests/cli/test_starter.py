@@ -163,3 +163,63 @@ def test_tests_that_cannot_run_are_one_line_and_no_config(
     assert f"{project}: the original's training tests cannot run: " in err[0]
     assert problem in err[0], err[0]
     assert not (project / "gi.toml").exists()
+
+
+def test_init_holds_out_a_share_and_stops_at_the_first_failure(tmp_path: Path) -> None:
+    """A project without a held-out folder: 20% of the training tests are held out (seeded), and
+    an improvement run stops each variant's tests at the first failure."""
+    project = tmp_path / "shop"
+    (project / "tests").mkdir(parents=True)
+    (project / "shop.py").write_text("def price(n):\n    return 2 * n\n")
+    tests = "".join(
+        f"def test_{n}():\n    from shop import price\n    assert price({n}) == {2 * n}\n\n\n" for n in range(5)
+    )
+    (project / "tests" / "test_shop.py").write_text(tests)
+    (project / "docs").mkdir()
+    (project / "docs" / "conf.py").write_text("project = 'shop'\n")
+    assert main(["init", str(project)]) == 0
+    config = load_config(project / "gi.toml")
+    assert config.tests.holdout_fraction == 0.2 and not config.tests.holdout
+    assert config.tests.fail_fast
+    assert config.program.files == ["shop.py"], "docs/conf.py is documentation, not the program"
+    assert config.program.python is None
+
+
+def test_init_calls_a_hanging_test_timed_out_and_writes_limits_that_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gi.cli import starter
+
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 2.0)
+    project = write_broken(
+        tmp_path / "hangs",
+        "import time\n\nfrom code import one\n\n\ndef test_one():\n    assert one() == 1\n\n\n"
+        "def test_two():\n    assert one() + 1 == 2\n\n\ndef test_hangs():\n    time.sleep(60)\n",
+    )
+    assert main(["init", str(project)]) == 0
+    said = capsys.readouterr().out
+    assert "the original fails 1 of 3 training tests, 1 of them timed out after 2 s" in said, said
+    config = load_config(project / "gi.toml")
+    assert config.tests.test_timeout <= config.tests.timeout
+    assert config.tests.test_timeout < 10, "the hanging test's time is the limit's, not its own"
+    assert "tests/test_code.py::test_hangs timed out after 2 s" in (project / "gi.toml").read_text()
+
+
+def test_a_projects_environment_is_the_one_the_tests_run_in(tmp_path: Path) -> None:
+    """A .venv in the project: gi init names it, and the tests run there (its pytest, gi's
+    plugin brought in). Here the environment is one that sees gi's own packages (no network)."""
+    import subprocess
+    import sys
+
+    project = write_broken(tmp_path / "env", "from code import one\n\n\ndef test_one():\n    assert one() == 1\n")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(project / ".venv")],
+                   check=True)  # fmt: skip
+    site = next(path for path in sys.path if path.endswith("site-packages"))
+    python = str(project / ".venv" / "bin" / "python")
+    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    purelib = subprocess.run([python, "-c", where], capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "gi-test.pth").write_text(site + "\n")  # gi's site-packages: its pytest
+    assert main(["init", str(project)]) == 0
+    config = load_config(project / "gi.toml")
+    assert config.program.python == ".venv/bin/python"
+    assert config.program.files == ["code.py"], "nothing of the environment is editable"

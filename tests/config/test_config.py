@@ -79,6 +79,16 @@ MISTAKES = [
         'timeout = 10\ndifferential_inputs = { "grading.letter" = [[1]] }',
         r"tests\.differential_inputs = .*'grading\.letter' is not 'module:function'",
     ),
+    (
+        'holdout = ["holdout"]',
+        'holdout = ["tests"]',
+        r"tests\.holdout 'tests' holds tests\.train 'tests': a held-out test must be one the search never runs",
+    ),
+    (
+        'files = ["grading.py"]',
+        'files = ["grading.py"]\npython = ".venv/bin/python"',
+        r"program\.python = '\.venv/bin/python': no such interpreter",
+    ),
     ("timeout = 10", "timeout = 10\ntimeout = 11", r"not valid TOML: Cannot overwrite a value \(at line 14"),
     ('algorithm = "nsga2"', 'algorithm = "nsga9"', r"search\.algorithm = 'nsga9': unknown algorithm 'nsga9'\. Did you"),
     ('"complexity", "size"]', '"runtime", "size"]', r"objectives: 'runtime' needs a \[workload\] section"),

@@ -18,7 +18,7 @@ import pytest
 from distributed import Client, LocalCluster, Lock
 
 from fitness.runtime import Timing, TimingSettings, Workload
-from fitness.tests import per_test_limits
+from fitness.tests import PytestSetup, per_test_limits
 from gi.config import load_config
 from gi.engine.backends.base import BackendError
 from gi.engine.backends.bundle import bundle_program
@@ -245,6 +245,7 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         preload=("numpy",),
         fail_fast=True,
         first_failure=True,
+        pytest=PytestSetup("/project/.venv/bin/python", ("--no-cov",), ("src",), (("shop", "src/shop.py"),), True),
     )
     changed = {f.name for f in dataclasses.fields(settings) if getattr(settings, f.name) != f.default}
     assert changed >= {f.name for f in dataclasses.fields(settings)} - {"limits", "screening", "rigorous"}

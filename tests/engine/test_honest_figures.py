@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fitness.runtime import Workload, output_of
+from fitness.runtime import BehaviourCheck, Workload, output_of
 from gi.cli.main import main
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
@@ -64,8 +64,8 @@ def test_the_behaviour_check_sees_what_the_code_returns_to_a_silent_workload(tmp
     for source in (BENCH, BENCH, broken):
         with workspace(tmp_path, {"bench.py": source}) as space:
             runner = Sandbox(Limits(), space)
-            outputs.append(output_of(Workload(call="bench:workload"), runner=runner, timeout=60, files=["bench.py"],
-                                     inside=["workload", "make_data"]))  # fmt: skip
+            check = BehaviourCheck(files=("bench.py",), inside=("workload", "make_data"))
+            outputs.append(output_of(Workload(call="bench:workload"), runner=runner, timeout=60, check=check))
     assert outputs[0] == outputs[1], "the check must be stable from run to run"
     assert outputs[0] != outputs[2]
     assert outputs[0].startswith("None\nreturns to the workload: 20,")

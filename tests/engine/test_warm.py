@@ -89,3 +89,69 @@ def test_a_conftest_importing_the_editable_code_sees_each_variant(tmp_path: Path
         }
     )
     assert set(variant.values()) == {"passed"}
+
+
+SPAWNING_TESTS = """\
+import multiprocessing
+import subprocess
+import sys
+
+
+def test_in_a_subprocess():
+    done = subprocess.run([sys.executable, "-c", "import calc; print(calc.answer())"], capture_output=True, text=True)
+    assert done.stdout.strip() == "2", done.stderr
+
+
+def _answer(queue):
+    import calc
+
+    queue.put(calc.answer())
+
+
+def test_in_a_spawned_process():
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_answer, args=(queue,))
+    process.start()
+    process.join(60)
+    assert queue.get(timeout=5) == 2
+"""
+
+
+def test_python_processes_the_tests_start_import_the_variant_too(tmp_path: Path) -> None:
+    """A warm child serves the variant from memory; a test that starts another Python (a
+    subprocess, a multiprocessing spawn) must see the variant there as well, as on a cold copy."""
+    project = tmp_path / "spawning"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(SPAWNING_TESTS)
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        runs = [
+            pool.run_tests({"calc.py": source}, ["tests"], timeout=120, limits={}, default_limit=0)
+            for source in (ORIGINAL, VARIANT, ORIGINAL)
+        ]
+    finally:
+        pool.close()
+    first, variant, again = (run.outcomes for run in runs)
+    assert set(first.values()) == {"failed"} and first == again
+    assert set(variant.values()) == {"passed"}, runs[1].failure_report()
+
+
+def test_a_childs_asserts_are_rewritten_from_the_workers_cache(tmp_path: Path) -> None:
+    """The worker rewrites the test modules' asserts once; each child's failing assert still
+    says what pytest's rewriting says (the values, `where` each came from)."""
+    project = tmp_path / "rewritten"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        runs = [
+            pool.run_tests({"calc.py": ORIGINAL}, ["tests"], timeout=60, limits={}, default_limit=0) for _ in range(2)
+        ]
+    finally:
+        pool.close()
+    for run in runs:
+        assert run.outcomes == {"tests/test_calc.py::test_answer": "failed"}
+        assert "where 1 = answer()" in run.failures["tests/test_calc.py::test_answer"], run.failures

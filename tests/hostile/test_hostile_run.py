@@ -333,7 +333,12 @@ engine = "{engine}"
     folder = tmp_path / "runs" / "hostile-seed1"
     log = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
     tampered = [entry for entry in log if entry["status"] == "tampered"]
-    assert all("reaches for the test machinery" in entry["detail"] for entry in tampered), tampered
+    # Refused by the guard, or caught writing the report twice (a classic edit inside a function
+    # the model rewrote can make a fork that runs the tests in both processes).
+    assert all(
+        "reaches beyond what the original uses" in entry["detail"] or "not written by gi's plugin" in entry["detail"]
+        for entry in tampered
+    ), tampered
     summary = json.loads((folder / "summary.json").read_text())
     refused = " ".join(entry["detail"] for entry in tampered)
     refused += " ".join(reason for reason in summary["llm"]["rejected"] if "tampering" in reason)

@@ -73,6 +73,23 @@ def test_unparseable_file_names_file_and_line(tmp_path: Path) -> None:
         Program.load(tmp_path, ["bad.py"])
 
 
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("import os\n\n\n\nx = = 1\n\n\n\ny = 2\n", "bad.py:5: cannot parse: invalid syntax"),
+        ("import os\n\n\n\nprint 'hi'\n\ny = 2\n", "bad.py:5: cannot parse: Missing parentheses in call to 'print'"),
+        ("def g():\n\tif 1:\n        return 2\n", "bad.py:3: cannot parse: inconsistent use of tabs and spaces"),
+    ],
+)
+def test_source_errors_name_the_line_python_names(tmp_path: Path, source: str, said: str) -> None:
+    """The issue saw these at lines 9, 6 and 1 (libcst's count): the interpreter's compiler
+    reads the file first, as it would import it."""
+    (tmp_path / "bad.py").write_text(source)
+    with pytest.raises(ProgramError) as error:
+        Program.load(tmp_path, ["bad.py"])
+    assert said in str(error.value)
+
+
 def test_compile_errors_are_caught_at_load(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("x = 1\nreturn x\n")
     with pytest.raises(ProgramError, match=r"bad\.py:2: cannot parse: 'return' outside function"):
@@ -124,3 +141,14 @@ def test_no_expression_site_inside_annotations_decorators_defaults_f_strings_or_
     assert sorted(expressions) == sorted(
         ['f"{self.x} {a[1]}"', "lambda: q.w", "[z.u for z in a.b]", "3", "self", "a.b", "a"]
     )
+
+
+def test_an_editable_file_outside_the_project_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "calc.py").write_text("def f():\n    return 1\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    with pytest.raises(ProgramError, match=r"program.files: '\.\./base/calc\.py' lies outside the project folder"):
+        Program.load(project, ["../base/calc.py"])
+    with pytest.raises(ProgramError, match="lies outside the project folder"):
+        Program.load(project, [str(tmp_path / "base" / "calc.py")])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -138,3 +139,25 @@ def test_no_operator_edits_an_excluded_function(name: str, make_program: Callabl
         assert not any(run.contains(loc) or loc.contains(run) for loc in edited), edit
         assert run_dump(apply(program, Patch((edit,))).sources["mod.py"]) == run_dump(BENCH), edit
     assert proposed > 0, "the operator still finds sites outside run"
+
+
+def test_no_operator_edits_a_line_the_tests_never_execute() -> None:
+    """Coverage of the original: Shop.hot ran in a test; Shop.cold and helper were only defined
+    (their `def` lines ran at import). Every operator, many draws: no edit lands outside hot."""
+    program = Program(Path("/project"), {"shop.py": SHOP})
+    executed = frozenset({1, 2, 3, 4, 5, 6, 8, 12})  # class, defs (at import) and hot's body
+    tested = frozenset({3, 4, 5, 6})
+    context = MutationContext(executed_lines={"shop.py": executed}, tested_lines={"shop.py": tested}).bind(program)
+    left_out = {program.site(location, kind) for location in context.unexecuted for kind in SiteKind}
+    assert {site.function for site in left_out if site is not None} >= {"Shop.cold", "helper"}
+    rng = np.random.default_rng(1)
+    lines = set()
+    for name in OPERATORS.names():
+        for _ in range(30):
+            edit = OPERATORS.get(name).propose(program, Patch(), rng, context)
+            if edit is not None:
+                site = next(s for s in program.sites if s.location == edit.target)
+                lines.add(site.line)
+    assert lines and lines <= {1, 2, 3, 4, 5, 6}, lines
+    with pytest.raises(UnboundContextError):
+        MutationContext(executed_lines={"shop.py": executed}).allows(program.sites[0])

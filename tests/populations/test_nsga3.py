@@ -8,7 +8,7 @@ import numpy as np
 
 from gi.model.patch import Patch
 from populations import Individual, ParetoFitness
-from populations.nsga3 import associate, default_divisions, nsga3_survivors, reference_directions
+from populations.nsga3 import associate, default_divisions, normalisation, nsga3_survivors, reference_directions
 
 WEIGHTS = (-1.0, -1.0, -1.0, -1.0)
 
@@ -76,3 +76,42 @@ def test_nsga3_is_fixed_by_the_generator_and_leaves_global_ones_alone() -> None:
     assert first == second
     assert random.getstate() == python_state
     assert np.array_equal(np.random.get_state()[1], numpy_state)
+
+
+def line(shift: tuple[float, float] = (0.0, 0.0)) -> list[Individual]:
+    """Eleven points on the line x + y = 10 (none dominates another), shifted by `shift`."""
+    weights = (-1.0, -1.0)
+    members = []
+    for x in range(11):
+        vector = (x + shift[0], 10 - x + shift[1])
+        members.append(Individual(f"p{x}", Patch(), f"p{x}", 0, ParetoFitness(weights, vector, 0.0), objectives=vector))
+    return members
+
+
+def test_normalisation_is_relative_to_the_ideal_point() -> None:
+    """The issue's front (25,3), (26,2), (27,1): normalised, it spans 0 to 1 on each axis."""
+    points = np.array([[25.0, 3.0], [26.0, 2.0], [27.0, 1.0]])
+    ideal, nadir = normalisation(points, len(points))
+    assert np.allclose(ideal, [25, 1]) and np.allclose(nadir, [27, 3])
+    assert np.allclose((points - ideal) / (nadir - ideal), [[0, 1], [0.5, 0.5], [1, 0]])
+
+
+def test_shifting_every_point_by_a_constant_leaves_the_survivors_unchanged() -> None:
+    """Keeping 5 of 11 points on a line: the same survivors, seed by seed, wherever the line
+    lies (DEAP's normalisation gave 58 different choices over 200 seeds once an axis moved by 25)."""
+    directions = reference_directions(2, 4)
+    for shift in ((25.0, 0.0), (0.0, 7.0), (100.0, 3.5)):
+        for seed in range(200):
+            at_zero = nsga3_survivors(line(), 5, directions, np.random.default_rng(seed))
+            shifted = nsga3_survivors(line(shift), 5, directions, np.random.default_rng(seed))
+            assert [m.id for m in shifted] == [m.id for m in at_zero], (shift, seed)
+
+
+def test_the_survivors_of_a_line_spread_over_it() -> None:
+    """Five directions for five places, the line away from 0: one survivor near each direction
+    (x = 0, 2.5, 5, 7.5, 10 on the normalised line), whatever the seed."""
+    directions = reference_directions(2, 4)
+    for seed in range(20):
+        chosen = nsga3_survivors(line((25.0, 0.0)), 5, directions, np.random.default_rng(seed))
+        xs = sorted(int(m.id[1:]) for m in chosen)
+        assert xs[0] == 0 and xs[1] in (2, 3) and xs[2] == 5 and xs[3] in (7, 8) and xs[4] == 10, (seed, xs)

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from scipy.stats import mannwhitneyu
 
-from gi.reports.compare import RunData, a12, figures, holm, mann_whitney, measures_of
+from fitness.statistics import holm
+from gi.reports.compare import RunData, a12, figures, mann_whitney, measures_of
 
 
 def test_a12_counts_wins_and_half_ties_in_the_direction_of_better() -> None:

@@ -41,7 +41,7 @@ from gi.engine.backends.worker import BundlePlugin, evaluate_on_worker, settings
 from gi.engine.evaluation import Evaluator, timing_lock_name
 from gi.engine.measures import variant_measures
 from gi.model.patch import Variant
-from gi.model.results import Evaluation
+from gi.model.results import Evaluation, Status
 
 #: Seconds to wait for a Dask scheduler to answer, and for its first worker to join.
 CONNECT_TIMEOUT = 10.0
@@ -147,6 +147,9 @@ class DaskBackend:
                 "test_order": list(evaluator.test_order),
                 "protected": sorted(evaluator.protected),
                 "baseline_output": evaluator.baseline_output,
+                "behaviour_cases": [list(case) for case in evaluator.behaviour_cases],
+                "timed_check": evaluator.timed_check,
+                "canaries": list(evaluator.canaries.must_fail) if evaluator.canaries.learned else None,
                 "baseline_timing": None
                 if timing is None
                 else {"process_means": list(timing.process_means), "loops": timing.loops},
@@ -181,10 +184,21 @@ class DaskBackend:
 
         job: Any = None
         submitted: list[Variant] = []
-        futures: list[Any] = []
+        futures: list[Any] = []  # None where the variant was refused here
         results: dict[int, Evaluation] = {}
         try:
             for variant in variants:
+                refused = self.evaluator.refusal(variant)
+                if refused is not None:  # judged here, where the patch is: never sent
+                    results[len(submitted)] = Evaluation(Status.TAMPERED, variant.tree_hash, detail=refused)
+                    submitted.append(variant)
+                    futures.append(None)
+                    if on_done:
+                        on_done(results[len(submitted) - 1])
+                    continue
+                if self.evaluator.written_by_model(variant) and not self.evaluator.canaries.learned:
+                    self.evaluator.learn_canaries()  # here: the workers get the canaries with the job
+                    job = None
                 if job is None:
                     job = self._scatter_job()
                 submitted.append(variant)
@@ -197,8 +211,9 @@ class DaskBackend:
                         pure=False,
                     )
                 )
-            index = {future.key: position for position, future in enumerate(futures)}
-            for future in as_completed(futures, loop=self.client.loop) if futures else []:
+            index = {future.key: position for position, future in enumerate(futures) if future is not None}
+            sent = [future for future in futures if future is not None]
+            for future in as_completed(sent, loop=self.client.loop) if sent else []:
                 position = index[future.key]
                 try:
                     data = future.result()
@@ -211,7 +226,7 @@ class DaskBackend:
                     on_done(evaluation)
         finally:
             # On Ctrl-C or an error, drop the variants not evaluated yet.
-            self.client.cancel([future for future in futures if not future.done()])
+            self.client.cancel([future for future in futures if future is not None and not future.done()])
         return [results[position] for position in range(len(submitted))]
 
     def close(self) -> None:

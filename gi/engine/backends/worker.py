@@ -18,6 +18,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from fitness.runtime import Timing, TimingSettings, Workload, WorkloadError
+from fitness.tests import PytestSetup
 from gi.engine.backends.base import BackendError
 from gi.engine.backends.bundle import (
     _BUNDLES,
@@ -117,6 +118,13 @@ def settings_to_json(settings: EvaluationSettings) -> dict[str, Any]:
         "preload": list(settings.preload),
         "fail_fast": settings.fail_fast,
         "first_failure": settings.first_failure,
+        "pytest": {
+            "python": settings.pytest.python,
+            "options": list(settings.pytest.options),
+            "import_roots": list(settings.pytest.import_roots),
+            "modules": [list(pair) for pair in settings.pytest.modules],
+            "lend_coverage": settings.pytest.lend_coverage,
+        },
     }
 
 
@@ -144,6 +152,13 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
         preload=tuple(data["preload"]),
         fail_fast=bool(data["fail_fast"]),
         first_failure=bool(data["first_failure"]),
+        pytest=PytestSetup(
+            python=str(data["pytest"]["python"]),
+            options=tuple(data["pytest"]["options"]),
+            import_roots=tuple(data["pytest"]["import_roots"]),
+            modules=tuple((str(name), str(file)) for name, file in data["pytest"]["modules"]),
+            lend_coverage=bool(data["pytest"]["lend_coverage"]),
+        ),
     )
 
 
@@ -253,6 +268,11 @@ def evaluate_on_worker(job_text: str, sources: Mapping[str, str], tree_hash: str
         evaluator.test_order = tuple(job["test_order"])
         evaluator.protected = frozenset(job["protected"])
         evaluator.baseline_output = job["baseline_output"]
+        evaluator.behaviour_cases = tuple((case[0], case[1], case[2]) for case in job["behaviour_cases"])
+        evaluator.timed_check = bool(job["timed_check"])
+        evaluator.judged = True  # the host judged the variant's code, where its patch is
+        if job.get("canaries") is not None:
+            evaluator.canaries.must_fail, evaluator.canaries.learned = tuple(job["canaries"]), True
         evaluator.baseline_timing = None
         if timing is not None:
             host = Timing(tuple(timing["process_means"]), int(timing["loops"]))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gi.engine.sandbox.finisher import FINISHER, FINISHER_NAME, finisher_command
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.workspace import Workspace, install_tool
 
@@ -59,7 +60,8 @@ def bubblewrap_available() -> bool:
 
 def isolation(limits: Limits) -> Isolation:
     """Which isolation commands get under `limits` on this machine, in one line."""
-    bounds = f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB"
+    bounds = (f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB,"
+              f" {limits.disk_mb} MiB in each folder it may write")  # fmt: skip
     if not limits.isolate:
         return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
     problem = _bubblewrap_problem()
@@ -82,17 +84,65 @@ def _python_paths() -> list[Path]:
     return sorted(set(found))
 
 
-def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Workspace) -> list[str]:
+#: The files of a project a test run reads to decide what runs and how: never writable, even
+#: where the tests may write beside themselves.
+VERDICT_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"})
+
+
+def is_verdict_file(name: str) -> bool:
+    """A test module, a conftest.py or a file that holds pytest's settings."""
+    return name in VERDICT_NAMES or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+
+
+def verdict_files(folder: Path) -> list[Path]:
+    """The regular files under `folder` a test run's verdict depends on (see `is_verdict_file`)."""
+    found = []
+    for parent, _, names in os.walk(folder):
+        found += [
+            Path(parent) / name for name in names if is_verdict_file(name) and not os.path.islink(Path(parent) / name)
+        ]
+    return found
+
+
+#: Files a run may not add to a writable copy: what pytest or the interpreter would load
+#: (a conftest.py, settings, compiled code, path and start-up hooks). An honest run writes no
+#: bytecode (PYTHONDONTWRITEBYTECODE) and no cache (-p no:cacheprovider).
+_PLANTABLE = (".pyc", ".pth")
+_PLANTABLE_NAMES = VERDICT_NAMES | {"sitecustomize.py", "usercustomize.py", "__init__.py"}
+
+
+def loadable_files(folder: Path) -> set[str]:
+    """The files under `folder` (relative) that pytest or the interpreter would load by name."""
+    found = set()
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            if name in _PLANTABLE_NAMES or name.endswith(_PLANTABLE) or is_verdict_file(name):
+                found.add((Path(parent) / name).relative_to(folder).as_posix())
+    return found
+
+
+def bubblewrap_command(
+    argv: Sequence[str], cwd: Path, limits: Limits, space: Workspace, *, outputs: int | None = None
+) -> list[str]:
     """`argv` run by bubblewrap in `space`, from `cwd`: the namespaces, and mounts of only the
-    system folders, the Python installation, `limits.read_only` and the workspace."""
+    system folders, the Python installation, `limits.read_only` and the workspace.
+
+    Every folder the command may write (outputs/, TMPDIR and HOME, /tmp, /dev/shm) is RAM of
+    `limits.disk_mb` at most, and /dev is otherwise read-only: nothing reaches the disk, and
+    nothing outlives the command. With `outputs` (a descriptor of the host's outputs/ folder),
+    the finisher runs the command and copies what it left in outputs/ back (gi.engine.sandbox.
+    finisher); without (a warm worker), outputs/ is the command's alone."""
+    size = str(limits.disk_mb * 1024 * 1024)
     # The kernel lets uid 0 write sysctls whatever its capabilities, and uid 0 in the sandbox
     # is root outside: /proc/sys (and the other files of /proc that change the host) stay
-    # read-only. /tmp is RAM: its size is capped like a file.
-    mounts: list[str] = ["--dev", "/dev", "--proc", "/proc"]
+    # read-only. A POSIX message queue lives in the IPC namespace: its own mount lets the warm
+    # worker find and remove those a variant leaves.
+    mounts: list[str] = ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--mqueue", "/dev/mqueue",
+                         "--remount-ro", "/dev", "--proc", "/proc"]  # fmt: skip
     for host in ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"):
         if os.path.exists(host):
             mounts += ["--ro-bind", host, host]
-    mounts += ["--size", str(limits.file_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    mounts += ["--size", size, "--tmpfs", "/tmp"]
     for folder in _SYSTEM:
         path = Path(folder)
         if path.is_symlink():
@@ -107,9 +157,20 @@ def bubblewrap_command(argv: Sequence[str], cwd: Path, limits: Limits, space: Wo
     mounts += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
     for path in (*_python_paths(), *limits.read_only):
         mounts += ["--ro-bind", str(path), str(path)]
-    mounts += ["--ro-bind", str(space.program), str(space.program), "--ro-bind", str(space.tools), str(space.tools)]
-    mounts += ["--bind", str(space.outputs), str(space.outputs)]
-    # HOME and TMPDIR: RAM of a capped size that dies with the command, so neither the
-    # disk nor the next command sees what this one left there.
-    mounts += ["--size", str(limits.file_mb * 1024 * 1024), "--tmpfs", str(space.temporary)]
+    if limits.writable_program:
+        # A cold copy serves one variant: its tests may write beside themselves, but never the
+        # files the verdict reads. It is on disk, so the runner checks what it grows by
+        # (`disk_mb`, as without bubblewrap).
+        mounts += ["--bind", str(space.program), str(space.program)]
+        for verdict in verdict_files(space.program):
+            mounts += ["--ro-bind", str(verdict), str(verdict)]
+    else:
+        mounts += ["--ro-bind", str(space.program), str(space.program)]
+    mounts += ["--ro-bind", str(space.tools), str(space.tools)]
+    # outputs/, HOME and TMPDIR: RAM of a capped size that dies with the command, so neither
+    # the disk nor the next command sees what this one left there.
+    mounts += ["--size", size, "--tmpfs", str(space.outputs), "--size", size, "--tmpfs", str(space.temporary)]
+    if outputs is not None:
+        script = install_tool(space, FINISHER_NAME, FINISHER)
+        argv = finisher_command(sys.executable, script, space.outputs, outputs, int(size), argv)
     return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]

@@ -33,10 +33,16 @@ class Limits:
     processes: int = 256
     #: The largest file the command may write.
     file_mb: int = 1024
+    #: The most each folder the command may write holds (outputs/, TMPDIR and HOME, /tmp,
+    #: /dev/shm: RAM in bubblewrap; without it, outputs/ and TMPDIR together, checked as it runs).
+    disk_mb: int = 512
     #: How much of stdout and of stderr is kept (the tail).
     output_kb: int = 256
     #: Further host folders the command may read (e.g. a package the project imports).
     read_only: tuple[Path, ...] = ()
+    #: Let the command write in its copy of the project (tests that write where they stand),
+    #: but for what the verdict reads (`fitness.tests.VERDICT_FILES`): a workspace used once.
+    writable_program: bool = False
 
 
 @functools.cache
@@ -228,5 +234,6 @@ def sandbox_limits(config: Config) -> Limits:
         isolate=section.isolate,
         processes=section.processes,
         file_mb=section.file_mb,
+        disk_mb=section.disk_mb,
         read_only=tuple(config.resolve(path) for path in section.read_only),
     )

@@ -145,10 +145,10 @@ class Sandbox:
             command = ["/bin/sh", "-c", f'ulimit -v {memory // 1024} && exec "$@"', "gi-limit", *argv]
         return ["/bin/sh", "-c", f'{join}exec "$@"', "gi-sandbox", *command]
 
-    def _wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
+    def _wrap(self, argv: Sequence[str], cwd: Path, outputs: int | None = None) -> list[str]:
         if not self.isolated:
             return reaper_command(argv)
-        return bubblewrap_command(argv, cwd, self.limits, self.space)
+        return bubblewrap_command(argv, cwd, self.limits, self.space, outputs=outputs)
 
     def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         """The command's whole environment: a few locale variables and ours, nothing else."""
@@ -198,27 +198,30 @@ class Sandbox:
         read_channel, write_channel = os.pipe() if channel else (-1, -1)
         if channel:
             run_env["GI_CHANNEL_FD"] = str(write_channel)
+        # In bubblewrap, outputs/ is RAM; the finisher copies it back through this descriptor.
+        outputs = os.open(self.space.outputs, os.O_RDONLY | os.O_DIRECTORY) if self.isolated else -1
         started = time.perf_counter()
         try:
             process = subprocess.Popen(
-                self._limited(self._wrap(argv, cwd), cap),
+                self._limited(self._wrap(argv, cwd, outputs if outputs >= 0 else None), cap),
                 cwd=cwd,
                 env=run_env,
                 stdin=read_in,
                 stdout=write_out,
                 stderr=write_err,
-                pass_fds=(write_channel,) if channel else (),
+                pass_fds=tuple(descriptor for descriptor in (write_channel, outputs) if descriptor >= 0),
                 start_new_session=True,
             )
         finally:
-            for descriptor in (read_in, write_out, write_err, write_channel):
+            for descriptor in (read_in, write_out, write_err, write_channel, outputs):
                 if descriptor >= 0:
                     os.close(descriptor)
         out, err = _Tail(read_out, limit), _Tail(read_err, limit)
         report = _Tail(read_channel, CHANNEL_BYTES, head=True) if channel else None
         timed_out, bomb = False, ""
+        quota = _Quota.of(self)
         try:
-            timed_out, bomb = _watch(process, timeout, cap)
+            timed_out, bomb = _watch(process, timeout, cap, quota)
         finally:
             self._stop(process)
             for tail in (out, err, report):
@@ -229,6 +232,7 @@ class Sandbox:
             returncode=process.returncode if process.returncode is not None else -9,
             stdout=out.text(),
             stderr=err.text() + (f"\n{bomb}\n" if bomb else ""),
+            resource=bomb if is_over_quota(bomb) else "",
             seconds=time.perf_counter() - started,
             timed_out=timed_out,
             channel=report.kept() if report is not None else b"",
@@ -268,7 +272,14 @@ class Sandbox:
                 os.close(descriptor)
         limit = self.limits.output_kb * 1024
         return LiveCommand(
-            self, process, cap, request_write, response_read, _Tail(read_out, limit), _Tail(read_err, limit)
+            self,
+            process,
+            cap,
+            request_write,
+            response_read,
+            _Tail(read_out, limit),
+            _Tail(read_err, limit),
+            _Quota.of(self),
         )
 
     def _stop(self, process: subprocess.Popen[bytes]) -> None:
@@ -288,18 +299,75 @@ class Sandbox:
         process.wait()
 
 
-def _watch(process: subprocess.Popen[bytes], timeout: float, cap: _Cgroups) -> tuple[bool, str]:
-    """Wait for the command to end within `timeout` seconds, looking at its refused forks as
-    it runs: (whether it ran out of time, why it was a fork bomb or ""). Either way it is still
-    running, for the caller to stop."""
+def is_over_quota(why: str) -> bool:
+    """Whether a command was stopped (`why`) for going over its disk quota."""
+    return why.startswith(_Quota.OVER)
+
+
+class _Quota:
+    """What a command's writable folders on disk hold beyond what they held when it started,
+    checked as it runs: past `disk_mb` it is stopped, and fails as `resource`. Without
+    bubblewrap those are outputs/ and TMPDIR; a writable copy of the program (a cold run's,
+    whose tests may write beside themselves) is on disk with bubblewrap too. Checked, not
+    enforced: files allocated at once between two looks may go past it for that moment."""
+
+    OVER = "over its disk quota"
+    #: Entries a command may add at most (one that made more is over its quota too).
+    ENTRIES = 100_000
+
+    def __init__(self, folders: Sequence[Path], disk_mb: int) -> None:
+        self.folders = tuple(folders)
+        self.allowed = disk_mb * 1024 * 1024
+        self.start_used, self.start_entries = self._usage()
+
+    @classmethod
+    def of(cls, sandbox: Sandbox) -> _Quota | None:
+        """The quota of the folders a command of `sandbox` writes on disk, or None (all in RAM)."""
+        folders = [] if sandbox.isolated else [sandbox.space.outputs, sandbox.space.temporary]
+        if sandbox.limits.writable_program:
+            folders.append(sandbox.space.program)
+        return cls(folders, sandbox.limits.disk_mb) if folders else None
+
+    def exceeded(self) -> str:
+        """Why the folders are over the quota, or ""."""
+        used, entries = self._usage(self.start_used + self.allowed, self.start_entries + self.ENTRIES)
+        if used - self.start_used > self.allowed or entries - self.start_entries > self.ENTRIES:
+            what = " and ".join(folder.name for folder in self.folders)
+            return f"{self.OVER}: {what} grew by more than {self.allowed // 2**20} MiB"
+        return ""
+
+    def _usage(self, most_bytes: int | None = None, most_entries: int | None = None) -> tuple[int, int]:
+        """Bytes and entries under the folders, the walk stopping once past either `most`."""
+        used, entries = 0, 0
+        stack = [str(folder) for folder in self.folders]
+        while stack:
+            with contextlib.suppress(OSError), os.scandir(stack.pop()) as found:
+                for entry in found:
+                    entries += 1
+                    info = entry.stat(follow_symlinks=False)
+                    used += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+            if (most_bytes is not None and used > most_bytes) or (most_entries is not None and entries > most_entries):
+                break
+        return used, entries
+
+
+def _watch(
+    process: subprocess.Popen[bytes], timeout: float, cap: _Cgroups, quota: _Quota | None = None
+) -> tuple[bool, str]:
+    """Wait for the command to end within `timeout` seconds, looking at its refused forks (and,
+    without bubblewrap, at its disk use) as it runs: (whether it ran out of time, why it was
+    stopped as a fork bomb or over its quota, or ""). Either way it is still running, for the
+    caller to stop."""
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
         try:
             process.wait(timeout=max(0.0, min(remaining, WATCH_INTERVAL)))
-            return False, ""
+            return False, quota.exceeded() if quota is not None else ""
         except subprocess.TimeoutExpired:
-            bomb = cap.fork_bomb()
+            bomb = cap.fork_bomb() or (quota.exceeded() if quota is not None else "")
             if bomb:
                 return False, bomb
             if remaining <= 0:
@@ -317,9 +385,18 @@ class LiveCommand:
     responses: int
     stdout: _Tail
     stderr: _Tail
+    #: Its folders on disk and what they held when it started (None: all it writes is in RAM).
+    quota: _Quota | None = None
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def stopped(self, refused: int = 0) -> str:
+        """Why the command must be stopped now, or "": a fork bomb (more refused forks than
+        `refused`), or, without bubblewrap, its writable folders over their quota."""
+        if bomb := self.cgroups.fork_bomb(refused):
+            return bomb
+        return self.quota.exceeded() if self.quota is not None else ""
 
     def stop(self) -> None:
         """Kill the command and everything it started; close the pipes."""

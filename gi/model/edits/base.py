@@ -44,6 +44,12 @@ class Edit:
     """
 
     kind: ClassVar[str] = ""
+    #: True for the edits of the classic operators, which only move, copy or recombine what the
+    #: original program already has (statements and expressions by location, its names, an
+    #: operator, a number): they reach nothing the original does not. The tamper guard judges
+    #: the code of every other edit, a language model's, against the original's; an edit whose
+    #: text a model chooses must keep this False.
+    recombines: ClassVar[bool] = False
     target: Location
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

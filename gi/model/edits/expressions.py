@@ -22,6 +22,7 @@ class ReplaceExpression(Edit):
     """Replace an expression with a copy of another expression of the original program."""
 
     kind: ClassVar[str] = "replace_expression"
+    recombines: ClassVar[bool] = True
     ingredient: Location
 
     def removes(self) -> tuple[Location, ...]:
@@ -50,6 +51,7 @@ class ReplaceName(Edit):
     """Replace a name that is read (a variable, or the function a call calls) with another."""
 
     kind: ClassVar[str] = "replace_name"
+    recombines: ClassVar[bool] = True
     name: str
 
     def __post_init__(self) -> None:
@@ -78,6 +80,7 @@ class SwapArguments(Edit):
     """Exchange two positional arguments of a call (`divmod(b, a)` becomes `divmod(a, b)`)."""
 
     kind: ClassVar[str] = "swap_arguments"
+    recombines: ClassVar[bool] = True
     first: int
     second: int
 
@@ -132,6 +135,7 @@ class OffsetExpression(Edit):
     """Add 1 to an integer expression or subtract 1 from it (`n` becomes `n + 1`)."""
 
     kind: ClassVar[str] = "offset_expression"
+    recombines: ClassVar[bool] = True
     delta: int
 
     def __post_init__(self) -> None:
@@ -166,6 +170,7 @@ class Negate(Edit):
     """Put `not` before a condition (`if x:` becomes `if not x:`)."""
 
     kind: ClassVar[str] = "negate"
+    recombines: ClassVar[bool] = True
 
     def rewrites(self) -> tuple[Location, ...]:
         return (self.target,)

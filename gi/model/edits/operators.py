@@ -65,6 +65,7 @@ class ReplaceOperator(Edit):
     """Replace the operator of a binary, augmented, comparison, boolean or unary operation."""
 
     kind: ClassVar[str] = "replace_operator"
+    recombines: ClassVar[bool] = True
     operator: str
 
     def rewrites(self) -> tuple[Location, ...]:
@@ -87,6 +88,7 @@ class RemoveUnary(Edit):
     """Drop a unary operator (`not x` becomes `x`, `-x` becomes `x`)."""
 
     kind: ClassVar[str] = "remove_unary"
+    recombines: ClassVar[bool] = True
 
     def rewrites(self) -> tuple[Location, ...]:
         return (self.target,)
@@ -125,6 +127,7 @@ class ReplaceNumber(Edit):
     """Replace a numeric constant with another value (given as source text)."""
 
     kind: ClassVar[str] = "replace_number"
+    recombines: ClassVar[bool] = True
     value: str
 
     def __post_init__(self) -> None:

@@ -24,6 +24,7 @@ class DeleteStatement(Edit):
     """Remove a statement (an emptied block gets `pass`)."""
 
     kind: ClassVar[str] = "delete_statement"
+    recombines: ClassVar[bool] = True
 
     def removes(self) -> tuple[Location, ...]:
         return (self.target,)
@@ -40,6 +41,7 @@ class InsertStatement(Edit):
     """Insert a copy of another original statement (`ingredient`) before `target`."""
 
     kind: ClassVar[str] = "insert_statement"
+    recombines: ClassVar[bool] = True
     ingredient: Location
 
     def anchors(self) -> tuple[Location, ...]:
@@ -69,6 +71,7 @@ class ReplaceStatement(Edit):
     """Replace a statement with a copy of another original statement."""
 
     kind: ClassVar[str] = "replace_statement"
+    recombines: ClassVar[bool] = True
     ingredient: Location
 
     def removes(self) -> tuple[Location, ...]:
@@ -96,6 +99,7 @@ class SwapStatements(Edit):
     """Exchange two statements, neither inside the other."""
 
     kind: ClassVar[str] = "swap_statements"
+    recombines: ClassVar[bool] = True
     other: Location
 
     def anchors(self) -> tuple[Location, ...]:
@@ -125,6 +129,7 @@ class MoveStatement(Edit):
     """Move a statement so that it stands before `destination`."""
 
     kind: ClassVar[str] = "move_statement"
+    recombines: ClassVar[bool] = True
     destination: Location
 
     def positions(self) -> tuple[Location, ...]:
@@ -163,6 +168,7 @@ class InsertControl(Edit):
     """Insert `break`, `continue` or `return` before a statement where the syntax allows it."""
 
     kind: ClassVar[str] = "insert_control"
+    recombines: ClassVar[bool] = True
     keyword: str
 
     def __post_init__(self) -> None:

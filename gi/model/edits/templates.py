@@ -24,6 +24,7 @@ class Clamp(Edit):
     `bound` is source text, an expression the operator took from the program or `0`."""
 
     kind: ClassVar[str] = "clamp"
+    recombines: ClassVar[bool] = True
     function: str
     bound: str = ""
 
@@ -80,6 +81,7 @@ class KeepOperand(Edit):
     """Keep one operand of `a and b` / `a or b` (widening or narrowing the condition)."""
 
     kind: ClassVar[str] = "keep_operand"
+    recombines: ClassVar[bool] = True
     side: str
 
     def __post_init__(self) -> None:
@@ -118,6 +120,7 @@ class ExtendCondition(Edit):
     """`a` becomes `a and c` or `a or c`, with `c` a copy of a condition of the program."""
 
     kind: ClassVar[str] = "extend_condition"
+    recombines: ClassVar[bool] = True
     operator: str
     ingredient: Location
 
@@ -158,6 +161,7 @@ class AddCheck(Edit):
     text (`x`, `not x`, `x is None`, `x is not None`, on a name `a` reads)."""
 
     kind: ClassVar[str] = "add_check"
+    recombines: ClassVar[bool] = True
     operator: str
     check: str
     first: bool = True
@@ -200,6 +204,7 @@ class InsertGuard(Edit):
     `return <value>`, `continue`, `break` or `raise <exception>`; all of it source text."""
 
     kind: ClassVar[str] = "insert_guard"
+    recombines: ClassVar[bool] = True
     condition: str
     action: str
 

@@ -1,0 +1,111 @@
+"""What the summary adds about the front beyond each member's own entry: members whose extra
+edits ride along on timing noise, and the plausible patches of a repair ranked against
+overfitting.
+
+Both read a finished search's store and services; neither steers the search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fitness.objectives import Objective
+from fitness.size import diff_lines
+from fitness.tests import NOT_FAILING, test_counts
+from gi.engine.held_out import HeldOut
+from gi.engine.store import RunStore
+from gi.engine.timing import OriginalTiming, riders
+from gi.model.describe import describe
+from gi.model.patch import Patch, Variant, apply
+from gi.model.plausible import rank
+from gi.model.program import Program
+from gi.model.results import Evaluation, Status
+
+#: Plausible patches summary.json lists (the first found), and those whose held-out tests it runs (the first ranked).
+PLAUSIBLE_LISTED = 20
+PLAUSIBLE_HELD_OUT = 3
+
+
+def without_riders(
+    front: list[dict[str, Any]], objectives: Sequence[Objective], timing: OriginalTiming, program: Program
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """With a timed objective: the front without the members whose extra edits ride along on
+    timing noise (`gi.engine.timing.riders`: not significantly faster, side by side, than a
+    member whose patch is part of theirs, and no better on any other objective), and those
+    members, each with the one it does no better than."""
+    if not timing.active:
+        return front, []
+    variants: list[Variant] = [entry["variant"] for entry in front]
+    timed = {objective.name for objective in objectives if objective.name == "runtime"}
+
+    def faster(i: int, j: int) -> bool:
+        if not variants[j].changed_files:
+            verdict = front[i].get("speedup") or {}
+        else:
+            verdict = timing.speedup_over(variants[j], variants[i])
+        if "error" in verdict:
+            return True  # not measured: no reason to drop it
+        return bool(verdict.get("significant")) and float(verdict.get("value", 0)) > 1
+
+    def better_elsewhere(i: int, j: int) -> bool:
+        mine, theirs = front[i]["objectives"], front[j]["objectives"]
+        return any(
+            objective.minimised(mine[objective.name]) < objective.minimised(theirs[objective.name])
+            for objective in objectives
+            if objective.name not in timed and objective.name in mine and objective.name in theirs
+        )
+
+    found = riders([variant.patch for variant in variants], faster, better_elsewhere)
+    riding = [
+        {
+            "id": front[i]["member"].id,
+            "edits": [describe(edit, program) for edit in variants[i].patch.edits],
+            "no_better_than": "original" if not variants[j].changed_files else front[j]["member"].id,
+        }
+        for i, j in sorted(found.items())
+    ]
+    return [entry for index, entry in enumerate(front) if index not in found], riding
+
+
+def plausible_patches(
+    program: Program, store: RunStore, held_out: HeldOut | None, baseline: Evaluation
+) -> list[dict[str, Any]]:
+    """When repairing: the programs the search found that pass every training test (the
+    first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
+    that took no effect, ranked against overfitting (gi.model.plausible: fewest
+    anti-patterns, smallest diff, fewest edits, first found); the first ranked are checked
+    on the held-out tests."""
+    if not baseline.measures.get("failed_tests"):
+        return []
+    tests = baseline.measures.get("test_count")
+    found: list[str] = []
+    for _, individual, _, evaluation in store.evaluation_log():
+        measures = evaluation["measures"]
+        passes = evaluation["status"] == Status.OK.value and measures.get("failed_tests") == 0
+        if individual != "baseline" and passes and measures.get("test_count") == tests:
+            found.append(individual)
+        if len(found) >= PLAUSIBLE_LISTED:
+            break
+    variants = {}
+    for record in store.individuals(found):
+        variant = apply(program, Patch.from_json(record.patch))
+        variants[record.id] = apply(program, variant.minimal())
+    ranked = rank(program, [(variants[i].patch, int(diff_lines(variants[i].diff()))) for i in found])
+    by_patch = {variants[i].patch: i for i in reversed(found)}
+    checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
+    held = held_out.outcomes(checked) if held_out is not None else []
+    listed = []
+    for place, entry in enumerate(ranked):
+        row: dict[str, Any] = {
+            "id": by_patch[entry.patch],
+            "edits": [describe(edit, program) for edit in entry.patch.edits],
+            "anti_patterns": list(entry.anti_patterns),
+            "diff_lines": entry.diff_lines,
+        }
+        if place < len(held):
+            row["holdout"] = {**test_counts(held[place]), "failing": sorted(
+                test for test, outcome in held[place].items() if outcome not in NOT_FAILING
+            )}  # fmt: skip
+        listed.append(row)
+    return listed

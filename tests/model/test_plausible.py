@@ -1,0 +1,100 @@
+"""Plausible patches ranked against overfitting: Tan et al.'s anti-patterns, then the smallest diff."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gi.model.edits import (
+    AddCheck,
+    DeleteStatement,
+    InsertControl,
+    InsertGuard,
+    InsertStatement,
+    ReplaceNumber,
+    ReplaceOperator,
+    ReplaceStatement,
+)
+from gi.model.patch import Patch, apply
+from gi.model.plausible import anti_patterns, rank
+from gi.model.program import Program
+from gi.model.sites import Location
+
+SOURCE = """\
+def total(items, limit):
+    count = 0
+    result = 0
+    for item in items:
+        if item > limit:
+            continue
+        result += item
+        count += 1
+    return result
+
+
+def record(store, key):
+    store[key] = 1
+"""
+
+
+@pytest.fixture
+def program(make_program: Callable[[str], Program]) -> Program:
+    return make_program(SOURCE)
+
+
+def at(path: str) -> Location:
+    return Location("mod.py", path)
+
+
+FOR = "body[0].body.body[2]"
+IF = f"{FOR}.body.body[0]"
+CONTINUE = f"{IF}.body.body[0]"
+ADD = f"{FOR}.body.body[1]"
+RETURN = "body[0].body.body[3]"
+STORE = "body[1].body.body[0]"
+
+
+def test_each_anti_pattern_is_named(program: Program) -> None:
+    deleted = "deletes a statement"
+    assert anti_patterns(program, Patch((DeleteStatement(at(RETURN)),))) == (deleted, "deletes an exit")
+    assert anti_patterns(program, Patch((DeleteStatement(at(IF)),))) == (deleted, "deletes control")
+    assert anti_patterns(program, Patch((DeleteStatement(at(CONTINUE)),))) == (
+        deleted,
+        "deletes an exit",
+        "empties a block",
+    )
+    assert anti_patterns(program, Patch((DeleteStatement(at(ADD)),))) == (deleted, "deletes an update")
+    assert anti_patterns(program, Patch((DeleteStatement(at(STORE)),))) == (
+        deleted,
+        "empties a block",
+        "deletes an update",
+    )
+    assert anti_patterns(program, Patch((DeleteStatement(at("body[0].body.body[0]")),))) == (deleted,)
+    assert anti_patterns(program, Patch((ReplaceStatement(at(RETURN), at(ADD)),))) == ("deletes an exit",)
+    assert anti_patterns(program, Patch((InsertControl(at(ADD), "continue"),))) == ("adds an early exit",)
+    assert anti_patterns(program, Patch((InsertGuard(at(ADD), "item < 0", "continue"),))) == ()
+    assert anti_patterns(program, Patch((InsertGuard(at(ADD), "True", "continue"),))) == ("trivial condition",)
+    assert anti_patterns(program, Patch((InsertStatement(at(ADD), at(CONTINUE)),))) == ("adds an early exit",)
+    assert anti_patterns(program, Patch((AddCheck(at(f"{IF}.test"), "Or", "True"),))) == ("trivial condition",)
+
+
+def test_edits_that_keep_behaviour_show_none(program: Program) -> None:
+    comparison = ReplaceOperator(at(f"{IF}.test.comparisons[0]"), "GreaterThanEqual")
+    assert anti_patterns(program, Patch((comparison,))) == ()
+    assert anti_patterns(program, Patch((ReplaceNumber(at("body[0].body.body[0].body[0].value"), "1"),))) == ()
+
+
+def test_the_least_change_of_behaviour_comes_first(program: Program) -> None:
+    """Fewest anti-patterns, then the smallest diff, then fewest edits, then the first found."""
+    deleting = Patch((DeleteStatement(at(IF)),))
+    comparing = Patch((ReplaceOperator(at(f"{IF}.test.comparisons[0]"), "GreaterThanEqual"),))
+    guarding = Patch((InsertControl(at(ADD), "continue"),))
+    two = Patch((comparing.edits[0], ReplaceNumber(at("body[0].body.body[0].body[0].value"), "1")))
+    patches = [deleting, guarding, two, comparing]
+    lines = {patch: len(apply(program, patch).diff().splitlines()) for patch in patches}
+    assert all(apply(program, patch).changed_files for patch in patches)
+    order = [entry.patch for entry in rank(program, [(patch, lines[patch]) for patch in patches])]
+    assert order[0] == comparing
+    assert order[1] == two
+    assert set(order[2:]) == {deleting, guarding}
