@@ -25,13 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import Constraint, reference_point
-from fitness.selection import Coverage
+from fitness.objectives import reference_point
 from fitness.tests import (
-    NOT_FAILING,
     READ_ONLY,
-    TEST_SHARE,
-    cannot_run,
     hung_limits,
     hung_tests,
     one_test_limit,
@@ -51,18 +47,18 @@ from gi.engine.service import BackendChoice, EvaluationService
 from gi.engine.storage import RunStorage
 from gi.engine.store import RunStore
 from gi.engine.summary import RunSetup, SummaryBuilder
-from gi.engine.timing import OriginalTiming, workload_functions, workload_settings
+from gi.engine.timing import OriginalTiming, workload_settings
 from gi.engine.warm import third_party_imports, warm_unsafe
-from gi.model.errors import ConfigError, ProgramError
+from gi.model.errors import ConfigError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
-from gi.model.results import Evaluation, Status
-from gi.model.sites import Location
+from gi.model.results import Evaluation
 from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
-from mutators import CROSSOVERS, Feedback, MutationContext, Operator
-from mutators.base import unexecuted_sites
+from gi.run.original import reference_evaluation
+from gi.run.steering import Steering, test_texts
+from mutators import CROSSOVERS, Feedback, Operator
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
 REPLAY_FOLDER = "replay"
@@ -122,13 +118,8 @@ class Experiment:
             self.storage.close()
             raise
         self.progress.warnings += self.storage.version_warnings
-        self.suspicious: dict[tuple[str, int], float] = {}
-        #: The sites no training test executes (their locations), and the counts summary.json gives.
-        self.unexecuted: frozenset[Location] = frozenset()
-        self.sites: dict[str, int] | None = None
-        self.hot: dict[str, float] = {}
-        self.protected = self._workload_functions()
-        self.evaluator.protected = self.protected
+        self.steering = Steering(config, self.program, self.evaluator, self.measurements, self.progress, self.phase)
+        self.evaluator.protected = self.steering.protected
         self.engine, self.engine_reason = self._engine()
         self.timing = OriginalTiming(config, self.program, self.evaluator, self.measurements)
         section = config.evaluation
@@ -197,35 +188,7 @@ class Experiment:
                 self.evaluations.keep(evaluation, individual="baseline", generation=-1)
         if evaluation is None:
             self.phase(f"running the original's training tests ({', '.join(self.config.tests.train)})")
-            engine = self.evaluator.settings.engine
-            self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine="cold")
-            evaluation = self._run_original(original)  # the reference: always the cold path
-            self.evaluator.settings = dataclasses.replace(self.evaluator.settings, engine=engine)
-            if evaluation.status is Status.TAMPERED:
-                raise ProgramError(
-                    f"{self.config.program_root}: gi cannot trust the original program's test report:"
-                    f" {evaluation.detail.strip().splitlines()[0]}"
-                )
-            if evaluation.status is not Status.OK or not evaluation.tests:
-                self._check_tests_run(original)  # names why, as gi init does
-            if evaluation.status is not Status.OK:
-                raise ProgramError(
-                    f"{self.config.program_root}: the original program's training tests do not run"
-                    f" ({evaluation.status.value}; tests.timeout = {self.config.tests.timeout:g}):"
-                    f" {evaluation.detail.strip().splitlines()[-1] if evaluation.detail.strip() else ''}"
-                )
-            if not evaluation.tests:
-                raise ProgramError(f"{self.config.source}: tests.train collects no test in {self.config.program_root}")
-            failed = evaluation.measures.get("failed_tests", 0)
-            if failed and self.config.objectives.constraint is Constraint.TRAIN_PASS:
-                failing = [test for test, outcome in sorted(evaluation.tests.items()) if outcome not in NOT_FAILING]
-                raise ProgramError(
-                    f"{self.config.source}: objectives.constraint = 'train_pass', but the original program fails"
-                    f" {failed:g} training test(s) ({', '.join(failing[:3])}{', ...' if len(failing) > 3 else ''}),"
-                    ' so no variant could be feasible; for a repair use constraint = "none"'
-                )
-            if "runtime" in evaluation.measures:  # the original is the unit its variants are timed in
-                evaluation = dataclasses.replace(evaluation, measures={**evaluation.measures, "runtime": 1.0})
+            evaluation = reference_evaluation(self.config, self.evaluator, self.progress, original)
             self.evaluations.keep(evaluation, individual="baseline", generation=-1)
         self.evaluator.baseline_tests = evaluation.tests
         limits = per_test_limits(evaluation.durations, self.evaluator.settings.test_timeout)
@@ -236,39 +199,6 @@ class Experiment:
         }
         self._check_warm(original, evaluation)
         return self._with_own_measures(original)
-
-    def _limits_warning(self) -> None:
-        """One line when the configured limits contradict: a test may not take longer than
-        TEST_SHARE of the whole run (so one that hangs cannot stop it)."""
-        tests = self.config.tests
-        if "test_timeout" in tests.model_fields_set and tests.test_timeout > one_test_limit(
-            tests.test_timeout, tests.timeout
-        ):
-            self.progress.warn(
-                f"{self.config.source}: tests.test_timeout = {tests.test_timeout:g} is more than {TEST_SHARE:.0%} of"
-                f" tests.timeout = {tests.timeout:g}: each test gets at most {self.evaluator.settings.test_timeout:g} s"
-            )
-
-    def _run_original(self, original: Variant) -> Evaluation:
-        """The original's training tests. A run the limit on the whole run (tests.timeout) cut
-        off is run again with the tests it hung in limited (`hung_limits`: together at most
-        TEST_SHARE of the whole run), until it finishes or hangs in no new test: a test that
-        loops forever counts as failing (a repair may fix it), it does not stop the run."""
-        self._limits_warning()
-        evaluation = self.evaluator.evaluate(original)
-        hung: set[str] = set()
-        while evaluation.status is Status.TIMED_OUT and (new := hung_tests(evaluation.tests) - hung):
-            hung |= new
-            self.evaluator.test_limits = hung_limits(hung, self.config.tests.timeout)
-            evaluation = self.evaluator.evaluate(original)
-        self.evaluator.test_limits = {}
-        hung |= hung_tests(evaluation.tests)
-        if evaluation.ok and hung:
-            self.progress.warn(
-                f"the original ran past its time limit in {len(hung)} training test(s) ({', '.join(sorted(hung)[:3])}"
-                f"{', ...' if len(hung) > 3 else ''}): they count as failing"
-            )
-        return evaluation
 
     def _with_own_measures(self, original: Variant) -> Evaluation:
         """The original's evaluation with the run's own measures (a user's objective), which
@@ -284,74 +214,12 @@ class Experiment:
                 )
         return evaluation
 
-    # --- where edits are steered ----------------------------------------------------------
-
-    def _coverage(self) -> Coverage | None:
-        """The original's coverage by the training tests, a context per test (recorded, so a
-        resumed run and a replay keep it): for leaving out the sites no training test executes
-        (unless mutators.untested) and for running a variant's tests that execute an edited line
-        first (tests.fail_fast). None when coverage could not be read."""
-        sources = self.program.sources
-
-        def measure() -> dict[str, Any]:
-            run, lines = self.evaluator.line_coverage(apply(self.program, Patch()))
-            if run.foreign_imports:
-                problem = cannot_run(run, self.config.tests.train, self.evaluator.settings.pytest.python, 0)
-                raise ProgramError(f"{self.config.source}: {problem}")
-            return {"lines": Coverage.of(lines, sources).to_json() if lines else None}
-
-        recorded = self.measurements.get("coverage", measure, encode=as_is, decode=as_is)
-        return None if recorded["lines"] is None else Coverage.from_json(recorded["lines"], sources)
-
-    def _context(self, baseline: Evaluation) -> MutationContext:
-        """Where operators should edit: hot functions of the workload, the suspicious lines of
-        fault localisation when the original fails tests, and only lines the training tests
-        execute (unless mutators.untested)."""
-        self.hot = self.timing.hot_functions()
-        self.suspicious = self._suspicious_lines(baseline)
-        executed: dict[str, frozenset[int]] | None = None
-        tested: dict[str, frozenset[int]] = {}
-        self.phase("coverage of the original by its training tests")
-        coverage = self.evaluator.coverage = self._coverage()
-        if coverage is None:
-            self.progress.warn("coverage of the original could not be read: every site may be edited")
-            self.on_progress(self.progress, False)
-        else:
-            unexecuted = unexecuted_sites(self.program, coverage.executed_lines(), coverage.tested_lines())
-            self.unexecuted = frozenset(unexecuted)
-            count = sum(site.location in unexecuted for site in self.program.sites)
-            self.sites = {"total": len(self.program.sites), "unexecuted": count,
-                          "left_out": 0 if self.config.mutators.untested else count}  # fmt: skip
-            if not self.config.mutators.untested:
-                executed, tested = coverage.executed_lines(), coverage.tested_lines()
-        return MutationContext(
-            executed_lines=executed,
-            tested_lines=tested,
-            feedback=self._feedback,
-            excluded_functions=self.protected,
-            # Module-level code (constants, imports) is not in the profile and keeps weight 1:
-            # a constant there may well steer the hot loop.
-            site_weights=self.hot,
-            line_weights=self.suspicious,
-            # Lines no failing test runs keep a little weight, so the search may still go there.
-            line_floor=0.05 * max(self.suspicious.values(), default=0.0),
-        )
-
-    def _test_texts(self) -> list[str]:
-        """The text of every test file of the training and held-out paths."""
-        texts = []
-        for path in self.config.test_paths():
-            folder = self.program.root / path
-            files = [folder] if folder.is_file() else sorted(folder.rglob("*.py")) if folder.is_dir() else []
-            texts += [file.read_text(encoding="utf-8", errors="replace") for file in files]
-        return texts
-
     def _engine(self) -> tuple[str, str]:
         """Which path the training tests take ("warm" or "cold"), and why."""
         wanted = self.config.evaluation.engine
         if wanted == "cold":
             return "cold", "evaluation.engine = 'cold'"
-        texts = self._test_texts()
+        texts = test_texts(self.config, self.program)
         unsafe = warm_unsafe(self.program, texts)
         if unsafe and wanted == "auto":
             return "cold", unsafe
@@ -367,14 +235,6 @@ class Experiment:
         """Say what the run does before its first generation: each phase, as it starts."""
         self.progress.phase = text
         self.on_progress(self.progress, False)
-
-    def _check_tests_run(self, original: Variant) -> None:
-        """The original's training tests must run: else one line naming why and the fix, as `gi
-        init` gives it."""
-        run = self.evaluator.training_run(original)
-        problem = cannot_run(run, self.config.tests.train, str(self.config.python_path()), self.config.tests.timeout)
-        if problem is not None:
-            raise ProgramError(f"{self.config.source}: the original's training tests cannot run: {problem}")
 
     def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
         """The warm path must give the original the outcomes the cold path gave it; if not, the
@@ -397,32 +257,6 @@ class Experiment:
                 why += " (its tests write where they stand: the warm workers' copy is read-only, a cold one is not)"
             self.engine, self.engine_reason = "cold", why
             self.progress.warnings.append(f"evaluation.engine: {self.engine_reason}; the run uses the cold path")
-
-    def _workload_functions(self) -> frozenset[str]:
-        """The workload's entry point (and what only it calls) when it lives in an editable
-        file: never edited, and said so once."""
-        workload = self.config.workload
-        protected = workload_functions(self.program, workload.call if workload else None, "\n".join(self._test_texts()))
-        if protected:
-            warning = (
-                f"the workload {workload.call if workload else ''} lives in an editable file; gi never edits"
-                f" {', '.join(sorted(protected))} (editing what is timed would fake a speed-up)"
-            )
-            self.progress.warn(warning)
-        return protected
-
-    def _suspicious_lines(self, baseline: Evaluation) -> dict[tuple[str, int], float]:
-        """Ochiai scores of the lines, when fault localisation is on (stored for resuming)."""
-        wanted = self.config.mutators.fault_localisation
-        if wanted is False or (wanted == "auto" and baseline.measures.get("failed_tests", 0) == 0):
-            return {}
-        self.phase("fault localisation: the lines the failing tests execute")
-        return self.measurements.get(
-            "suspiciousness",
-            lambda: self.evaluator.suspiciousness(apply(self.program, Patch())),
-            encode=lambda found: [[file, line, score] for (file, line), score in sorted(found.items())],
-            decode=lambda rows: {(file, int(line)): float(score) for file, line, score in rows},
-        )
 
     def _feedback(self, variant: Variant) -> Feedback | None:
         """What the run measured on a variant, for the language model's prompt."""
@@ -474,7 +308,7 @@ class Experiment:
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
             test_count=test_count,
-            context=self._context(baseline),
+            context=self.steering.context(baseline, self.timing.hot_functions(), self._feedback),
         )
 
     # --- the run ----------------------------------------------------------------------------
@@ -523,15 +357,16 @@ class Experiment:
         )  # fmt: skip
         loop.run(self.config.search, baseline, lambda: elapsed_before + time.perf_counter() - started)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
+        steering = self.steering
         setup = RunSetup(
-            self.suspicious,
-            self.hot,
-            self.protected,
+            steering.suspicious,
+            steering.hot,
+            steering.protected,
             self.engine,
             self.engine_reason,
             self.isolation.description,
-            unexecuted=self.unexecuted if self.config.mutators.untested else frozenset(),
-            sites=self.sites,
+            unexecuted=steering.unexecuted if self.config.mutators.untested else frozenset(),
+            sites=steering.sites,
             stopped=loop.stopped,
         )
         builder = SummaryBuilder(
