@@ -26,21 +26,15 @@ from typing import Any
 import numpy as np
 
 from fitness.objectives import Constraint, reference_point
+from fitness.outcomes import TEST_SHARE, hung_limits, hung_tests, one_test_limit, per_test_limits
+from fitness.pytest_diagnosis import READ_ONLY, cannot_run
 from fitness.selection import Coverage
-from fitness.tests import (
-    NOT_FAILING,
-    READ_ONLY,
-    TEST_SHARE,
-    cannot_run,
-    hung_limits,
-    hung_tests,
-    one_test_limit,
-    per_test_limits,
-)
+from fitness.tests import NOT_FAILING
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.config import Config
 from gi.config.sections import AUTO_NEIGHBOURHOOD
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut, configure_held_out
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.project import pytest_setup

@@ -17,15 +17,18 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster, Lock
 
+from fitness.outcomes import per_test_limits
 from fitness.runtime import Timing, TimingSettings, Workload
-from fitness.tests import PytestSetup, per_test_limits
+from fitness.tests import PytestSetup
 from gi.config import load_config
 from gi.engine.backends.base import BackendError
 from gi.engine.backends.bundle import bundle_program
 from gi.engine.backends.cluster import DaskBackend
 from gi.engine.backends.worker import settings_from_json, settings_to_json, warm_worker_counts, worker_counts
-from gi.engine.evaluation import EvaluationSettings, Evaluator, timing_lock_name
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.limits import Limits
+from gi.engine.workload_runs import timing_lock_name
 from gi.model.edits import DeleteStatement
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program

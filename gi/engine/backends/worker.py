@@ -31,9 +31,11 @@ from gi.engine.backends.bundle import (
     default_cache,
     materialise,
 )
-from gi.engine.evaluation import EvaluationSettings, Evaluator, timing_lock_name
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import Limits
+from gi.engine.workload_runs import timing_lock_name
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 
