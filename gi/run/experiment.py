@@ -99,7 +99,8 @@ class Experiment:
         self.objectives = config.objective_list()
         files = ", ".join(config.program.files[:3]) + (", ..." if len(config.program.files) > 3 else "")
         self.phase(f"reading the editable files ({files}): parsing them and indexing their sites")
-        self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
+        self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths(),
+                                    progress=self.phase)  # fmt: skip
         megabytes = sum(len(text) for text in self.program.sources.values()) / 1e6
         self.phase(f"{len(self.program.files)} files ({megabytes:.2g} MB), {len(self.program.sites)} sites;"
                    f" asking {config.python_path()} about itself")  # fmt: skip
