@@ -187,14 +187,17 @@ class SuiteRuns:
         held-out tests, so no variant can read what it will be judged on at the end."""
         return self.settings.exclude + tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
 
-    def warm_training(self, variant: Variant) -> TestRun:
-        """The training tests on a variant in a warm worker (the engine's fast path)."""
+    def _warm_pool(self) -> WarmPool:
         with self._warm_lock:
             if self._warm is None:
                 self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
                                       preload=self.settings.preload, exclude=self._training_exclude(),
                                       scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
-        warm, settings, limits = self._warm, self.settings, self.test_limits
+            return self._warm
+
+    def warm_training(self, variant: Variant) -> TestRun:
+        """The training tests on a variant in a warm worker (the engine's fast path)."""
+        warm, settings, limits = self._warm_pool(), self.settings, self.test_limits
         order, first_failure = self._stop_plan(variant)
         checks = self._checks(variant)
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
@@ -229,9 +232,15 @@ class SuiteRuns:
     def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
         """Run the held-out tests on a variant (only on front members and the original);
         `limits` are per-test limits from the original's held-out run."""
-        paths = (*self.settings.holdout, *self.settings.holdout_ids)
+        settings = self.settings
+        paths = (*settings.holdout, *settings.holdout_ids)
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
+        if settings.engine == "warm" and not settings.holdout and not settings.holdout_files:
+            # Tests split off the training files only: the warm workers' copies hold them.
+            warm, each = self._warm_pool(), limits or {}
+            return _retried(lambda: warm.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
+                                                   default_limit=settings.test_timeout))  # fmt: skip
         return self._tests(variant, paths, limits or {})
 
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
