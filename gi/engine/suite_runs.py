@@ -166,6 +166,11 @@ class SuiteRuns:
             order = first_tests(self.coverage.tests_for(self.edited_lines(variant)), order)
         return order, self.settings.first_failure
 
+    def training_order(self, variant: Variant) -> tuple[str, ...]:
+        """The order a variant's training tests run in (`_stop_plan`), for a backend whose
+        workers get the variant's sources but not its patch, so cannot tell its edited lines."""
+        return self._stop_plan(variant)[0]
+
     def edited_lines(self, variant: Variant) -> list[tuple[str, int]]:
         """The lines of the original that the variant's edits change or insert before: each
         edit's target and insertion points, over the whole site."""

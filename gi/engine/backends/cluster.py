@@ -203,12 +203,15 @@ class DaskBackend:
                 if job is None:
                     job = self._scatter_job()
                 submitted.append(variant)
+                # The tests covering the variant's edited lines first: the worker sees no patch.
+                order = self.evaluator.training_order(variant)
                 futures.append(
                     self.client.submit(
                         evaluate_on_worker,
                         job,
                         {file: variant.sources[file] for file in variant.changed_files},
                         variant.tree_hash,
+                        list(order) if order != self.evaluator.test_order else None,
                         pure=False,
                     )
                 )
