@@ -42,7 +42,8 @@ from typing import Any
 from repair_bugs import BUG_CLASSES, REACH_DRAWS, SUBJECTS, Bug, correct_copy, inject
 
 from gi.config import load_config
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.store import RunStore
 from gi.model.errors import GIError
 from gi.model.patch import Patch, apply

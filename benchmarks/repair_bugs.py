@@ -35,7 +35,8 @@ from pathlib import Path
 import libcst as cst
 import numpy as np
 
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.model.describe import describe
 from gi.model.edits import DeleteStatement, Edit, ReplaceExpression, node_at
 from gi.model.patch import Patch, Variant, apply

@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from fitness.tests import FailureOrder, per_test_limits
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from fitness.outcomes import FailureOrder, per_test_limits
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import Limits
 from gi.model.patch import Patch, Variant, apply

@@ -14,7 +14,6 @@ the engine scores the variant as tampered.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import hmac
@@ -24,7 +23,7 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,10 +39,6 @@ NOT_FAILING = ("passed", "skipped", "xfailed")
 PLUGIN_MODULE = "gi_pytest_report"
 #: pytest's exit status when tests ran and some failed.
 TESTS_FAILED = 1
-#: A test's limit in a variant's run is this many times its time in the original's, plus the
-#: margin (seconds), so that one test that hangs fails alone and the others still count.
-TEST_TIME_FACTOR = 10.0
-TEST_TIME_MARGIN = 0.5
 #: Characters of failing-test output an evaluation keeps (for reports and repair prompts).
 FAILURE_DETAIL_CHARS = 4000
 #: Characters of a crashed run's last output kept beside its failing tests.
@@ -221,41 +216,6 @@ def plugin_files(
     return env
 
 
-def first_failing(outcomes: Mapping[str, str]) -> str | None:
-    """The first test that failed, in the order the tests ran (a run's outcomes are in that
-    order: those that finished, then those cut off, then those never reached), or None."""
-    return next((test for test, outcome in outcomes.items() if outcome not in (*NOT_FAILING, "not_run")), None)
-
-
-class FailureOrder:
-    """The training tests, those that failed most recently first: the order a run that stops at
-    the first failure (tests.fail_fast) gives pytest, so a failing variant is found out early.
-
-    It is fed every new evaluation in the order the run stores them, so a resumed run that
-    replays its stored evaluations into a new `FailureOrder` has the same order. Only the time
-    an evaluation takes depends on it: with fail_fast, a failing variant scores the same
-    whichever test failed first.
-    """
-
-    def __init__(self) -> None:
-        self._recent: dict[str, None] = {}  # most recent last
-
-    def note(self, outcomes: Mapping[str, str]) -> None:
-        """Move the test that failed first in one evaluation to the front: the one test a run
-        that stops at the first failure knows of, and so the same whether it stopped or not."""
-        test = first_failing(outcomes)
-        if test is not None:
-            self._recent.pop(test, None)
-            self._recent[test] = None
-
-    def order(self, tests: Sequence[str]) -> tuple[str, ...]:
-        """`tests`, those that failed most recently first, the rest in their own order."""
-        known = set(tests)
-        first = [test for test in reversed(self._recent) if test in known]
-        chosen = set(first)
-        return (*first, *(test for test in tests if test not in chosen))
-
-
 def pytest_command(
     paths: Sequence[str],
     prefix: Sequence[str] = ("-m", "pytest"),
@@ -269,33 +229,6 @@ def pytest_command(
     `prefix` replaces `-m pytest`, e.g. to run pytest under `coverage run`.
     """
     return [setup.python, *prefix, *pytest_arguments(paths, first_failure=first_failure, options=setup.options)]
-
-
-#: The most of the whole run's time limit (tests.timeout) one test may take, so that a test
-#: that hangs is cut off alone, as failing, and the run goes on to the others.
-TEST_SHARE = 0.5
-
-
-def one_test_limit(test_timeout: float, timeout: float) -> float:
-    """The limit of one test: `test_timeout`, but never more than TEST_SHARE of the whole run's."""
-    return min(test_timeout, TEST_SHARE * timeout)
-
-
-def hung_tests(outcomes: Mapping[str, str]) -> set[str]:
-    """The tests that ran out of time in a run (their own limit, or the whole run's)."""
-    return {test for test, outcome in outcomes.items() if outcome == "timed_out"}
-
-
-def hung_limits(hung: Collection[str], timeout: float) -> dict[str, float]:
-    """The limit of each test that hung in the original's run: together they take at most
-    TEST_SHARE of the whole run's limit, so they cannot stop a run of the others."""
-    return {test: TEST_SHARE * timeout / len(hung) for test in hung}
-
-
-def per_test_limits(durations: Mapping[str, float], cap: float) -> dict[str, float]:
-    """Each test's time limit in a variant's run: TEST_TIME_FACTOR times what it took in the
-    original's, plus TEST_TIME_MARGIN, at most `cap`."""
-    return {test: min(cap, TEST_TIME_FACTOR * seconds + TEST_TIME_MARGIN) for test, seconds in durations.items()}
 
 
 def run_tests(
@@ -447,154 +380,3 @@ def _summary(stdout: str) -> dict[str, int] | None:
     if len(found) != 1 or not lines or found[0].string != lines[-1]:
         return None
     return {word: int(number) for number, word in _COUNT.findall(found[0].group("counts") or "")}
-
-
-def failed_tests(outcomes: Mapping[str, str], baseline: Mapping[str, str] | None = None) -> int:
-    """Tests that fail: every outcome but NOT_FAILING, and the tests the baseline knows that are
-    missing here. A test the baseline skips (or expects to fail) does not count while it still
-    does not run."""
-    known = dict.fromkeys(baseline or {}, "missing")
-    known.update(outcomes)
-    failed = 0
-    for test, outcome in known.items():
-        if outcome == "passed":
-            continue
-        expected_not_to_pass = baseline is None or baseline.get(test) in ("skipped", "xfailed")
-        if outcome in ("skipped", "xfailed", "missing") and expected_not_to_pass:
-            continue
-        failed += 1
-    return failed
-
-
-def count_failed(run: TestRun, baseline: Mapping[str, str] | None = None) -> int:
-    """`failed_tests` of a run; when nothing was collected at all, at least one failure counts."""
-    if not run.outcomes and not baseline:
-        return max(1, len(run.collect_errors))  # nothing ran at all: never a perfect score
-    return failed_tests(run.outcomes, baseline)
-
-
-def regressions(outcomes: Mapping[str, str], baseline: Mapping[str, str]) -> list[str]:
-    """The tests the baseline passes that do not pass here (missing ones included)."""
-    return sorted(test for test, outcome in baseline.items() if outcome == "passed" and outcomes.get(test) != "passed")
-
-
-def overfits(
-    training: Mapping[str, str],
-    training_baseline: Mapping[str, str],
-    holdout: Mapping[str, str],
-    holdout_baseline: Mapping[str, str],
-) -> bool:
-    """The one definition of overfitting gi uses.
-
-    A member overfits when it keeps every training test the original passes and fails a
-    held-out test the original passes. When the original fails training tests (a repair), a
-    member overfits when it passes every training test and fails any held-out test. The
-    original itself never overfits.
-    """
-    if failed_tests(training_baseline) > 0:  # a repair
-        return failed_tests(training, training_baseline) == 0 and failed_tests(holdout, holdout_baseline) > 0
-    return not regressions(training, training_baseline) and bool(regressions(holdout, holdout_baseline))
-
-
-def test_counts(outcomes: Mapping[str, str]) -> dict[str, int]:
-    """Passed, failed (every outcome but NOT_FAILING) and skipped (skipped or xfailed) tests."""
-    passed = sum(outcome == "passed" for outcome in outcomes.values())
-    failed = sum(outcome not in NOT_FAILING for outcome in outcomes.values())
-    return {"passed": passed, "failed": failed, "skipped": len(outcomes) - passed - failed}
-
-
-def merge_retry(first: TestRun, retry: TestRun) -> TestRun:
-    """`first`, with each test that timed out there taking its outcome from `retry`: a timeout
-    counts only when it happens twice."""
-    outcomes = dict(first.outcomes)
-    for test, outcome in first.outcomes.items():
-        if outcome == "timed_out" and test in retry.outcomes:
-            outcomes[test] = retry.outcomes[test]
-    return dataclasses.replace(first, outcomes=outcomes)
-
-
-#: The options pytest plugins add, by the distribution that gives them (a prefix matches an
-#: option's start): to name the plugin a project's pytest settings ask for when it is missing.
-PLUGIN_OPTIONS = (
-    ("--cov", "pytest-cov"), ("--no-cov", "pytest-cov"), ("-n", "pytest-xdist"), ("--numprocesses", "pytest-xdist"),
-    ("--dist", "pytest-xdist"), ("--timeout", "pytest-timeout"), ("--benchmark", "pytest-benchmark"),
-    ("--reruns", "pytest-rerunfailures"), ("--randomly", "pytest-randomly"), ("-p randomly", "pytest-randomly"),
-    ("--hypothesis", "hypothesis"), ("--asyncio-mode", "pytest-asyncio"), ("--doctest-plus", "pytest-doctestplus"),
-    ("--mypy", "pytest-mypy"), ("--flake8", "pytest-flake8"), ("--html", "pytest-html"), ("--ds", "pytest-django"),
-    ("--mpl", "pytest-mpl"), ("--snapshot-update", "syrupy"), ("--black", "pytest-black"),
-    ("--isort", "pytest-isort"), ("--cache-clear", "pytest"),
-)  # fmt: skip
-_UNRECOGNISED = re.compile(r"error: unrecognized arguments: (?P<options>.+)$", re.MULTILINE)
-_CONFIG_FILE = re.compile(r"^\s*(?:inifile|configfile): (?P<file>\S+)", re.MULTILINE)
-READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]")
-
-
-def missing_plugins(output: str) -> tuple[list[str], list[str], str]:
-    """From pytest's usage error: the options it did not know, the plugins that give them, and
-    the settings file that asked for them ("" when none is named)."""
-    found = _UNRECOGNISED.search(output)
-    if found is None:
-        return [], [], ""
-    options = found.group("options").split()
-    plugins = sorted({plugin for option in options for prefix, plugin in PLUGIN_OPTIONS
-                      if option == prefix or option.startswith((prefix + "=", prefix + "-"))})  # fmt: skip
-    config = _CONFIG_FILE.search(output)
-    return options, plugins, Path(config.group("file")).name if config else ""
-
-
-def cannot_run(run: TestRun, paths: Sequence[str], python: str, limit: float) -> str | None:
-    """Why the tests (pytest `paths`) of the original did not run at all, one line naming the
-    cause and where gi knows it the fix, or None when they ran: `gi init` and `gi run` say the
-    same."""
-    if run.forged:
-        return f"gi cannot trust the training tests' report: {run.forged}"
-    if run.timed_out:
-        return f"the training tests did not finish in {limit:g} s (timed out)"
-    if run.collect_errors:
-        where, message = sorted(run.collect_errors.items())[0]
-        more = len(run.collect_errors) - 1
-        also = f" (and {more} more test file{'s' if more > 1 else ''})" if more else ""
-        return f"{where} cannot be collected{also}: {last_error_line(message)}"
-    if run.exit_status in (-1, 3, 4):
-        return why_not_run(run, python)
-    if not run.outcomes:
-        return f"pytest collects no test in {', '.join(paths)}"
-    if run.foreign_imports:
-        name, file = sorted(run.foreign_imports.items())[0]
-        return (
-            f"the tests import {name} from {file}, not from the project folder, so they would never see gi's edits;"
-            " uninstall that copy from the environment the tests run in, or install the project there in"
-            " editable mode (pip install -e .)"
-        )
-    return None
-
-
-def why_not_run(run: TestRun, python: str) -> str:
-    """One line saying why pytest could not run the tests at all (usage or internal error),
-    naming the cause and its fix where gi knows them: a plugin the project's pytest settings
-    ask for that the interpreter lacks, a settings error, a folder the tests write into."""
-    output = run.output_tail
-    options, plugins, config = missing_plugins(output)
-    if options:
-        where = f"{config}'s addopts" if config else "the command line"
-        shown = ", ".join(options[:4]) + (", ..." if len(options) > 4 else "")
-        if plugins and plugins != ["pytest"]:
-            names = " ".join(plugins)
-            return (
-                f"{where} (the project's pytest settings) use {shown}, options of {', '.join(plugins)}, which the"
-                f" interpreter the tests run in ({python}) lacks: install it there ({python} -m pip install {names}),"
-                " or name the project's environment that has it (program.python)"
-            )
-        return f"{where} (the project's pytest settings) use {shown}, which pytest there ({python}) does not know"
-    if READ_ONLY.search(output):
-        return f"the tests write where gi's copy of the project is read-only: {last_error_line(output)}"
-    return f"pytest could not run the training tests (exit status {run.exit_status}): {last_error_line(output)}"
-
-
-def last_error_line(text: str) -> str:
-    """The line of pytest's output that says what went wrong: the last `E   ...` line, else the
-    last `ERROR:`/`error:` line, else the last line that is not empty."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
-    usage = [line for line in lines if line.startswith(("ERROR:", "INTERNALERROR>")) or "error:" in line]
-    return (errors or usage or lines or ["no output"])[-1]

@@ -189,8 +189,10 @@ def run_original_tests(project: Project, config: Config) -> OriginalRun:
     """Run the project's training tests once on the original program, the way `gi run` runs
     them (gi's evaluator and sandbox, with `config`'s limits; the held-out tests are not in
     the copy); raise ProgramError, one line naming the problem, when they cannot run at all."""
-    from fitness.tests import NOT_FAILING, cannot_run
-    from gi.engine.evaluation import EvaluationSettings, Evaluator
+    from fitness.pytest_diagnosis import cannot_run
+    from fitness.tests import NOT_FAILING
+    from gi.engine.evaluation import Evaluator
+    from gi.engine.evaluation_settings import EvaluationSettings
     from gi.engine.project import pytest_setup
     from gi.engine.sandbox.limits import sandbox_limits
     from gi.model.patch import Patch, apply

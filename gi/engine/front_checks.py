@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from fitness.objectives import Objective
+from fitness.outcomes import test_counts
 from fitness.size import diff_lines
-from fitness.tests import NOT_FAILING, test_counts
+from fitness.tests import NOT_FAILING
 from gi.engine.held_out import HeldOut
 from gi.engine.store import RunStore
 from gi.engine.timing import OriginalTiming, riders

@@ -2,7 +2,7 @@
 
 After every generation, the front's new members (the archive's feasible members whose
 programs were not on it after the previous generation) also run the held-out tests, and the
-generation records how many were checked and how many overfit (`fitness.tests.overfits`, the
+generation records how many were checked and how many overfit (`fitness.outcomes.overfits`, the
 one definition). The original program is never counted: it cannot overfit, and it is on the
 front of every run that minimises patch size, so counting it would only dilute the rate. A
 generation that checked no program records a rate of null (nothing was measured), not 0.
@@ -26,7 +26,8 @@ import numpy as np
 
 from fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
 from fitness.differential import DifferentialError, checks_module
-from fitness.tests import TestRun, merge_retry, overfits, per_test_limits
+from fitness.outcomes import merge_retry, overfits, per_test_limits
+from fitness.tests import TestRun
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from fitness.measures import Basis
 from fitness.objectives import Objective
-from fitness.tests import FailureOrder
+from fitness.outcomes import FailureOrder
 from gi.algorithms.variation import Candidate
 from gi.engine.evaluation import Evaluator
 from gi.engine.measures import RunMeasures

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fitness.objectives import Objective, objective_values
+from fitness.outcomes import overfits, regressions, test_counts
 from fitness.statistics import holm
-from fitness.tests import NOT_FAILING, overfits, regressions, test_counts
+from fitness.tests import NOT_FAILING
 from gi.algorithms import Search
 from gi.engine.accounting import count_by_operator
 from gi.engine.front_checks import plausible_patches, without_riders

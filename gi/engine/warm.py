@@ -103,8 +103,15 @@ class WarmWorker:
     """One warm worker process in its own workspace of the original program."""
 
     def __init__(
-        self, limits: Limits, space: Workspace, preload: Sequence[str], setup: PytestSetup = DEFAULT_SETUP
+        self,
+        limits: Limits,
+        space: Workspace,
+        preload: Sequence[str],
+        setup: PytestSetup = DEFAULT_SETUP,
+        editable: Sequence[str] = (),
     ) -> None:
+        """Start a worker in `space` (the original's copy); it imports `preload` and compiles the
+        `editable` files (relative paths) once."""
         self.sandbox = Sandbox(limits, space)
         self.sandbox.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
@@ -116,7 +123,8 @@ class WarmWorker:
             writable += [Path("/tmp"), Path("/dev/shm"), Path("/dev/mqueue")]
         env = {"PYTHONPATH": setup.pythonpath(self.sandbox.tools, self.sandbox.workdir),
                "GI_WRITABLE": ":".join(map(str, writable)),
-               "GI_OWN_IPC": "1" if self.sandbox.isolated else ""}  # fmt: skip
+               "GI_OWN_IPC": "1" if self.sandbox.isolated else "",
+               "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
         #: Why gi stopped waiting for the worker's answer ("" for no reason of its own: it died).
@@ -231,7 +239,7 @@ class WarmPool:
         stack = ExitStack()
         space = stack.enter_context(workspace(self.program.root, {}, parent=self.scratch, exclude=self.exclude))
         try:
-            worker = WarmWorker(self.limits, space, self.preload, self.setup)
+            worker = WarmWorker(self.limits, space, self.preload, self.setup, self.program.files)
         except BaseException:
             stack.close()
             raise

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import gc
 import hashlib
 import io
 import os
 import threading
 import tokenize
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -135,9 +136,28 @@ def compile_quietly(source: str, filename: str) -> None:
         compile(source, filename, "exec", dont_inherit=True)
 
 
+@contextmanager
+def garbage_collection_paused() -> Iterator[None]:
+    """Within it, Python's cyclic garbage collector does not run. Parsing and indexing a module
+    makes millions of objects and no garbage; each collection of the oldest generation walked
+    them all again, which on a module of megabytes took about as long as the work itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def normalised_dump(source: str, filename: str = "<variant>") -> str:
     """The syntax tree of `source` without formatting and comments (raises SyntaxError)."""
     return ast.dump(parse_quietly(source, filename))
+
+
+#: Characters from which parsing and indexing a file takes about a second or more: `Program`
+#: reports its steps on such a file.
+LARGE_FILE = 200_000
 
 
 class Program:
@@ -147,7 +167,17 @@ class Program:
     sites of this object by `Location`.
     """
 
-    def __init__(self, root: Path, sources: Mapping[str, str], encodings: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        sources: Mapping[str, str],
+        encodings: Mapping[str, str] | None = None,
+        *,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        """Parse and index `sources` (file relative to `root` -> text); `progress` is told each
+        step (parsing, indexing its sites) on each file of LARGE_FILE characters or more, which
+        take seconds, so that a run is never silent on a large module."""
         self.root = root
         self.files: tuple[str, ...] = tuple(sorted(sources))
         self.sources: Mapping[str, str] = dict(sources)
@@ -158,23 +188,20 @@ class Program:
         self._code: dict[Location, str] = {}
         sites: list[Site] = []
         self._dumps: dict[str, str] = {}
-        for file in self.files:
-            source = self.sources[file]
-            try:
-                # The interpreter's compiler first: its errors name the right line and say what
-                # is wrong in Python's words ("Missing parentheses in call to 'print'", a TabError).
-                compile_quietly(source, file)
-                module = cst.parse_module(source)
-                self._dumps[file] = normalised_dump(source, file)
-            except SyntaxError as error:
-                raise ProgramError(f"{root / file}:{error.lineno or '?'}: cannot parse: {error.msg}") from None
-            except cst.ParserSyntaxError as error:
-                raise ProgramError(f"{root / file}:{error.raw_line}: cannot parse: {error.message}") from None
-            self.modules[file] = module
-            collector = _SiteCollector(file, module)
-            collector.collect()
-            sites.extend(collector.sites)
-            self._nodes.update(collector.nodes)
+        tell = progress or (lambda step: None)
+        with garbage_collection_paused():
+            for number, file in enumerate(self.files, start=1):
+                size = len(self.sources[file])
+                which = f"{file} ({number} of {len(self.files)}, {size / 1e6:.2g} MB)"
+                if size >= LARGE_FILE:
+                    tell(f"parsing {which}")
+                module = self._parse(root, file)
+                if size >= LARGE_FILE:
+                    tell(f"indexing the sites of {which}")
+                collector = _SiteCollector(file, module)
+                collector.collect()
+                sites.extend(collector.sites)
+                self._nodes.update(collector.nodes)
         self.sites: tuple[Site, ...] = tuple(sites)
         self._by_kind: dict[SiteKind, tuple[Site, ...]] = {
             kind: tuple(site for site in sites if site.kind is kind) for kind in SiteKind
@@ -182,8 +209,32 @@ class Program:
         self._site_at = {(site.location, site.kind): site for site in sites}
         self.tree_hash = tree_hash(self._dumps)
 
+    def _parse(self, root: Path, file: str) -> cst.Module:
+        """One editable file's libcst module (its normalised syntax tree noted for the tree hash);
+        raises ProgramError naming the line of a syntax error."""
+        source = self.sources[file]
+        try:
+            # The interpreter's compiler first: its errors name the right line and say what
+            # is wrong in Python's words ("Missing parentheses in call to 'print'", a TabError).
+            compile_quietly(source, file)
+            module = cst.parse_module(source)
+            self._dumps[file] = normalised_dump(source, file)
+        except SyntaxError as error:
+            raise ProgramError(f"{root / file}:{error.lineno or '?'}: cannot parse: {error.msg}") from None
+        except cst.ParserSyntaxError as error:
+            raise ProgramError(f"{root / file}:{error.raw_line}: cannot parse: {error.message}") from None
+        self.modules[file] = module
+        return module
+
     @classmethod
-    def load(cls, root: Path | str, patterns: Sequence[str], *, protected: Sequence[str] = ()) -> Program:
+    def load(
+        cls,
+        root: Path | str,
+        patterns: Sequence[str],
+        *,
+        protected: Sequence[str] = (),
+        progress: Callable[[str], None] | None = None,
+    ) -> Program:
         """Read the files under `root` that match the glob `patterns` (relative to root).
 
         Test files are never editable: a glob skips every conftest.py and everything under the
@@ -209,7 +260,7 @@ class Program:
             for name in matches:
                 _check_editable(root, name)
                 sources[name], encodings[name] = decode_source((root / name).read_bytes(), root / name)
-        return cls(root, sources, encodings)
+        return cls(root, sources, encodings, progress=progress)
 
     def sites_of(self, kind: SiteKind) -> tuple[Site, ...]:
         return self._by_kind[kind]

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
-import libcst.metadata
+
+from gi.model.positions import line_spans
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -172,56 +173,107 @@ def _own_scope(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, int]]:
 
 
 def _is_future_import(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and any(
+    return type(statement) is cst.SimpleStatementLine and any(
         isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__"
         for small in statement.body
     )
 
 
-def _nonlocal_names(node: cst.CSTNode) -> frozenset[str]:
-    """Names declared nonlocal anywhere below `node`."""
-    names: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if type(current) is cst.Nonlocal:
-            names.update(item.name.value for item in current.names)
-        stack.extend(child for _, child in _children(current))
-    return frozenset(names)
-
-
-#: The node types `_requirements` looks at (concrete classes), to skip the rest fast.
+#: The node types `_own_bits` looks at (concrete classes), to skip the rest fast.
 _REQUIRING = frozenset({cst.Global, cst.Nonlocal, cst.Return, cst.Yield, cst.Await, cst.Break, cst.Continue, cst.For,
                         cst.With, cst.CompFor})  # fmt: skip
 
+#: What a statement's own scope holds, as bits of `_Facts.bits`: a global or nonlocal declaration,
+#: a return (with a value), a yield (from), an await, an async for/with/comprehension, and a break
+#: or continue outside any loop of the statement's own.
+_DECLARES, _RETURNS, _RETURNS_VALUE, _YIELDS, _YIELDS_FROM, _AWAITS, _ASYNC, _FREE_BREAK = (
+    1 << bit for bit in range(8)
+)
 
-def _requirements(statement: cst.CSTNode) -> StatementContext:
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What lies below one node (itself included), gathered once for the whole module bottom-up
+    (`_gather_facts`), so that a statement's needs are read off, not walked again for each
+    statement that encloses it (on a large module those walks were most of the indexing).
+
+    `bits` and `declarations_end` cover the node's own scope (not entering nested functions,
+    classes and lambdas); `nonlocal_names` every name declared nonlocal below it."""
+
+    bits: int = 0
+    #: The line of the last global/nonlocal declaration in the node's own scope (0: none).
+    declarations_end: int = 0
+    nonlocal_names: frozenset[str] = frozenset()
+
+
+_NO_FACTS = _Facts()
+
+
+def _own_bits(node: cst.CSTNode) -> int:
+    """The `_Facts` bits of the node itself."""
+    kind = type(node)
+    if kind not in _REQUIRING:
+        return 0
+    if kind is cst.Global or kind is cst.Nonlocal:
+        return _DECLARES
+    if isinstance(node, cst.Return):
+        return _RETURNS | (_RETURNS_VALUE if node.value is not None else 0)
+    if isinstance(node, cst.Yield):
+        return _YIELDS | (_YIELDS_FROM if isinstance(node.value, cst.From) else 0)
+    if kind is cst.Await:
+        return _AWAITS
+    if kind is cst.Break or kind is cst.Continue:
+        return _FREE_BREAK
+    assert isinstance(node, (cst.For, cst.With, cst.CompFor))
+    return _ASYNC if node.asynchronous is not None else 0
+
+
+def _gather_facts(module: cst.Module, lines: dict[int, int]) -> dict[int, _Facts]:
+    """The `_Facts` of every node of `module` that has any, by id(node) (the rest have none):
+    one pass in post-order, without recursion (deeply nested expressions are legal)."""
+    facts: dict[int, _Facts] = {}
+    stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for _, child in _children(node))
+            continue
+        bits = _own_bits(node)
+        declared = lines.get(id(node), 0) if bits & _DECLARES else 0
+        names = frozenset(item.name.value for item in node.names) if type(node) is cst.Nonlocal else frozenset()
+        loop = type(node) in _LOOPS
+        for step, child in _children(node):
+            below = facts.get(id(child))
+            if below is None:
+                continue
+            if below.nonlocal_names:
+                names |= below.nonlocal_names
+            if type(child) in _SCOPES:  # its own scope: only its nonlocal names reach out
+                continue
+            # A break in a loop's body belongs to that loop (the `else` block's does not).
+            bits |= below.bits & ~_FREE_BREAK if loop and step == "body" else below.bits
+            declared = max(declared, below.declarations_end)
+        if bits or declared or names:
+            facts[id(node)] = _Facts(bits, declared, names)
+    return facts
+
+
+def _requirements(statement: cst.CSTNode, facts: _Facts) -> StatementContext:
     """Work out what a statement needs from the position a copy of it is placed at."""
-    needs: dict[str, bool] = dict.fromkeys(
-        ("needs_function", "needs_async", "needs_loop", "yields", "yields_from", "returns_value"), False
-    )
-    movable = not _is_future_import(statement) and not _nonlocal_names(statement)
+    movable = not _is_future_import(statement) and not facts.nonlocal_names
     if isinstance(statement, _SCOPES):
         return StatementContext(movable=movable)
-    for node, loop_depth in _own_scope(statement):
-        kind = type(node)
-        if kind not in _REQUIRING:
-            continue
-        if isinstance(node, (cst.Global, cst.Nonlocal)):
-            movable = False
-        elif isinstance(node, cst.Return):
-            needs["needs_function"] = True
-            needs["returns_value"] |= node.value is not None
-        elif isinstance(node, cst.Yield):
-            needs["needs_function"] = needs["yields"] = True
-            needs["yields_from"] |= isinstance(node.value, cst.From)
-        elif isinstance(node, cst.Await):
-            needs["needs_function"] = needs["needs_async"] = True
-        elif isinstance(node, (cst.Break, cst.Continue)) and loop_depth == 0:
-            needs["needs_loop"] = True
-        elif isinstance(node, (cst.For, cst.With, cst.CompFor)) and node.asynchronous is not None:
-            needs["needs_function"] = needs["needs_async"] = True
-    return StatementContext(movable=movable, **needs)
+    bits = facts.bits
+    return StatementContext(
+        movable=movable and not bits & _DECLARES,
+        needs_function=bool(bits & (_RETURNS | _YIELDS | _AWAITS | _ASYNC)),
+        needs_async=bool(bits & (_AWAITS | _ASYNC)),
+        needs_loop=bool(bits & _FREE_BREAK),
+        yields=bool(bits & _YIELDS),
+        yields_from=bool(bits & _YIELDS_FROM),
+        returns_value=bool(bits & _RETURNS_VALUE),
+    )
 
 
 _EXPRESSION_KINDS: tuple[tuple[type[cst.CSTNode], SiteKind], ...] = (
@@ -284,13 +336,15 @@ _NO_EXPRESSIONS_INSIDE = (
 
 
 def _reads(node: cst.CSTNode, step: str, reading: bool) -> bool:
-    """Does the child of `node` at `step` stand where a value is read? (`reading`: does `node`.)"""
-    field = step.partition("[")[0]
-    if isinstance(node, _CONTAINERS):
-        return reading and field == "elements"
-    if isinstance(node, cst.Element):
-        return reading and field == "value"
-    return field in _LOAD_FIELDS.get(type(node), frozenset())
+    """Does the child of `node` at `step` stand where a value is read? (`reading`: does `node`.)
+    Node types are told by their concrete class: an isinstance of libcst's (ABC) classes is slow."""
+    kind = type(node)
+    if kind in _CONTAINERS:
+        return reading and step.startswith("elements[")
+    if kind is cst.Element:
+        return reading and step == "value"
+    fields = _LOAD_FIELDS.get(kind)
+    return fields is not None and step.partition("[")[0] in fields
 
 
 @dataclass
@@ -306,6 +360,40 @@ class _Scope:
     declarations_end: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class _NodeType:
+    """What the site collector needs to know of a node type, worked out once per type (many of
+    libcst's base classes are ABCs, whose isinstance is slow on millions of nodes)."""
+
+    statement: bool
+    #: Whether a node of this type, where a value is read, is an expression site.
+    expression: bool
+    pattern: bool
+    #: The operator and number site kinds of this type.
+    kinds: tuple[SiteKind, ...]
+    #: Whether nothing inside it is an expression site (`_NO_EXPRESSIONS_INSIDE`).
+    seals: bool
+    #: Whether its `body[i]` children are statements of a block (a module's, an indented block's).
+    holds_statements: bool
+
+
+_NODE_TYPE_FACTS: dict[type, _NodeType] = {}
+
+
+def _node_type(node_type: type[cst.CSTNode]) -> _NodeType:
+    known = _NODE_TYPE_FACTS.get(node_type)
+    if known is None:
+        known = _NODE_TYPE_FACTS[node_type] = _NodeType(
+            statement=issubclass(node_type, cst.BaseStatement),
+            expression=issubclass(node_type, cst.BaseExpression) and not issubclass(node_type, _NOT_EXPRESSION_SITES),
+            pattern=issubclass(node_type, cst.MatchPattern),
+            kinds=tuple(kind for kind_type, kind in _EXPRESSION_KINDS if issubclass(node_type, kind_type)),
+            seals=issubclass(node_type, _NO_EXPRESSIONS_INSIDE),
+            holds_statements=issubclass(node_type, (cst.Module, cst.IndentedBlock)),
+        )
+    return known
+
+
 class _SiteCollector:
     """Walks one module, recording every site with its location and context."""
 
@@ -314,7 +402,8 @@ class _SiteCollector:
         self.module = module
         self.sites: list[Site] = []
         self.nodes: dict[Location, cst.CSTNode] = {}
-        self._lines, self._ends = _line_spans(module)
+        self._lines, self._ends = line_spans(module)
+        self._facts = _gather_facts(module, self._lines)
 
     def collect(self) -> None:
         self._walk(self.module, "", _Scope(), in_body=False, reading=False)
@@ -330,11 +419,11 @@ class _SiteCollector:
         pattern: bool = False,
         sealed: bool = False,
     ) -> None:
-        location = Location(self.file, path)
+        node_type = _node_type(type(node))
         line = self._lines.get(id(node), 0)
         last = self._ends.get(id(node), line)
-        if in_body and isinstance(node, cst.BaseStatement):
-            needs = _requirements(node)
+        if in_body and node_type.statement:
+            needs = _requirements(node, self._facts.get(id(node), _NO_FACTS))
             context = dataclasses.replace(
                 needs,
                 in_function=scope.in_function,
@@ -350,32 +439,28 @@ class _SiteCollector:
                     )
                 ),
             )
-            self._add(Site(location, SiteKind.STATEMENT, scope.function, line, context, last), node)
-        if isinstance(node, cst.FunctionDef):
-            self._add(Site(location, SiteKind.FUNCTION, scope.function, line, last_line=last), node)
+            self._add(Site(Location(self.file, path), SiteKind.STATEMENT, scope.function, line, context, last), node)
+        if type(node) is cst.FunctionDef:
+            self._add(Site(Location(self.file, path), SiteKind.FUNCTION, scope.function, line, last_line=last), node)
         # A `case` pattern is no expression: only its numbers may change (`case 1` to `case 2`).
-        pattern = pattern or isinstance(node, cst.MatchPattern)
-        for node_type, kind in _EXPRESSION_KINDS:
-            if isinstance(node, node_type) and (not pattern or kind is SiteKind.NUMBER):
-                self._add(Site(location, kind, scope.function, line, last_line=last), node)
-        if (
-            reading
-            and not sealed
-            and isinstance(node, cst.BaseExpression)
-            and not isinstance(node, _NOT_EXPRESSION_SITES)
-        ):
-            self._add(Site(location, SiteKind.EXPRESSION, scope.function, line, last_line=last), node)
+        pattern = pattern or node_type.pattern
+        for kind in node_type.kinds:
+            if not pattern or kind is SiteKind.NUMBER:
+                self._add(Site(Location(self.file, path), kind, scope.function, line, last_line=last), node)
+        if reading and not sealed and node_type.expression:
+            self._add(Site(Location(self.file, path), SiteKind.EXPRESSION, scope.function, line, last_line=last), node)
         # Nothing inside these is an expression site (nor is a parameter's default).
-        inner_sealed = sealed or pattern or isinstance(node, _NO_EXPRESSIONS_INSIDE)
+        inner_sealed = sealed or pattern or node_type.seals
+        is_param = type(node) is cst.Param
         for step, child in _children(node):
             self._walk(
                 child,
                 _join(path, step),
                 self._child_scope(node, step, scope),
-                in_body=isinstance(node, (cst.Module, cst.IndentedBlock)) and step.startswith("body["),
+                in_body=node_type.holds_statements and step.startswith("body["),
                 reading=_reads(node, step, reading),
                 pattern=pattern,
-                sealed=inner_sealed or (isinstance(node, cst.Param) and step == "default"),
+                sealed=inner_sealed or (is_param and step == "default"),
             )
 
     def _add(self, site: Site, node: cst.CSTNode) -> None:
@@ -383,30 +468,22 @@ class _SiteCollector:
         self.nodes[site.location] = node
 
     def _child_scope(self, node: cst.CSTNode, step: str, scope: _Scope) -> _Scope:
-        if isinstance(node, cst.FunctionDef) and step == "body":
+        if step != "body":
+            return scope
+        if isinstance(node, cst.FunctionDef):
             name = f"{scope.function}.{node.name.value}" if scope.function else node.name.value
-            own = [inner for inner, _ in _own_scope(node.body)]
-            declarations = [self._lines.get(id(n), 0) for n in own if isinstance(n, (cst.Global, cst.Nonlocal))]
+            body = self._facts.get(id(node.body), _NO_FACTS)
             return _Scope(
                 in_function=True,
                 in_async_function=node.asynchronous is not None,
-                in_generator=any(isinstance(n, cst.Yield) for n in own),
+                in_generator=bool(body.bits & _YIELDS),
                 function=name,
-                nonlocal_names=_nonlocal_names(node.body),
-                declarations_end=max(declarations, default=0),
+                nonlocal_names=body.nonlocal_names,
+                declarations_end=body.declarations_end,
             )
-        if isinstance(node, cst.ClassDef) and step == "body":
+        if isinstance(node, cst.ClassDef):
             name = f"{scope.function}.{node.name.value}" if scope.function else node.name.value
             return _Scope(function=name)
-        if isinstance(node, _LOOPS) and step == "body":
+        if type(node) in _LOOPS:
             return dataclasses.replace(scope, in_loop=True)
         return scope
-
-
-def _line_spans(module: cst.Module) -> tuple[dict[int, int], dict[int, int]]:
-    """Map id(node) to its first line (for labels and for weighting sites by profile) and to
-    its last (for reading coverage over a site)."""
-    wrapper = libcst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(libcst.metadata.PositionProvider)
-    starts = {id(node): position.start.line for node, position in positions.items()}
-    return starts, {id(node): position.end.line for node, position in positions.items()}

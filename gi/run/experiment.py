@@ -26,17 +26,13 @@ from typing import Any
 import numpy as np
 
 from fitness.objectives import reference_point
-from fitness.tests import (
-    READ_ONLY,
-    hung_limits,
-    hung_tests,
-    one_test_limit,
-    per_test_limits,
-)
+from fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
+from fitness.pytest_diagnosis import READ_ONLY
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.config import Config
 from gi.config.sections import AUTO_NEIGHBOURHOOD
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut, configure_held_out
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.project import pytest_setup
@@ -101,7 +97,8 @@ class Experiment:
         self.objectives = config.objective_list()
         files = ", ".join(config.program.files[:3]) + (", ..." if len(config.program.files) > 3 else "")
         self.phase(f"reading the editable files ({files}): parsing them and indexing their sites")
-        self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths())
+        self.program = Program.load(config.program_root, config.program.files, protected=config.test_paths(),
+                                    progress=self.phase)  # fmt: skip
         megabytes = sum(len(text) for text in self.program.sources.values()) / 1e6
         self.phase(f"{len(self.program.files)} files ({megabytes:.2g} MB), {len(self.program.sites)} sites;"
                    f" asking {config.python_path()} about itself")  # fmt: skip

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 
 from fitness.objectives import Constraint
-from fitness.tests import NOT_FAILING, TEST_SHARE, cannot_run, hung_limits, hung_tests, one_test_limit
+from fitness.outcomes import TEST_SHARE, hung_limits, hung_tests, one_test_limit
+from fitness.pytest_diagnosis import cannot_run
+from fitness.tests import NOT_FAILING
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.progress import Progress

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fitness.pytest_diagnosis import cannot_run
 from fitness.selection import Coverage
-from fitness.tests import cannot_run
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.progress import Progress

@@ -16,7 +16,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from fitness.tests import overfits, regressions
+from fitness.outcomes import overfits, regressions
 from gi.engine.run_folder import update_summary
 from gi.model.describe import describe
 from gi.model.patch import Patch

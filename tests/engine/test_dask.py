@@ -17,15 +17,19 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster, Lock
 
+from fitness.outcomes import per_test_limits
 from fitness.runtime import Timing, TimingSettings, Workload
-from fitness.tests import PytestSetup, per_test_limits
+from fitness.selection import Coverage
+from fitness.tests import PytestSetup
 from gi.config import load_config
 from gi.engine.backends.base import BackendError
 from gi.engine.backends.bundle import bundle_program
 from gi.engine.backends.cluster import DaskBackend
 from gi.engine.backends.worker import settings_from_json, settings_to_json, warm_worker_counts, worker_counts
-from gi.engine.evaluation import EvaluationSettings, Evaluator, timing_lock_name
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.limits import Limits
+from gi.engine.workload_runs import timing_lock_name
 from gi.model.edits import DeleteStatement
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -286,3 +290,23 @@ def test_a_dask_run_gives_the_same_front(tmp_path: Path) -> None:
     assert front(dask) == front(local)
     assert dask["evaluations"] == local["evaluations"]
     assert dask["hypervolume"] == local["hypervolume"]
+
+
+def test_workers_run_the_tests_covering_an_edit_first(scheduler: str, project: Path, tmp_path: Path) -> None:
+    """With tests.fail_fast the host, which has the patch, orders each variant's tests (those
+    executing an edited line first) and the worker runs them in that order, as the local
+    evaluator does."""
+    evaluator = evaluator_of(project, fail_fast=True, first_failure=True)
+    program = evaluator.program
+    _, lines = evaluator.line_coverage(apply(program, Patch()))
+    evaluator.coverage = Coverage.of(lines, program.sources)
+    returns = [site for site in program.sites_of(SiteKind.STATEMENT) if site.function == "average"]
+    variant = apply(program, Patch((DeleteStatement(returns[-1].location),)))  # average returns None
+    order = evaluator.training_order(variant)
+    assert order != tuple(evaluator.baseline_tests or ()), "the coverage moves a test up"
+    local = evaluator.evaluate(variant)
+    with DaskBackend(evaluator, scheduler, cache=tmp_path / "bundles") as backend:
+        (remote,) = backend.evaluate_many([variant])
+    assert next(iter(local.tests)) == order[0]
+    assert list(remote.tests) == list(local.tests)  # the order the tests ran in
+    assert same(remote) == same(local)

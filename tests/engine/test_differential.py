@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import overfits, regressions
+from fitness.outcomes import overfits, regressions
 from gi.config import load_config
 from gi.model.edits import DeleteStatement
 from gi.model.patch import Patch, apply

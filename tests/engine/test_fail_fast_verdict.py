@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status

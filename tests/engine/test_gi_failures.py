@@ -14,7 +14,8 @@ SCRIPT = """
 import os, resource, sys
 from pathlib import Path
 
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.limits import Limits
 from gi.model.errors import EvaluationError
 from gi.model.patch import Patch, apply

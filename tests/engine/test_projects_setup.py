@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from fitness.faults import covered_test_run
-from fitness.tests import PytestSetup, run_tests, why_not_run
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from fitness.pytest_diagnosis import why_not_run
+from fitness.tests import PytestSetup, run_tests
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.project import import_roots, module_names
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
+from fitness.sandboxed.warm_worker import REPORT_PLUGIN, CompiledOriginals, without_report_plugin
 from fitness.tests import PLUGIN_MODULE
 from gi.engine.sandbox.limits import Limits
 from gi.engine.warm import WarmPool
@@ -155,3 +155,48 @@ def test_a_childs_asserts_are_rewritten_from_the_workers_cache(tmp_path: Path) -
     for run in runs:
         assert run.outcomes == {"tests/test_calc.py::test_answer": "failed"}
         assert "where 1 = answer()" in run.failures["tests/test_calc.py::test_answer"], run.failures
+
+
+FROM_THE_WORKER = """\
+import sys
+
+import calc
+
+
+def test_calc_runs_the_code_the_worker_compiled():
+    with open(calc.__file__, "rb") as stream:
+        cached = sys.modules["__main__"].ORIGINALS.code(calc.__file__, stream.read())
+    assert cached is not None
+    assert any(const is calc.answer.__code__ for const in cached.co_consts)
+"""
+
+
+def test_a_child_runs_the_unchanged_modules_code_compiled_once_in_the_worker(tmp_path: Path) -> None:
+    """The original's editable modules are compiled once, in the worker; a child importing one
+    its variant leaves as it is runs that code; a variant's own text is compiled in the child."""
+    project = tmp_path / "compiled"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(FROM_THE_WORKER)
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        runs = [
+            pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
+            for source in (ORIGINAL, VARIANT)
+        ]
+    finally:
+        pool.close()
+    test = "tests/test_calc.py::test_calc_runs_the_code_the_worker_compiled"
+    assert [run.outcomes for run in runs] == [{test: "passed"}, {test: "failed"}], runs[1].failures
+
+
+def test_a_module_whose_compilation_warns_is_compiled_in_each_child(tmp_path: Path) -> None:
+    """Its warning is the child's, under the project's warning filters, as in a cold run."""
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    (tmp_path / "warns.py").write_text("x = 1 is 1\n")
+    originals = CompiledOriginals()
+    originals.note([str(tmp_path / "clean.py"), str(tmp_path / "warns.py"), str(tmp_path / "missing.py")])
+    assert originals.code(str(tmp_path / "clean.py"), b"x = 1\n") is not None
+    assert originals.code(str(tmp_path / "clean.py"), b"x = 2\n") is None
+    assert originals.code(str(tmp_path / "warns.py"), b"x = 1 is 1\n") is None
+    assert originals.code(str(tmp_path / "missing.py"), b"") is None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import FailureOrder, TestRun, run_tests
+from fitness.outcomes import FailureOrder
+from fitness.tests import TestRun, run_tests
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace

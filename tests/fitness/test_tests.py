@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import count_failed, overfits, per_test_limits, run_tests
+from fitness.outcomes import count_failed, overfits, per_test_limits
+from fitness.tests import run_tests
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox

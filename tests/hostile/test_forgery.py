@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import TestRun, count_failed, run_tests
+from fitness.outcomes import count_failed
+from fitness.tests import TestRun, run_tests
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import Checks, TestRun, count_failed, run_tests
+from fitness.outcomes import count_failed
+from fitness.tests import Checks, TestRun, run_tests
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace

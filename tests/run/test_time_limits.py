@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fitness.tests import TEST_SHARE, one_test_limit
+from fitness.outcomes import TEST_SHARE, one_test_limit
 from gi.config import load_config
 from gi.run.experiment import run_experiment
 

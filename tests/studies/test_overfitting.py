@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from fitness.tests import overfits
+from fitness.outcomes import overfits
 from gi.algorithms.variation import operator_of_label
 from gi.cli.main import main
 from gi.model.edits import DeleteStatement, ReplaceOperator, ReplaceStatement

@@ -16,7 +16,7 @@ the run drops its plugin, or the worker closes. What crosses the network is plai
 plugin carries only the bundle), JSON text and the names of gi's functions: workers need gi
 installed as on this machine.
 
-Timings on workers hold a lock shared by every worker of one machine (`gi.engine.evaluation.timing_lock_name`), so
+Timings on workers hold a lock shared by every worker of one machine (`gi.engine.workload_runs.timing_lock_name`), so
 two variants are never timed at once on one machine's cores. A variant's runtime is its time
 over the original's on the same machine: workers on the engine's machine use the engine's
 timing of the original; those on another machine time the original there (with the engine's
@@ -38,8 +38,9 @@ from typing import Any
 from gi.engine.backends.base import Backend, BackendError, LocalBackend
 from gi.engine.backends.bundle import bundle_program
 from gi.engine.backends.worker import BundlePlugin, evaluate_on_worker, settings_to_json, worker_report
-from gi.engine.evaluation import Evaluator, timing_lock_name
+from gi.engine.evaluation import Evaluator
 from gi.engine.measures import variant_measures
+from gi.engine.workload_runs import timing_lock_name
 from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status
 
@@ -202,12 +203,15 @@ class DaskBackend:
                 if job is None:
                     job = self._scatter_job()
                 submitted.append(variant)
+                # The tests covering the variant's edited lines first: the worker sees no patch.
+                order = self.evaluator.training_order(variant)
                 futures.append(
                     self.client.submit(
                         evaluate_on_worker,
                         job,
                         {file: variant.sources[file] for file in variant.changed_files},
                         variant.tree_hash,
+                        list(order) if order != self.evaluator.test_order else None,
                         pure=False,
                     )
                 )

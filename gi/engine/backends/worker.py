@@ -10,7 +10,7 @@ import json
 import socket
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -31,9 +31,11 @@ from gi.engine.backends.bundle import (
     default_cache,
     materialise,
 )
-from gi.engine.evaluation import EvaluationSettings, Evaluator, timing_lock_name
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import Limits
+from gi.engine.workload_runs import timing_lock_name
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 
@@ -255,9 +257,12 @@ def _original_timing(evaluator: Evaluator, host: Timing) -> Timing:
     return timing
 
 
-def evaluate_on_worker(job_text: str, sources: Mapping[str, str], tree_hash: str) -> dict[str, Any]:
+def evaluate_on_worker(
+    job_text: str, sources: Mapping[str, str], tree_hash: str, order: Sequence[str] | None = None
+) -> dict[str, Any]:
     """A Dask task: evaluate the variant whose changed `sources` are given, on this worker, with
-    the evaluator's state in `job_text` (JSON); the `Evaluation` as JSON."""
+    the evaluator's state in `job_text` (JSON), its training tests in `order` (the host's, where
+    the patch is: those covering its edited lines first; None: the job's); the `Evaluation` as JSON."""
     job = json.loads(job_text)
     program = _worker_program(job)
     timing = job["baseline_timing"]
@@ -265,7 +270,7 @@ def evaluate_on_worker(job_text: str, sources: Mapping[str, str], tree_hash: str
         evaluator.set_timing_lock(_timing_lock(evaluator.settings, timing is not None))
         evaluator.baseline_tests = job["baseline_tests"]
         evaluator.test_limits = job["test_limits"]
-        evaluator.test_order = tuple(job["test_order"])
+        evaluator.test_order = tuple(job["test_order"] if order is None else order)
         evaluator.protected = frozenset(job["protected"])
         evaluator.baseline_output = job["baseline_output"]
         evaluator.behaviour_cases = tuple((case[0], case[1], case[2]) for case in job["behaviour_cases"])

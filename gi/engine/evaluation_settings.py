@@ -1,0 +1,59 @@
+"""What an evaluator is told: the tests, their limits, the sandbox's limits, the workload and
+its timing settings, and how the project's tests run (gi.engine.evaluation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fitness.runtime import (
+    RIGOROUS,
+    SCREENING,
+    TimingSettings,
+    Workload,
+)
+from fitness.tests import DEFAULT_SETUP, PytestSetup
+from gi.engine.sandbox.limits import Limits
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    train: tuple[str, ...]
+    holdout: tuple[str, ...] = ()
+    #: Test ids split off the training paths (tests.holdout_fraction): held out, though their
+    #: files stay in the training copies (the training tests beside them need them).
+    holdout_ids: tuple[str, ...] = ()
+    #: Files gi writes into held-out copies only (relative path, text): the differential checks,
+    #: a suite `gi validate` brings; their paths are in `holdout`.
+    holdout_files: tuple[tuple[str, str], ...] = ()
+    #: Seconds for one whole test run (the backstop), and for one test in the original's run
+    #: (a variant's test gets fitness.outcomes.per_test_limits of the original's times, at most this).
+    timeout: float = 60.0
+    test_timeout: float = 10.0
+    limits: Limits = field(default_factory=Limits)
+    workers: int = 1
+    workload: Workload | None = None
+    check_output: bool = True
+    #: Time variants that fail training tests too (repair runs); else only passing ones.
+    time_failing: bool = False
+    workload_timeout: float = 120.0
+    screening: TimingSettings = SCREENING
+    rigorous: TimingSettings = RIGOROUS
+    #: Folders never copied into a workspace (absolute): the run folder and the reply cache,
+    #: when they lie inside the project.
+    exclude: tuple[Path, ...] = ()
+    #: Text that must never reach a report or a prompt (the API key, say).
+    secrets: tuple[str, ...] = ()
+    #: "warm": training tests in warm workers (gi.engine.warm); "cold": a fresh copy and process each.
+    engine: str = "cold"
+    #: Third-party modules the warm workers import once.
+    preload: tuple[str, ...] = ()
+    #: tests.fail_fast: a variant failing any training test scores as failing one (how many is
+    #: not measured), so its run may stop at the first failure.
+    fail_fast: bool = False
+    #: Stop each variant's training tests at the first failure, the tests that failed most
+    #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
+    first_failure: bool = False
+    #: How the project's tests run: its interpreter, what gi adds to its pytest settings, the
+    #: copy's import roots (gi.engine.project).
+    pytest: PytestSetup = DEFAULT_SETUP

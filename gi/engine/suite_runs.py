@@ -1,0 +1,275 @@
+"""The test runs an evaluator makes: each variant's training tests (cold, in a scratch copy, or in
+a warm worker), in the order and with the stop that tests.fail_fast and the original's coverage
+give them; the canaries and the front's second run; the held-out tests, the differential checks'
+cases and the original's coverage runs.
+
+`SuiteRuns` is the first floor of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
+workload's runs, `Evaluator` the scoring of a variant from both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from fitness.differential import record_cases
+from fitness.faults import LineCoverage, covered_test_run, ochiai
+from fitness.selection import Coverage, first_tests
+from fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
+from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
+from gi.engine.verdict import CanaryTests, SecondRun, second_run
+from gi.engine.warm import WarmPool
+from gi.model.patch import Variant
+from gi.model.program import Program
+from gi.model.sites import Location
+
+
+def _retried(run: Callable[[], TestRun]) -> TestRun:
+    """A test run; one cut off by the limit on the whole run is tried once more (a loaded
+    machine, not the variant, may be why)."""
+    first = run()
+    return run() if first.timed_out else first
+
+
+class SuiteRuns:
+    """Runs the project's tests on variants of one program; remembers what the original's runs
+    said (its outcomes, durations, coverage and canaries)."""
+
+    def __init__(self, program: Program, settings: EvaluationSettings, scratch: Path | None = None) -> None:
+        self.program = program
+        self.settings = settings
+        self.scratch = scratch
+        self.baseline_tests: Mapping[str, str] | None = None
+        #: Each training test's time limit, from the original's durations (set with the baseline).
+        self.test_limits: Mapping[str, float] = {}
+        #: The order a run stopping at the first failure gives the training tests (set by the
+        #: engine each generation, from `fitness.outcomes.FailureOrder`).
+        self.test_order: tuple[str, ...] = ()
+        #: The original's coverage by the training tests (set by the engine): a variant's tests
+        #: that execute an edited line run first when its run may stop at the first failure.
+        self.coverage: Coverage | None = None
+        self._site_lines: dict[Location, tuple[int, int]] | None = None
+        self._warm: WarmPool | None = None
+        self._warm_lock = threading.Lock()
+        #: The training tests whose canaries fail on the original (`learn_canaries`), and the
+        #: types the original returns to the tests (for the front's second run).
+        self.canaries = CanaryTests(editable=tuple(program.files))
+        self.original_types: dict[str, str] = {}
+        #: Set on a worker whose host judged each variant's code before sending its sources.
+        self.judged = False
+        self._canary_lock = threading.Lock()
+
+    @property
+    def isolation(self) -> Isolation:
+        """Whether commands get bubblewrap's isolation, or process limits only."""
+        return isolation(self.settings.limits)
+
+    @contextmanager
+    def _sandbox(self, variant: Variant, *, holdout: bool = False) -> Iterator[Sandbox]:
+        """A fresh workspace for the variant, and a sandbox to run commands in it.
+
+        During the search (holdout=False) the held-out tests are not in the copy, so no
+        variant can read what it will be judged on at the end.
+        """
+        hidden = self.settings.exclude if holdout else self._training_exclude()
+        sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
+        with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
+                       encodings=self.program.encodings) as space:  # fmt: skip
+            # A cold copy serves one variant: its tests may write beside themselves.
+            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=True), space)
+
+    def redact(self, text: str) -> str:
+        """`text` without the secrets gi knows of, for everything that is stored or sent."""
+        for secret in self.settings.secrets:
+            if secret:
+                text = text.replace(secret, "[redacted]")
+        return text
+
+    def _run_tests(
+        self,
+        sandbox: Sandbox,
+        paths: Sequence[str],
+        limits: Mapping[str, float],
+        *,
+        training: bool = False,
+        variant: Variant | None = None,
+        checks: Checks = NO_CHECKS,
+    ) -> TestRun:
+        """One cold test run, each test under its own limit (see `_retried`); a variant's training
+        run stops at its first failure when the settings say so; the plugin makes the `checks`."""
+        order, first_failure = self._stop_plan(variant) if training else ((), False)
+        before = loadable_files(sandbox.workdir)
+        run = _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
+                                         setup=self.settings.pytest, default_limit=self.settings.test_timeout,
+                                         order=order, first_failure=first_failure, checks=checks))  # fmt: skip
+        planted = sorted(loadable_files(sandbox.workdir) - before)
+        if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
+            run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
+        return run
+
+    def written_by_model(self, variant: Variant) -> bool:
+        """Whether a language model wrote some of the variant's code (an edit that does not only
+        recombine the original's); on a worker, which gets no patch, whether the host said so."""
+        if not variant.patch.edits:
+            return self.judged and self.canaries.learned
+        return not all(edit.recombines for edit in variant.patch.edits)
+
+    def _checks(self, variant: Variant | None) -> Checks:
+        """The canaries of a variant's training run: only for code a model wrote (the classic
+        operators' recombinations forge nothing), learned on the original the first time."""
+        if variant is None or self.baseline_tests is None or not self.written_by_model(variant):
+            return NO_CHECKS
+        self.learn_canaries()
+        return self.canaries.checks()
+
+    def learn_canaries(self) -> None:
+        """Clone every training test on the original, once: those whose clones fail can be
+        canaries. The same run notes the types the original returns to the tests."""
+        with self._canary_lock:
+            if self.canaries.learned:
+                return
+            from gi.model.patch import Patch, apply
+
+            with self._sandbox(apply(self.program, Patch())) as sandbox:
+                run = self._run_tests(sandbox, self.settings.train, {}, checks=self.canaries.learning())
+            self.original_types = dict(run.returned)
+            self.canaries.learn(run)
+
+    def second_run(self, variant: Variant, searched: Mapping[str, str]) -> SecondRun:
+        """A front member's second run (gi.engine.verdict.second_run), cold, one test file a process."""
+        by_file: dict[str, list[str]] = {}
+        for test in searched:
+            by_file.setdefault(test.split("::")[0], []).append(test)
+
+        def run(paths: Sequence[str], checks: Checks) -> TestRun:
+            with self._sandbox(variant) as sandbox:
+                return self._run_tests(sandbox, by_file[paths[0]], self.test_limits, checks=checks)
+
+        return second_run(searched, run, sorted(by_file), self.canaries, self.original_types)
+
+    def _stop_plan(self, variant: Variant | None) -> tuple[tuple[str, ...], bool]:
+        """The training tests' order (tests.fail_fast) and whether to stop at the first failure
+        (and the shortcuts). The tests that execute a line the variant edits come first (the
+        original's coverage), then the rest; each group those that failed most recently first.
+        The original's run (no baseline yet) runs as collected, to the end: its outcomes and
+        durations are the reference."""
+        if not self.settings.fail_fast or self.baseline_tests is None:
+            return (), False
+        order = self.test_order or tuple(self.baseline_tests)
+        if self.coverage is not None and variant is not None and variant.patch.edits:
+            order = first_tests(self.coverage.tests_for(self.edited_lines(variant)), order)
+        return order, self.settings.first_failure
+
+    def training_order(self, variant: Variant) -> tuple[str, ...]:
+        """The order a variant's training tests run in (`_stop_plan`), for a backend whose
+        workers get the variant's sources but not its patch, so cannot tell its edited lines."""
+        return self._stop_plan(variant)[0]
+
+    def edited_lines(self, variant: Variant) -> list[tuple[str, int]]:
+        """The lines of the original that the variant's edits change or insert before: each
+        edit's target and insertion points, over the whole site."""
+        if self._site_lines is None:
+            spans: dict[Location, tuple[int, int]] = {}
+            for site in self.program.sites:
+                first, last = spans.get(site.location, (site.line, site.line))
+                spans[site.location] = (min(first, site.line), max(last, site.last_line, site.line))
+            self._site_lines = spans
+        lines: list[tuple[str, int]] = []
+        for edit in variant.patch.edits:
+            for location in (edit.target, *edit.positions()):
+                first, last = self._site_lines.get(location, (0, -1))
+                lines += [(location.file, line) for line in range(first, last + 1)]
+        return lines
+
+    def _training_exclude(self) -> tuple[Path, ...]:
+        """What never enters a training workspace: the run folder, the reply cache, and the
+        held-out tests, so no variant can read what it will be judged on at the end."""
+        return self.settings.exclude + tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
+
+    def _warm_pool(self) -> WarmPool:
+        with self._warm_lock:
+            if self._warm is None:
+                self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
+                                      preload=self.settings.preload, exclude=self._training_exclude(),
+                                      scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
+            return self._warm
+
+    def warm_training(self, variant: Variant) -> TestRun:
+        """The training tests on a variant in a warm worker (the engine's fast path)."""
+        warm, settings, limits = self._warm_pool(), self.settings, self.test_limits
+        order, first_failure = self._stop_plan(variant)
+        checks = self._checks(variant)
+        return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
+                                               limits=limits, default_limit=settings.test_timeout, order=order,
+                                               first_failure=first_failure, checks=checks))  # fmt: skip
+
+    @property
+    def warm_started(self) -> int:
+        """The warm worker processes this evaluator started, replacements included."""
+        pool = self._warm
+        return pool.started if pool else 0
+
+    def close(self) -> None:
+        """Stop the warm workers, if any."""
+        with self._warm_lock:
+            if self._warm is not None:
+                self._warm.close()
+                self._warm = None
+
+    def training_run(self, variant: Variant) -> TestRun:
+        """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,
+        each test under its limit (before a baseline is set, as for the original: `test_timeout`
+        each, run to the end); the whole report, collection errors and exit status included,
+        for `gi init`'s check of a project's tests."""
+        with self._sandbox(variant) as sandbox:
+            return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True, variant=variant)
+
+    def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
+        with self._sandbox(variant, holdout=True) as sandbox:
+            return self._run_tests(sandbox, paths, limits)
+
+    def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
+        """Run the held-out tests on a variant (only on front members and the original);
+        `limits` are per-test limits from the original's held-out run."""
+        settings = self.settings
+        paths = (*settings.holdout, *settings.holdout_ids)
+        if not paths:  # pytest would collect the whole project, training tests included
+            return TestRun({}, exit_status=5)
+        if settings.engine == "warm" and not settings.holdout and not settings.holdout_files:
+            # Tests split off the training files only: the warm workers' copies hold them.
+            warm, each = self._warm_pool(), limits or {}
+            return _retried(lambda: warm.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
+                                                   default_limit=settings.test_timeout))  # fmt: skip
+        return self._tests(variant, paths, limits or {})
+
+    def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
+        """The differential checks' cases, recorded on `variant` (the original) from its training
+        tests; raises DifferentialError."""
+        with self._sandbox(variant) as sandbox:
+            return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
+                                timeout=self.settings.timeout * 3)  # fmt: skip
+
+    def line_coverage(self, variant: Variant) -> tuple[TestRun, LineCoverage]:
+        """The training tests on a variant (the original) under coverage.py, a context per test:
+        their outcomes, and per line of the editable files the tests that executed it ("" for
+        a line run outside any test)."""
+        with self._sandbox(variant) as sandbox:
+            return covered_test_run(
+                self.settings.train,
+                self.program.files,
+                timeout=self.settings.timeout * 3,
+                runner=sandbox,
+                default_limit=self.settings.test_timeout * 3,
+                setup=self.settings.pytest,
+            )
+
+    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+        run, coverage = self.line_coverage(variant)
+        return ochiai(coverage, run.outcomes)

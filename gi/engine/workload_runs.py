@@ -1,0 +1,158 @@
+"""The workload's runs an evaluator makes: the behaviour check of a variant's output, its
+screening timing against the original's (one timing at a time on the machine), the profile that
+weights sites, and the rigorous interleaved timings of the front (gi.engine.evaluation)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from fitness.runtime import (
+    BehaviourCheck,
+    SpeedUp,
+    Timing,
+    TimingSettings,
+    Workload,
+    WorkloadError,
+    answered_differently,
+    behaviour_of,
+    compare,
+    interleaved,
+    measure,
+    output_of,
+    profile,
+    timed_answers,
+)
+from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.suite_runs import SuiteRuns
+from gi.model.patch import Variant
+from gi.model.program import Program
+
+
+def timing_lock_name() -> str:
+    """The name of the lock every timing on this machine holds: its host name, or GI_TIMING_HOST
+    (set it alike for containers that share one machine's cores)."""
+    return f"gi-timing-{os.environ.get('GI_TIMING_HOST') or socket.gethostname()}"
+
+
+def machine_timing_lock() -> filelock.FileLock:
+    """The lock a timing holds: a file lock, so that no two timings on this machine overlap,
+    whether they come from threads of one run or from other gi processes (runs side by side,
+    test processes). Two timings at once share the pinned core and each measures the other."""
+    return filelock.FileLock(Path(tempfile.gettempdir()) / f"{timing_lock_name()}.lock")
+
+
+class WorkloadRuns(SuiteRuns):
+    """Runs the workload on variants of one program; remembers the original's output and timing."""
+
+    def __init__(self, program: Program, settings: EvaluationSettings, scratch: Path | None = None) -> None:
+        super().__init__(program, settings, scratch)
+        #: Functions gi never edits (the workload's own, in an editable file): the behaviour
+        #: check records what the editable code returns to them.
+        self.protected: frozenset[str] = frozenset()
+        self.baseline_output: str | None = None
+        #: The training tests' calls of editable functions, replayed by every behaviour check,
+        #: untimed and in the timed processes (set with the original's output).
+        self.behaviour_cases: tuple[tuple[str, str, str], ...] = ()
+        #: Whether the original's timed processes answered as its untimed check did: only then
+        #: is a variant whose timed answers differ scored as tampered.
+        self.timed_check = False
+        #: The original's latest screening timing; variants are timed with its loop count.
+        self.baseline_timing: Timing | None = None
+        self._timing_lock: AbstractContextManager[Any] = machine_timing_lock()
+
+    def _workload_measures(self, sandbox: Sandbox, measures: dict[str, float]) -> tuple[str, str]:
+        """Check the workload's output and time it; adds to `measures`, returns what went wrong
+        and why the timing was tampered with ("" when it was not: see `answered_differently`)."""
+        workload = self.settings.workload
+        assert workload is not None
+        try:
+            untimed = None
+            if self.settings.check_output and self.baseline_output is not None:
+                untimed = self._output(sandbox)
+                measures["output_differs"] = float(behaviour_of(untimed) != behaviour_of(self.baseline_output))
+            if self.baseline_timing is not None:
+                audited = untimed is not None and self.timed_check
+                with self._timing_lock:
+                    timing = measure(
+                        workload, self.settings.screening, runner=sandbox, timeout=self.settings.workload_timeout,
+                        loops=self.baseline_timing.loops, check=self._behaviour_check() if audited else None,
+                    )  # fmt: skip
+                measures["runtime_seconds"] = timing.median
+                measures["runtime"] = timing.median / self.baseline_timing.median
+                if audited and untimed is not None:
+                    timed = timed_answers(sandbox)
+                    why = answered_differently(untimed, timed, self.settings.screening.processes)
+                    if why:
+                        return "", f"it answers differently when it is timed: {why}"
+        except WorkloadError as error:
+            if "timed out" not in str(error):
+                measures["workload_failed"] = 1.0
+            return f"\n{error}", ""
+        return "", ""
+
+    def _behaviour_check(self) -> BehaviourCheck:
+        """What the behaviour check looks at: the editable files' returns to the workload and the
+        training tests' recorded calls (`behaviour_cases`), replayed."""
+        return BehaviourCheck(tuple(self.program.files), tuple(sorted(self.protected)), self.behaviour_cases)
+
+    def _workload(self) -> Workload:
+        if self.settings.workload is None:
+            raise ValueError("no workload is configured")
+        return self.settings.workload
+
+    def timing(self, variant: Variant, *, loops: int | None = None) -> Timing:
+        """A screening timing of one variant (the original, to set the baseline); raises WorkloadError."""
+        with self._sandbox(variant) as sandbox, self._timing_lock:
+            return measure(self._workload(), self.settings.screening, runner=sandbox,
+                           timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+
+    def audited_timing(self, variant: Variant, untimed: str, *, loops: int | None = None) -> tuple[Timing, str]:
+        """A screening timing whose timed processes make the behaviour check: the timing, and why
+        they answered otherwise than `untimed` ("" when they did not); raises WorkloadError."""
+        with self._sandbox(variant) as sandbox, self._timing_lock:
+            timing = measure(self._workload(), self.settings.screening, runner=sandbox, loops=loops,
+                             timeout=self.settings.workload_timeout, check=self._behaviour_check())  # fmt: skip
+            why = answered_differently(untimed, timed_answers(sandbox), self.settings.screening.processes)
+            return timing, why
+
+    def output(self, variant: Variant) -> str:
+        """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
+        with self._sandbox(variant) as sandbox:
+            return self._output(sandbox)
+
+    def _output(self, sandbox: Sandbox) -> str:
+        return output_of(self._workload(), runner=sandbox, timeout=self.settings.workload_timeout,
+                         check=self._behaviour_check())  # fmt: skip
+
+    def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
+        """Cumulative time of each function of the editable files in the workload, by (file, line)."""
+        with self._sandbox(variant) as sandbox:
+            return profile(self._workload(), self.program.files, runner=sandbox,
+                           timeout=self.settings.workload_timeout)  # fmt: skip
+
+    def rigorous(self, original: Variant, member: Variant, *, loops: int, seed: int = 0) -> SpeedUp:
+        """The speed-up of `member` over `original` from a rigorous, interleaved session."""
+        return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
+
+    def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
+        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a time."""
+        settings = self.settings.rigorous
+        rounds = max(1, settings.processes // 2)
+        pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
+                              min_time=settings.min_time)  # fmt: skip
+        with self._sandbox(original) as first, self._sandbox(member) as second, self._timing_lock:
+
+            def timer(sandbox: Sandbox) -> Callable[[], Timing]:
+                return lambda: measure(self._workload(), pair, runner=sandbox,
+                                       timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+
+            return interleaved(timer(first), timer(second), rounds)
