@@ -30,7 +30,7 @@ from typing import Any
 import filelock
 
 from fitness.differential import record_cases
-from fitness.faults import LineCoverage, covered_test_run, ochiai
+from fitness.faults import LineCoverage, covered_test_run, suspiciousness
 from fitness.runtime import (
     RIGOROUS,
     SCREENING,
@@ -553,10 +553,10 @@ class Evaluator:
                 setup=self.settings.pytest,
             )
 
-    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
-        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+    def suspiciousness(self, variant: Variant, formula: str = "ochiai") -> dict[tuple[str, int], float]:
+        """Suspiciousness (`fitness.faults.FORMULAS`) of the lines of the editable files, from the training tests."""
         run, coverage = self.line_coverage(variant)
-        return ochiai(coverage, run.outcomes)
+        return suspiciousness(coverage, run.outcomes, formula)
 
     def _workload(self) -> Workload:
         if self.settings.workload is None:
