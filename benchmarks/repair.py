@@ -74,31 +74,52 @@ class Arm:
 
 #: Without the rings, operators drawn uniformly: nsga2 as gi ran it before them.
 PLAIN = {"neighbourhood": 0.0, "operator_selection": "uniform"}
+#: Sites weighted by Ochiai's suspiciousness, as gi weighed them before D* (every arm but the defaults).
+OCHIAI = {"suspiciousness": "ochiai"}
 ARMS: dict[str, Arm] = {
     arm.name: arm
     for arm in (
-        Arm("classic", "nsga2, the classic operators", search=PLAIN, mutators={"operators": CLASSIC}),
-        Arm("all", "nsga2, every operator", search=PLAIN, mutators={"operators": "all"}),
+        Arm(
+            "classic",
+            "nsga2, the classic operators",
+            search=PLAIN,
+            mutators={"operators": CLASSIC, **OCHIAI},
+        ),
+        Arm("all", "nsga2, every operator", search=PLAIN, mutators=OCHIAI),
         Arm(
             "first",
             "nsga2 after the rings of the original (half the budget)",
             search={**PLAIN, "neighbourhood": 0.5},
+            mutators=OCHIAI,
         ),
-        Arm("adaptive", "nsga2, adaptive operator selection", search={**PLAIN, "operator_selection": "adaptive"}),
+        Arm(
+            "adaptive",
+            "nsga2, adaptive operator selection",
+            search={**PLAIN, "operator_selection": "adaptive"},
+            mutators=OCHIAI,
+        ),
         Arm(
             "first+adaptive",
-            "nsga2 after the rings (half the budget), adaptive operator selection (gi's default for a repair)",
+            "nsga2 after the rings (half the budget), adaptive operator selection",
             search={"neighbourhood": 0.5, "operator_selection": "adaptive"},
+            mutators=OCHIAI,
         ),
         Arm(
             "neighbourhood",
             "the rings of the original (all the budget)",
             search={**PLAIN, "algorithm": "neighbourhood"},
+            mutators=OCHIAI,
+        ),
+        Arm("default", "gi's defaults for a repair: first+adaptive, sites weighted by D*"),
+        Arm(
+            "default+rings75",
+            "the defaults, the rings for three quarters of the budget",
+            search={"neighbourhood": 0.75},
         ),
     )
 }
 #: The arms a run compares unless --arms names others.
-DEFAULT_ARMS = ("classic", "all", "first", "adaptive", "first+adaptive")
+DEFAULT_ARMS = ("classic", "all", "first", "adaptive", "first+adaptive", "default")
 
 
 @dataclass(frozen=True)

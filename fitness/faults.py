@@ -1,8 +1,13 @@
-"""Fault localisation: which lines the failing tests run, scored with Ochiai.
+"""Fault localisation: which lines the failing tests run, scored by a suspiciousness formula.
 
 The tests run once on the original under coverage.py, with one coverage context per test
 (our pytest plugin switches them), so each line knows the tests that executed it. A line
 run by many failing and few passing tests is suspicious; repair runs weight edit sites by it.
+Two formulas of spectrum-based fault localisation (`FORMULAS`): Ochiai, the one most repair
+tools use (GenProg's successors, ARJA, PraPR), and Wong et al.'s D* (DStar, * = 2), which
+studies of single faults found as good or better (Wong et al. 2014; Pearson et al. 2017 on
+real faults) and which weighs a line every failing test runs and no passing test runs far
+above the rest, where Ochiai keeps every line the failing tests run within a factor of a few.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from coverage import CoverageData
@@ -71,8 +76,29 @@ def covered_test_run(
     return run, coverage
 
 
-def ochiai(coverage: LineCoverage, outcomes: Mapping[str, str]) -> dict[tuple[str, int], float]:
-    """Ochiai suspiciousness of every covered line: failed(l) / sqrt(failed * (failed(l) + passed(l)))."""
+def _ochiai(failed_here: int, passed_here: int, failing: int) -> float:
+    return failed_here / math.sqrt(failing * (failed_here + passed_here))
+
+
+def _dstar(failed_here: int, passed_here: int, failing: int) -> float:
+    """failed(l)² / (passed(l) + failing tests that do not run l); a line run by every
+    failing test and no passing test (a zero denominator) as if the denominator were 1/2."""
+    return failed_here**2 / max(passed_here + failing - failed_here, DSTAR_PERFECT)
+
+
+#: D*'s denominator for a line every failing test and no passing test runs: half of the
+#: least a line that some passing test runs has, so the perfect line weighs twice the best of those.
+DSTAR_PERFECT = 0.5
+#: Suspiciousness formulas by name: (failing tests that run the line, passing tests that run
+#: it, failing tests) to a score, for lines some failing test runs.
+FORMULAS: dict[str, Callable[[int, int, int], float]] = {"ochiai": _ochiai, "dstar": _dstar}
+
+
+def suspiciousness(
+    coverage: LineCoverage, outcomes: Mapping[str, str], formula: str = "ochiai"
+) -> dict[tuple[str, int], float]:
+    """The `formula`'s suspiciousness (FORMULAS) of every line some failing test runs."""
+    score = FORMULAS[formula]
     failing = {test for test, outcome in outcomes.items() if outcome not in NOT_FAILING}
     passing = {test for test, outcome in outcomes.items() if outcome == "passed"}
     scores: dict[tuple[str, int], float] = {}
@@ -81,7 +107,6 @@ def ochiai(coverage: LineCoverage, outcomes: Mapping[str, str]) -> dict[tuple[st
     for file, lines in coverage.items():
         for line, tests in lines.items():
             failed_here = len(tests & failing)
-            passed_here = len(tests & passing)
             if failed_here:
-                scores[(file, line)] = failed_here / math.sqrt(len(failing) * (failed_here + passed_here))
+                scores[(file, line)] = score(failed_here, len(tests & passing), len(failing))
     return scores

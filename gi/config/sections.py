@@ -249,8 +249,12 @@ class MutatorsSection(_Section):
 
     fault_localisation: Annotated[
         Literal["auto"] | bool,
-        Field(description="weight edit sites by Ochiai suspiciousness; 'auto': when the original fails tests"),
+        Field(description="weight edit sites by their line's suspiciousness; 'auto': when the original fails tests"),
     ] = "auto"
+    suspiciousness: Annotated[
+        Literal["dstar", "ochiai"],
+        Field(description="the fault localisation formula: D* (DStar, * = 2) or Ochiai"),
+    ] = "dstar"
     llm: Annotated[float, Field(ge=0, le=1, description="the share of mutations the language model makes")] = 0.0
     untested: Annotated[
         bool,

@@ -8,7 +8,7 @@ under a key, and looked up before it is taken:
     output:original        the workload's result on the original (workload.check_output)
     timing:<generation>    the original's screening timing that generation's ratios use
     profile                cProfile of the workload on the original (hot functions)
-    suspiciousness         fault localisation's Ochiai scores
+    suspiciousness[:dstar] fault localisation's scores (Ochiai's, or D*'s)
     holdout:<tree hash>    a program's held-out test run (the front's members, the original)
     holdout_split          the test ids tests.holdout_fraction holds out
     differential_cases     the inputs and results tests.differential checks

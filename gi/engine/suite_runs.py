@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fitness.differential import record_cases
-from fitness.faults import LineCoverage, covered_test_run, ochiai
+from fitness.faults import LineCoverage, covered_test_run, suspiciousness
 from fitness.selection import Coverage, first_tests
 from fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
 from gi.engine.evaluation_settings import EvaluationSettings
@@ -269,7 +269,7 @@ class SuiteRuns:
                 setup=self.settings.pytest,
             )
 
-    def suspiciousness(self, variant: Variant) -> dict[tuple[str, int], float]:
-        """Ochiai suspiciousness of the lines of the editable files, from the training tests."""
+    def suspiciousness(self, variant: Variant, formula: str = "ochiai") -> dict[tuple[str, int], float]:
+        """Suspiciousness (`fitness.faults.FORMULAS`) of the lines of the editable files, from the training tests."""
         run, coverage = self.line_coverage(variant)
-        return ochiai(coverage, run.outcomes)
+        return suspiciousness(coverage, run.outcomes, formula)

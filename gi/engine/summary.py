@@ -259,8 +259,9 @@ class SummaryBuilder:
             wall_seconds=wall_seconds,
             sandbox=setup.sandbox,
             extra={
+                "fault_localisation_formula": self.config.mutators.suspiciousness if setup.suspicious else None,
                 "fault_localisation": [
-                    {"file": file, "line": line, "ochiai": round(score, 4)}
+                    {"file": file, "line": line, "score": round(score, 4)}
                     for (file, line), score in sorted(setup.suspicious.items(), key=lambda item: (-item[1], item[0]))[
                         :10
                     ]

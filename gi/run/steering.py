@@ -132,14 +132,16 @@ class Steering:
         return protected
 
     def _suspicious_lines(self, baseline: Evaluation) -> dict[tuple[str, int], float]:
-        """Ochiai scores of the lines, when fault localisation is on (stored for resuming)."""
+        """Suspiciousness of the lines (mutators.suspiciousness), when fault localisation is on
+        (stored for resuming)."""
         wanted = self.config.mutators.fault_localisation
         if wanted is False or (wanted == "auto" and baseline.measures.get("failed_tests", 0) == 0):
             return {}
         self.phase("fault localisation: the lines the failing tests execute")
+        formula = self.config.mutators.suspiciousness
         return self.measurements.get(
-            "suspiciousness",
-            lambda: self.evaluator.suspiciousness(apply(self.program, Patch())),
+            "suspiciousness" if formula == "ochiai" else f"suspiciousness:{formula}",
+            lambda: self.evaluator.suspiciousness(apply(self.program, Patch()), formula),
             encode=lambda found: [[file, line, score] for (file, line), score in sorted(found.items())],
             decode=lambda rows: {(file, int(line)): float(score) for file, line, score in rows},
         )

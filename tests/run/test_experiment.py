@@ -104,7 +104,7 @@ def test_repair_run_finds_a_patch_passing_every_training_test(
     repaired = [m for m in summary["front"] if m["objectives"]["failed_tests"] == 0]
     assert repaired, f"no repair in {front(summary)}"
     # Every test runs the loop condition (line 12), so it is among the most suspicious lines.
-    scores = {entry["line"]: entry["ochiai"] for entry in summary["fault_localisation"]}
+    scores = {entry["line"]: entry["score"] for entry in summary["fault_localisation"]}
     assert scores[12] == max(scores.values())
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gi.cli.main import main
-from tests.runs import start_run
+from tests.runs import checkpoints, start_run
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -49,14 +49,20 @@ def test_a_killed_run_with_rings_and_adaptive_operators_resumes_and_replays_the_
     assert main(["run", str(whole), "--quiet"]) == 0
     expected = json.loads((tmp_path / "whole" / "windows-repair-seed1" / "summary.json").read_text())
     assert expected["operators"], "the run made offspring"
-    assert any(row["operator_shares"] for row in expected["generations"] if "operator_shares" in row)
+    # By generation 5, where the second kill falls, the operators' successes have moved their shares.
+    shares = next(row["operator_shares"] for row in expected["generations"] if row["generation"] == 5)
+    assert len(set(shares.values())) > 1, shares
 
+    # Killed twice: in the rings (generations 0-3 walk them, ceil(0.5 * 7) of 7), and again after
+    # generation 5, once adaptive selection has credited operators in NSGA-II's generations.
     killed = write_config(tmp_path, program, tmp_path / "killed")
     store = tmp_path / "killed" / "windows-repair-seed1" / "store.sqlite"
-    process = start_run(killed, store, 3)
-    assert process.poll() is None, "the run ended before it could be killed"
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    for checkpoint in (3, 6):
+        process = start_run(killed, store, checkpoint)
+        assert process.poll() is None, f"the run ended before it could be killed at checkpoint {checkpoint}"
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        assert checkpoints(store) == checkpoint or checkpoints(store) == checkpoint + 1
     command = [sys.executable, "-m", "gi.cli", "run", str(killed), "--quiet"]
     again = subprocess.run(command, check=False, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
