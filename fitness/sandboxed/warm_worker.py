@@ -237,6 +237,12 @@ def preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(BaseException):
             importlib.import_module(name)
+    # A module of the project's own must not stay imported here (named as a third-party one by
+    # mistake, or imported by one): each child would find it and run it in place of its variant.
+    project = os.path.join(os.getcwd(), "")
+    for name, module in list(sys.modules.items()):
+        if name != "__main__" and str(getattr(module, "__file__", None) or "").startswith(project):
+            del sys.modules[name]
 
 
 def _is_rewritten(name: str) -> bool:

@@ -80,11 +80,15 @@ def warm_unsafe(program: Program, test_texts: Sequence[str]) -> str | None:
     return None
 
 
-def third_party_imports(program: Program, test_texts: Sequence[str]) -> list[str]:
+def third_party_imports(program: Program, test_texts: Sequence[str], import_roots: Sequence[str] = ()) -> list[str]:
     """Top-level modules the project imports that are not its own: preloaded by the workers
-    (the project's own modules never are: that would run variant code in the worker)."""
+    (the project's own modules never are: a child would find the original's already imported,
+    and run it in place of its variant). Its own: what lies in the root and in each import
+    root (`src` of a src layout)."""
     own = {path.split("/")[0].removesuffix(".py") for path in program.files}
-    own |= {entry.name.removesuffix(".py") for entry in program.root.iterdir()}
+    for folder in (program.root, *(program.root / root for root in import_roots)):
+        if folder.is_dir():
+            own |= {entry.name.removesuffix(".py") for entry in folder.iterdir()}
     found: set[str] = set()
     for text in [*program.sources.values(), *test_texts]:
         try:

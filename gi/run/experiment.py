@@ -220,8 +220,8 @@ class Experiment:
         unsafe = warm_unsafe(self.program, texts)
         if unsafe and wanted == "auto":
             return "cold", unsafe
-        settings = dataclasses.replace(self.evaluator.settings, engine="warm",
-                                       preload=tuple(third_party_imports(self.program, texts)))  # fmt: skip
+        preload = third_party_imports(self.program, texts, self.pytest.import_roots)
+        settings = dataclasses.replace(self.evaluator.settings, engine="warm", preload=tuple(preload))
         self.evaluator.settings = settings
         return (
             "warm",

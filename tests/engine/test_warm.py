@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fitness.sandboxed.warm_worker import REPORT_PLUGIN, CompiledOriginals, without_report_plugin
-from fitness.tests import PLUGIN_MODULE
+from fitness.tests import PLUGIN_MODULE, PytestSetup
 from gi.engine.sandbox.limits import Limits
-from gi.engine.warm import WarmPool
+from gi.engine.warm import WarmPool, third_party_imports
 from gi.model.program import Program
 
 ORIGINAL = "def answer():\n    return 1\n"
@@ -200,3 +200,27 @@ def test_a_module_whose_compilation_warns_is_compiled_in_each_child(tmp_path: Pa
     assert originals.code(str(tmp_path / "clean.py"), b"x = 2\n") is None
     assert originals.code(str(tmp_path / "warns.py"), b"x = 1 is 1\n") is None
     assert originals.code(str(tmp_path / "missing.py"), b"") is None
+
+
+def test_a_src_layouts_package_is_the_projects_own_and_never_stays_preloaded(tmp_path: Path) -> None:
+    """A child imports its variant of the package, even where the package was named for
+    preloading: a module of the project's own left imported in the worker would run in place of
+    every child's variant."""
+    project = tmp_path / "layout"
+    (project / "src" / "calc").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "src" / "calc" / "__init__.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(
+        "from calc import answer\n\n\ndef test_answer():\n    assert answer() == 2\n"
+    )
+    program = Program.load(project, ["src/calc/__init__.py"], protected=["tests"])
+    assert third_party_imports(program, ["import calc\nimport json\n"], ["src"]) == ["json"]
+    pool = WarmPool(program, Limits(), 1, preload=["calc"], setup=PytestSetup(import_roots=("src",)))
+    try:
+        runs = [
+            pool.run_tests({"src/calc/__init__.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
+            for source in (ORIGINAL, VARIANT)
+        ]
+    finally:
+        pool.close()
+    assert [run.outcomes for run in runs] == [{"tests/test_calc.py::test_answer": o} for o in ("failed", "passed")]
