@@ -213,18 +213,20 @@ class Evaluator:
         return isolation(self.settings.limits)
 
     @contextmanager
-    def _sandbox(self, variant: Variant, *, holdout: bool = False) -> Iterator[Sandbox]:
+    def _sandbox(self, variant: Variant, *, holdout: bool = False, tests: bool = True) -> Iterator[Sandbox]:
         """A fresh workspace for the variant, and a sandbox to run commands in it.
 
         During the search (holdout=False) the held-out tests are not in the copy, so no
-        variant can read what it will be judged on at the end.
+        variant can read what it will be judged on at the end. A copy for test runs (`tests`)
+        is writable, so tests may write beside themselves; one for the workload is read-only,
+        and never one a test run used: a module planted beside the code (a `pyperf.py` that
+        times with a clock of its own, a cache of answers) would be imported by the timing.
         """
         hidden = self.settings.exclude if holdout else self._training_exclude()
         sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
-            # A cold copy serves one variant: its tests may write beside themselves.
-            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=True), space)
+            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=tests), space)
 
     def redact(self, text: str) -> str:
         """`text` without the secrets gi knows of, for everything that is stored or sent."""
@@ -420,8 +422,9 @@ class Evaluator:
                     status, detail = self._fails(run, status, detail, measures)
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
                 if status is Status.OK and self.settings.workload is not None and wanted:
-                    if warm:  # timings and the behaviour check run cold, in a copy of their own
-                        sandbox = stack.enter_context(self._sandbox(variant))
+                    # The behaviour check and the timings run cold, in a read-only copy of their
+                    # own: nothing the test run wrote in its copy reaches them.
+                    sandbox = stack.enter_context(self._sandbox(variant, tests=False))
                     trouble, tampered = self._workload_measures(sandbox, measures)
                     detail += trouble
                     if tampered:
@@ -565,14 +568,14 @@ class Evaluator:
 
     def timing(self, variant: Variant, *, loops: int | None = None) -> Timing:
         """A screening timing of one variant (the original, to set the baseline); raises WorkloadError."""
-        with self._sandbox(variant) as sandbox, self._timing_lock:
+        with self._sandbox(variant, tests=False) as sandbox, self._timing_lock:
             return measure(self._workload(), self.settings.screening, runner=sandbox,
                            timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
     def audited_timing(self, variant: Variant, untimed: str, *, loops: int | None = None) -> tuple[Timing, str]:
         """A screening timing whose timed processes make the behaviour check: the timing, and why
         they answered otherwise than `untimed` ("" when they did not); raises WorkloadError."""
-        with self._sandbox(variant) as sandbox, self._timing_lock:
+        with self._sandbox(variant, tests=False) as sandbox, self._timing_lock:
             timing = measure(self._workload(), self.settings.screening, runner=sandbox, loops=loops,
                              timeout=self.settings.workload_timeout, check=self._behaviour_check())  # fmt: skip
             why = answered_differently(untimed, timed_answers(sandbox), self.settings.screening.processes)
@@ -580,7 +583,7 @@ class Evaluator:
 
     def output(self, variant: Variant) -> str:
         """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
-        with self._sandbox(variant) as sandbox:
+        with self._sandbox(variant, tests=False) as sandbox:
             return self._output(sandbox)
 
     def _output(self, sandbox: Sandbox) -> str:
@@ -589,7 +592,7 @@ class Evaluator:
 
     def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Cumulative time of each function of the editable files in the workload, by (file, line)."""
-        with self._sandbox(variant) as sandbox:
+        with self._sandbox(variant, tests=False) as sandbox:
             return profile(self._workload(), self.program.files, runner=sandbox,
                            timeout=self.settings.workload_timeout)  # fmt: skip
 
@@ -603,7 +606,11 @@ class Evaluator:
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
                               min_time=settings.min_time)  # fmt: skip
-        with self._sandbox(original) as first, self._sandbox(member) as second, self._timing_lock:
+        with (
+            self._sandbox(original, tests=False) as first,
+            self._sandbox(member, tests=False) as second,
+            self._timing_lock,
+        ):
 
             def timer(sandbox: Sandbox) -> Callable[[], Timing]:
                 return lambda: measure(self._workload(), pair, runner=sandbox,
