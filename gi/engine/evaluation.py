@@ -601,19 +601,30 @@ class Evaluator:
         return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
 
     def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
-        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a time."""
+        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a
+        time. The member's timed processes make the behaviour check, as in the search: the
+        rigorous protocol calls the workload more often in a process than screening does, so a
+        member that answers otherwise after that many calls raises WorkloadError here."""
         settings = self.settings.rigorous
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
                               min_time=settings.min_time)  # fmt: skip
+        audited = self.settings.check_output and self.baseline_output is not None and self.timed_check
         with (
             self._sandbox(original, tests=False) as first,
             self._sandbox(member, tests=False) as second,
             self._timing_lock,
         ):
+            untimed = self._output(second) if audited else None
 
-            def timer(sandbox: Sandbox) -> Callable[[], Timing]:
-                return lambda: measure(self._workload(), pair, runner=sandbox,
+            def timer(sandbox: Sandbox, check: BehaviourCheck | None = None) -> Callable[[], Timing]:
+                return lambda: measure(self._workload(), pair, runner=sandbox, check=check,
                                        timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
-            return interleaved(timer(first), timer(second), rounds)
+            check = self._behaviour_check() if untimed is not None else None
+            timings = interleaved(timer(first), timer(second, check), rounds)
+            if untimed is not None:  # the last round's timed processes (each round clears the last's)
+                why = answered_differently(untimed, timed_answers(second), pair.processes)
+                if why:
+                    raise WorkloadError(f"it answers differently when it is timed: {why}")
+            return timings
