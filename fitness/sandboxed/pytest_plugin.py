@@ -324,15 +324,39 @@ _HELD_LIMIT = 256
 _HEAP_TYPE = 1 << 9
 
 
+#: A type's own slots, read past anything its metaclass defines under the same names.
+_TYPE_SLOT = {name: type.__dict__[name] for name in ("__module__", "__qualname__", "__mro__", "__dict__", "__flags__")}
+
+
+def _slot(kind: type, name: str) -> Any:
+    return _TYPE_SLOT[name].__get__(kind, type)
+
+
 def _own_verdict(kind: type) -> str:
     """Which of the methods that decide a check a type has from a class made at run time (not
     from a type built into the interpreter, whatever its `__module__` says), as "Ledger.__eq__",
     or ""."""
     for method in _VERDICT_METHODS:
-        owner = next((base for base in kind.__mro__ if method in vars(base)), None)
-        if owner is not None and owner.__flags__ & _HEAP_TYPE:
-            return f"{owner.__qualname__}.{method}"
+        owner = next((base for base in _slot(kind, "__mro__") if method in _slot(base, "__dict__")), None)
+        if owner is not None and _slot(owner, "__flags__") & _HEAP_TYPE:
+            return f"{_slot(owner, '__qualname__')}.{method}"
     return ""
+
+
+def _type_name(kind: type) -> str:
+    """`module.qualname` of a type, by which a member's audit is held against the original's;
+    a class that is not what its module holds under that name (it names itself after another,
+    or was made inside a function) is marked as not its module's."""
+    name = f"{_slot(kind, '__module__')}.{_slot(kind, '__qualname__')}"
+    found: object = sys.modules.get(str(_slot(kind, "__module__")))
+    for part in str(_slot(kind, "__qualname__")).split("."):
+        if isinstance(found, types.ModuleType):
+            found = types.ModuleType.__dict__["__dict__"].__get__(found).get(part)
+        elif isinstance(found, type):
+            found = _slot(found, "__dict__").get(part)
+        else:
+            found = None
+    return name if found is kind else f"{name} (not its module's)"
 
 
 def _held_types(value: object) -> list[type]:
@@ -381,7 +405,7 @@ def _audit(editable: set[str]) -> tuple[Callable[[Any, str, Any], None], dict[st
         given = [frame.f_locals.get(name) for name in code.co_varnames[:count]]
         for held in (value, *given):  # what it returns, and what it may have put in its arguments
             for kind in _held_types(held):
-                name = f"{kind.__module__}.{kind.__qualname__}"
+                name = _type_name(kind)
                 if name not in returned:
                     returned[name] = _own_verdict(kind)
 

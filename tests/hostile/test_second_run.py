@@ -1,7 +1,8 @@
 """The front's second run holds a member's returned values against the original's: the
 original's learning run notes them (its audit), so a member returning what the original
 returns (a Fraction, whose own `__eq__` decides the tests' checks) agrees, and one returning a
-value equal to everything does not. Real evaluator, real pytest and plugin, real sandbox."""
+value equal to everything does not, even named after the original's type. Real evaluator,
+real pytest and plugin, real sandbox."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def ratio(a, b):
     make = type
     return make("Ledger", (Fraction,), {"_" * 2 + "eq" + "_" * 2: lambda self, other: True})(a, b)
 """
+#: The same, named after the type the original returns.
+SPOOF = EQUAL.replace(
+    '{"_" * 2 + "eq"',
+    '{"_" * 2 + "module" + "_" * 2: "fractions", "_" * 2 + "qualname" + "_" * 2: "Fraction", "_" * 2 + "eq"',
+).replace('"Ledger"', '"Fraction"')
 
 
 def test_a_member_returning_what_the_original_returns_agrees_and_a_forgery_does_not(tmp_path: Path) -> None:
@@ -48,3 +54,5 @@ def test_a_member_returning_what_the_original_returns_agrees_and_a_forgery_does_
     assert evaluator.second_run(honest, searched).agrees
     forged = evaluator.second_run(Variant(program, Patch(), {"ratio.py": EQUAL}, ()), searched)
     assert not forged.agrees and "Ledger" in forged.detail, forged.detail
+    spoof = evaluator.second_run(Variant(program, Patch(), {"ratio.py": SPOOF}, ()), searched)
+    assert not spoof.agrees and "fractions.Fraction (not its module's)" in spoof.detail, spoof.detail
