@@ -328,6 +328,10 @@ _HEAP_TYPE = 1 << 9
 _TYPE_SLOT = {name: type.__dict__[name] for name in ("__module__", "__qualname__", "__mro__", "__dict__", "__flags__")}
 
 
+#: A module's own namespace, read past a module subclass's.
+_MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
+
+
 def _slot(kind: type, name: str) -> Any:
     return _TYPE_SLOT[name].__get__(kind, type)
 
@@ -351,7 +355,7 @@ def _type_name(kind: type) -> str:
     found: object = sys.modules.get(str(_slot(kind, "__module__")))
     for part in str(_slot(kind, "__qualname__")).split("."):
         if isinstance(found, types.ModuleType):
-            found = types.ModuleType.__dict__["__dict__"].__get__(found).get(part)
+            found = _MODULE_DICT.__get__(found).get(part)
         elif isinstance(found, type):
             found = _slot(found, "__dict__").get(part)
         else:
