@@ -480,7 +480,7 @@ def _global_reads(source: str) -> frozenset[str]:
     try:
         top = symtable.symtable(source, "<variant>", "exec")
     except (SyntaxError, ValueError):
-        return frozenset(node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name))
+        return frozenset(node.id for node in ast.walk(parse_quietly(source)) if isinstance(node, ast.Name))
     bound = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_assigned() or symbol.is_imported()}
     reads: set[str] = set()
     tables = [top]
