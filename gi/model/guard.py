@@ -37,7 +37,6 @@ import ast
 import builtins
 import re
 import symtable
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -203,17 +202,21 @@ class _Walker:
                         self.defined.add(item.name)
                     self.defined.update(target.id for target in _targets(item) if isinstance(target, ast.Name))
         self.bound |= set(self.imports)
+        aliases: dict[int, str] = {}  # the Name nodes that `m = os` binds -> the module
         for node in self.nodes:  # `m = os`: m names os wherever it is read
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = self._dottedmodule(node.value)
                 if value is not None:
                     self.imports.setdefault(node.targets[0].id, value)
+                    aliases[id(node.targets[0])] = value
                     self.judged.update(id(part) for part in ast.walk(node.value))
-        bindings = Counter(_bound_names(self.nodes))
-        #: Names that are a module in one place and may be something else in another (bound more
-        #: than once: `import math as m` and `m = <a generator>`; read where no scope binds
-        #: them): their attributes are judged both ways.
-        self.ambiguous = {name for name, count in bindings.items() if count > 1}
+        named: dict[str, set[str]] = {}
+        for name, what in _bindings_of(self.nodes, aliases):
+            named.setdefault(name, set()).add(what)
+        #: Names that are a module in one place and may be something else in another (`import
+        #: math as m` and `m = <a generator>`; read where no scope binds them): their attributes
+        #: are judged both ways. (`import os` in two functions is os both times.)
+        self.ambiguous = {name for name, what in named.items() if len(what) > 1 and name in self.imports}
         self.ambiguous |= self.global_reads & set(self.imports)
 
     def _dottedmodule(self, node: ast.expr) -> str | None:
@@ -457,21 +460,28 @@ class _Walker:
         self.labels.update(_text_labels(node))
 
 
-def _bound_names(nodes: list[ast.AST]) -> Iterator[str]:
-    """Each name each binding in `nodes` binds (a name bound twice comes twice)."""
+def _bindings_of(nodes: list[ast.AST], aliases: Mapping[int, str]) -> Iterator[tuple[str, str]]:
+    """Each binding in `nodes`: the name, and the module it binds the name to ("" for any
+    other value); `aliases` are the Name nodes of `m = os` assignments."""
     for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield from (alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield (alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            yield from (
+                (alias.asname or alias.name, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"
+            )
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            yield node.id
+            yield node.id, aliases.get(id(node), "")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node.name
+            yield node.name, ""
         elif isinstance(node, ast.arg):
-            yield node.arg
+            yield node.arg, ""
         elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            yield node.name
+            yield node.name, ""
         elif isinstance(node, ast.MatchMapping) and node.rest:
-            yield node.rest
+            yield node.rest, ""
 
 
 def _global_reads(source: str) -> frozenset[str]:
