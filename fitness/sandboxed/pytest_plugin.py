@@ -307,11 +307,33 @@ def _place_canaries(items: list[pytest.Item], plan: dict[str, Any], root: str) -
 
 # --- the audit of returned values ----------------------------------------------------------------
 
-#: Methods through which a value decides what a test's check sees of it.
+#: Methods through which a value decides what a test's check sees of it: comparisons, truth and
+#: containment, and the arithmetic of a closeness check (`abs(x - 3) < 1e-9`, `pytest.approx`,
+#: which subtracts the expected value from it).
 _VERDICT_METHODS = ("__eq__", "__ne__", "__bool__", "__len__", "__contains__", "__iter__", "__lt__", "__le__",
-                    "__gt__", "__ge__", "__instancecheck__", "__getattr__", "__getattribute__")  # fmt: skip
+                    "__gt__", "__ge__", "__instancecheck__", "__getattr__", "__getattribute__", "__getitem__",
+                    "__sub__", "__rsub__", "__add__", "__radd__", "__mul__", "__rmul__", "__truediv__",
+                    "__rtruediv__", "__abs__", "__neg__", "__round__", "__float__", "__int__", "__index__",
+                    "__complex__")  # fmt: skip
+#: Objects whose referents are code, scopes and classes, not what the value holds.
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.CodeType,
+           types.FrameType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)  # fmt: skip
+#: Objects looked at in each returned value, at most.
+_HELD_LIMIT = 256
 #: The flag of a type made at run time (a class statement, type()), not built into the interpreter.
 _HEAP_TYPE = 1 << 9
+
+
+#: A type's own slots, read past anything its metaclass defines under the same names.
+_TYPE_SLOT = {name: type.__dict__[name] for name in ("__module__", "__qualname__", "__mro__", "__dict__", "__flags__")}
+
+
+#: A module's own namespace, read past a module subclass's.
+_MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
+
+
+def _slot(kind: type, name: str) -> Any:
+    return _TYPE_SLOT[name].__get__(kind, type)
 
 
 def _own_verdict(kind: type) -> str:
@@ -319,15 +341,55 @@ def _own_verdict(kind: type) -> str:
     from a type built into the interpreter, whatever its `__module__` says), as "Ledger.__eq__",
     or ""."""
     for method in _VERDICT_METHODS:
-        owner = next((base for base in kind.__mro__ if method in vars(base)), None)
-        if owner is not None and owner.__flags__ & _HEAP_TYPE:
-            return f"{owner.__qualname__}.{method}"
+        owner = next((base for base in _slot(kind, "__mro__") if method in _slot(base, "__dict__")), None)
+        if owner is not None and _slot(owner, "__flags__") & _HEAP_TYPE:
+            return f"{_slot(owner, '__qualname__')}.{method}"
     return ""
+
+
+def _type_name(kind: type) -> str:
+    """`module.qualname` of a type, by which a member's audit is held against the original's;
+    a class that is not what its module holds under that name (it names itself after another,
+    or was made inside a function) is marked as not its module's."""
+    name = f"{_slot(kind, '__module__')}.{_slot(kind, '__qualname__')}"
+    found: object = sys.modules.get(str(_slot(kind, "__module__")))
+    for part in str(_slot(kind, "__qualname__")).split("."):
+        if isinstance(found, types.ModuleType):
+            found = _MODULE_DICT.__get__(found).get(part)
+        elif isinstance(found, type):
+            found = _slot(found, "__dict__").get(part)
+        else:
+            found = None
+    return name if found is kind else f"{name} (not its module's)"
+
+
+def _held_types(value: object) -> list[type]:
+    """The type of `value` and of what it holds (a list's items, a dict's keys and values, an
+    instance's attributes, the mapping behind a mapping proxy), up to `_HELD_LIMIT` objects: a
+    container compares by its items' `==`, a proxy by its referent's, so a value equal to
+    everything may hide inside a plain one."""
+    import gc
+
+    kinds: dict[type, None] = {}
+    seen = {id(value)}
+    waiting = [value]
+    while waiting and len(seen) <= _HELD_LIMIT:
+        item = waiting.pop()
+        kinds[type(item)] = None
+        if isinstance(item, _OPAQUE):
+            continue
+        for inner in gc.get_referents(item):
+            if id(inner) not in seen and inner is not type(item):  # an instance refers to its class
+                seen.add(id(inner))
+                waiting.append(inner)
+    return list(kinds)
 
 
 def _audit(editable: set[str]) -> tuple[Callable[[Any, str, Any], None], dict[str, str]]:
     """A profile function that notes the type of every value the editable code returns to code
-    outside it (the tests), with the method of its own that decides a check, if any."""
+    outside it (the tests), and of what the value and the call's arguments hold (a list the test
+    passed in may come back holding a value of the code's), each with the method of its own that
+    decides a check, if any."""
     returned: dict[str, str] = {}
     inside: dict[str, bool] = {}
 
@@ -342,10 +404,14 @@ def _audit(editable: set[str]) -> tuple[Callable[[Any, str, Any], None], dict[st
         caller = frame.f_back
         if caller is not None and editable_file(caller.f_code.co_filename):
             return
-        kind = type(value)
-        name = f"{kind.__module__}.{kind.__qualname__}"
-        if name not in returned:
-            returned[name] = _own_verdict(kind)
+        code = frame.f_code
+        count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+        given = [frame.f_locals.get(name) for name in code.co_varnames[:count]]
+        for held in (value, *given):  # what it returns, and what it may have put in its arguments
+            for kind in _held_types(held):
+                name = _type_name(kind)
+                if name not in returned:
+                    returned[name] = _own_verdict(kind)
 
     return watch, returned
 

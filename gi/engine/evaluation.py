@@ -124,8 +124,9 @@ class Evaluator(WorkloadRuns):
                     status, detail = self._fails(run, status, detail, measures)
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
                 if status is Status.OK and self.settings.workload is not None and wanted:
-                    if warm:  # timings and the behaviour check run cold, in a copy of their own
-                        sandbox = stack.enter_context(self._sandbox(variant))
+                    # The behaviour check and the timings run cold, in a read-only copy of their
+                    # own: nothing the test run wrote in its copy reaches them.
+                    sandbox = stack.enter_context(self._sandbox(variant, tests=False))
                     trouble, tampered = self._workload_measures(sandbox, measures)
                     detail += trouble
                     if tampered:

@@ -133,10 +133,14 @@ class HeldOut:
         return self._limits
 
     def _measure(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
-        """One held-out run; a test that timed out is run again before it counts."""
+        """One held-out run; a test that timed out is run again before it counts. What a forged
+        run says is not taken: each of its tests counts as an error (a variant that forges only
+        where it is judged at the end must not pass for one that generalises)."""
         run = self.evaluator.holdout(variant, limits)
-        if "timed_out" in run.outcomes.values():
+        if "timed_out" in run.outcomes.values() and not run.forged:
             run = merge_retry(run, self.evaluator.holdout(variant, limits))
+        if run.forged:
+            run = dataclasses.replace(run, outcomes=dict.fromkeys(run.outcomes, "error"))
         return run
 
     def _keep(self, variant: Variant, run: TestRun) -> None:

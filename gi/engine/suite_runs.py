@@ -71,18 +71,20 @@ class SuiteRuns:
         return isolation(self.settings.limits)
 
     @contextmanager
-    def _sandbox(self, variant: Variant, *, holdout: bool = False) -> Iterator[Sandbox]:
+    def _sandbox(self, variant: Variant, *, holdout: bool = False, tests: bool = True) -> Iterator[Sandbox]:
         """A fresh workspace for the variant, and a sandbox to run commands in it.
 
         During the search (holdout=False) the held-out tests are not in the copy, so no
-        variant can read what it will be judged on at the end.
+        variant can read what it will be judged on at the end. A copy for test runs (`tests`)
+        is writable, so tests may write beside themselves; one for the workload is read-only,
+        and never one a test run used: a module planted beside the code (a `pyperf.py` that
+        times with a clock of its own, a cache of answers) would be imported by the timing.
         """
         hidden = self.settings.exclude if holdout else self._training_exclude()
         sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
-            # A cold copy serves one variant: its tests may write beside themselves.
-            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=True), space)
+            yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=tests), space)
 
     def redact(self, text: str) -> str:
         """`text` without the secrets gi knows of, for everything that is stored or sent."""

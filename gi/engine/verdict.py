@@ -61,8 +61,9 @@ class CanaryTests:
         self.learned = True
 
     def learning(self) -> Checks:
-        """The checks of the original's learning run: a clone of every test."""
-        return Checks(editable=self.editable, learn=True)
+        """The checks of the original's learning run: a clone of every test, and the audit of
+        the values the original returns (what a front member's second run is held against)."""
+        return Checks(editable=self.editable, learn=True, audit=True)
 
     def checks(self, *, audit: bool = False, count: int = CANARIES_PER_RUN) -> Checks:
         """The checks of one run: `count` canaries, chosen and placed by a secret draw (a variant

@@ -111,14 +111,14 @@ class WorkloadRuns(SuiteRuns):
 
     def timing(self, variant: Variant, *, loops: int | None = None) -> Timing:
         """A screening timing of one variant (the original, to set the baseline); raises WorkloadError."""
-        with self._sandbox(variant) as sandbox, self._timing_lock:
+        with self._sandbox(variant, tests=False) as sandbox, self._timing_lock:
             return measure(self._workload(), self.settings.screening, runner=sandbox,
                            timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
     def audited_timing(self, variant: Variant, untimed: str, *, loops: int | None = None) -> tuple[Timing, str]:
         """A screening timing whose timed processes make the behaviour check: the timing, and why
         they answered otherwise than `untimed` ("" when they did not); raises WorkloadError."""
-        with self._sandbox(variant) as sandbox, self._timing_lock:
+        with self._sandbox(variant, tests=False) as sandbox, self._timing_lock:
             timing = measure(self._workload(), self.settings.screening, runner=sandbox, loops=loops,
                              timeout=self.settings.workload_timeout, check=self._behaviour_check())  # fmt: skip
             why = answered_differently(untimed, timed_answers(sandbox), self.settings.screening.processes)
@@ -126,7 +126,7 @@ class WorkloadRuns(SuiteRuns):
 
     def output(self, variant: Variant) -> str:
         """What the workload gives on a variant, for the behaviour check (see `output_of`)."""
-        with self._sandbox(variant) as sandbox:
+        with self._sandbox(variant, tests=False) as sandbox:
             return self._output(sandbox)
 
     def _output(self, sandbox: Sandbox) -> str:
@@ -135,7 +135,7 @@ class WorkloadRuns(SuiteRuns):
 
     def profile(self, variant: Variant) -> dict[tuple[str, int], float]:
         """Cumulative time of each function of the editable files in the workload, by (file, line)."""
-        with self._sandbox(variant) as sandbox:
+        with self._sandbox(variant, tests=False) as sandbox:
             return profile(self._workload(), self.program.files, runner=sandbox,
                            timeout=self.settings.workload_timeout)  # fmt: skip
 
@@ -144,15 +144,30 @@ class WorkloadRuns(SuiteRuns):
         return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
 
     def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
-        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a time."""
+        """The rigorous protocol on both programs (pinned workers), interleaved two processes at a
+        time. The member's timed processes make the behaviour check, as in the search: the
+        rigorous protocol calls the workload more often in a process than screening does, so a
+        member that answers otherwise after that many calls raises WorkloadError here."""
         settings = self.settings.rigorous
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
                               min_time=settings.min_time)  # fmt: skip
-        with self._sandbox(original) as first, self._sandbox(member) as second, self._timing_lock:
+        audited = self.settings.check_output and self.baseline_output is not None and self.timed_check
+        with (
+            self._sandbox(original, tests=False) as first,
+            self._sandbox(member, tests=False) as second,
+            self._timing_lock,
+        ):
+            untimed = self._output(second) if audited else None
 
-            def timer(sandbox: Sandbox) -> Callable[[], Timing]:
-                return lambda: measure(self._workload(), pair, runner=sandbox,
+            def timer(sandbox: Sandbox, check: BehaviourCheck | None = None) -> Callable[[], Timing]:
+                return lambda: measure(self._workload(), pair, runner=sandbox, check=check,
                                        timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
-            return interleaved(timer(first), timer(second), rounds)
+            check = self._behaviour_check() if untimed is not None else None
+            timings = interleaved(timer(first), timer(second, check), rounds)
+            if untimed is not None:  # the last round's timed processes (each round clears the last's)
+                why = answered_differently(untimed, timed_answers(second), pair.processes)
+                if why:
+                    raise WorkloadError(f"it answers differently when it is timed: {why}")
+            return timings

@@ -9,7 +9,9 @@ modules (`os.path.sys`), `sys.modules`, the builtins' `exec`, attributes named a
 `"{0.gi_frame}".format(g)`), dunder attributes (`type(0).__base__`), classes that redefine
 what `==` means.
 
-So the guard is an allow-list, and it resolves what a name *is* rather than how it is spelt.
+So the guard is an allow-list, and it resolves what a name *is* rather than how it is spelt
+(`exec` read in a scope that does not bind it is the builtin, whatever else of that name the
+file binds: a method, a parameter of another function; Python's own scoping, by `symtable`).
 `uses(source)` lists every use in a file that is not plain Python: an import of a module that is
 not pure (or of any module that is not the standard library's), a name or an attribute of such a
 module (by what it resolves to: `os.path.os.system` is `os.system`, reached through an alias
@@ -32,8 +34,10 @@ reaches the test machinery by a way the guard does not know (see README, "The sa
 from __future__ import annotations
 
 import ast
+import builtins
 import re
-from collections.abc import Mapping
+import symtable
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from gi.model.program import parse_quietly
@@ -130,8 +134,11 @@ class _Walker:
     """Collects one file's `Uses`. ast.walk visits a node before its children, so a call or an
     attribute chain judges its parts and marks them (`judged`) before they are visited alone."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, global_reads: frozenset[str]) -> None:
         self.nodes = list(ast.walk(tree))
+        #: Names some scope reads where no scope around it binds them: builtins (or globals of
+        #: another file), whatever else of the same name the file binds elsewhere.
+        self.global_reads = global_reads
         self.labels: set[str] = set()
         self.free: set[str] = set()
         self.private: set[str] = set()
@@ -141,6 +148,7 @@ class _Walker:
         self.attributes: set[str] = set()  # every attribute name the file reads or writes
         self.quoted: set[str] = set()  # the text labels of its docstrings and bare strings
         self.judged: set[int] = set()  # ids of nodes already judged as part of a larger one
+        self.ambiguous: set[str] = set()  # module names that may name something else (`_bindings`)
 
     def run(self) -> Uses:
         self._bindings()
@@ -194,12 +202,22 @@ class _Walker:
                         self.defined.add(item.name)
                     self.defined.update(target.id for target in _targets(item) if isinstance(target, ast.Name))
         self.bound |= set(self.imports)
+        aliases: dict[int, str] = {}  # the Name nodes that `m = os` binds -> the module
         for node in self.nodes:  # `m = os`: m names os wherever it is read
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 value = self._dottedmodule(node.value)
                 if value is not None:
                     self.imports.setdefault(node.targets[0].id, value)
+                    aliases[id(node.targets[0])] = value
                     self.judged.update(id(part) for part in ast.walk(node.value))
+        named: dict[str, set[str]] = {}
+        for name, what in _bindings_of(self.nodes, aliases):
+            named.setdefault(name, set()).add(what)
+        #: Names that are a module in one place and may be something else in another (`import
+        #: math as m` and `m = <a generator>`; read where no scope binds them): their attributes
+        #: are judged both ways. (`import os` in two functions is os both times.)
+        self.ambiguous = {name for name, what in named.items() if len(what) > 1 and name in self.imports}
+        self.ambiguous |= self.global_reads & set(self.imports)
 
     def _dottedmodule(self, node: ast.expr) -> str | None:
         """The module an expression `a.b.c` names, when `a` is imported and the chain resolves
@@ -286,7 +304,8 @@ class _Walker:
         if module is not None:
             self.judged.add(id(inner))
             self._module_chain(module, attributes)
-            return
+            if not (isinstance(inner, ast.Name) and inner.id in self.ambiguous):
+                return
         text = isinstance(inner, ast.Constant) and isinstance(inner.value, str)
         for position, attribute in enumerate(attributes):
             self._attribute(attribute, inner if position == 0 else None, text_receiver=text and position == 0)
@@ -340,19 +359,27 @@ class _Walker:
                 label = None
             if label:
                 self.labels.add(label)
-        elif name in self.bound:
+            if name not in self.global_reads:
+                return
+        elif not self._builtin(name):
             return
-        elif name in REFLECTION:
+        if name in REFLECTION:
             self.labels.add(f"{name} as a value")  # reduce(getattr, ...), map(getattr, ...)
         elif name not in PLAIN_BUILTINS:
             self.free.add(name)  # exec, open, __builtins__, or a name another file binds
 
+    def _builtin(self, name: str) -> bool:
+        """Whether a read of `name` may be the builtin (or another file's global): somewhere the
+        file reads it where no scope binds it, or nowhere does the file bind it (a method, a
+        parameter or a class attribute of that name hides no builtin elsewhere)."""
+        return name in self.global_reads or name not in self.bound
+
     def _call(self, node: ast.Call) -> None:
         function = node.func
-        if isinstance(function, ast.Name) and function.id in REFLECTION and function.id not in self.bound:
+        if isinstance(function, ast.Name) and function.id in REFLECTION and self._builtin(function.id):
             self.judged.add(id(function))
             self._reflection(function.id, node)
-        elif isinstance(function, ast.Name) and function.id == "type" and "type" not in self.bound:
+        elif isinstance(function, ast.Name) and function.id == "type" and self._builtin("type"):
             if len(node.args) + len(node.keywords) > 1:
                 self.labels.add("type() making a class")
         elif (callee := self._callee(function)) in NAMED_ACCESS:
@@ -375,8 +402,9 @@ class _Walker:
         if module is not None:
             self.judged.add(id(node.args[0]))
             self._module_chain(module, [name.value])
-        else:
-            self._attribute(name.value, node.args[0])
+        receiver = node.args[0]
+        if module is None or (isinstance(receiver, ast.Name) and receiver.id in self.ambiguous):
+            self._attribute(name.value, receiver)
 
     def _callee(self, function: ast.expr) -> str:
         """The dotted name a call's function is imported as ("operator.attrgetter"), or ""."""
@@ -432,6 +460,51 @@ class _Walker:
         self.labels.update(_text_labels(node))
 
 
+def _bindings_of(nodes: list[ast.AST], aliases: Mapping[int, str]) -> Iterator[tuple[str, str]]:
+    """Each binding in `nodes`: the name, and the module it binds the name to ("" for any
+    other value); `aliases` are the Name nodes of `m = os` assignments."""
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield (alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            yield from (
+                (alias.asname or alias.name, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"
+            )
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id, aliases.get(id(node), "")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name, ""
+        elif isinstance(node, ast.arg):
+            yield node.arg, ""
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            yield node.name, ""
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            yield node.rest, ""
+
+
+def _global_reads(source: str) -> frozenset[str]:
+    """The names some scope of `source` reads as a global or builtin that the module does not
+    bind (by Python's own scoping, `symtable`); every name read when it does not compile."""
+    try:
+        top = symtable.symtable(source, "<variant>", "exec")
+    except (SyntaxError, ValueError):
+        return frozenset(node.id for node in ast.walk(parse_quietly(source)) if isinstance(node, ast.Name))
+    bound = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_assigned() or symbol.is_imported()}
+    reads: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        for symbol in table.get_symbols():
+            if symbol.is_declared_global() and (symbol.is_assigned() or symbol.is_imported()):
+                bound.add(symbol.get_name())  # `global x` and `x = ...` in a function
+            elif symbol.is_referenced() and symbol.is_global():
+                reads.add(symbol.get_name())
+        tables.extend(table.get_children())
+    return frozenset(reads - bound)
+
+
 def _text_labels(node: ast.Constant) -> set[str]:
     """Labels for text that names the test machinery, a frame attribute or a dunder."""
     if not isinstance(node.value, (str, bytes)):
@@ -452,6 +525,8 @@ def _targets(node: ast.AST) -> list[ast.expr]:
 
 # --- the judgement ---------------------------------------------------------------------------------
 
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
 
 _cache: TextCache[Uses] = TextCache(4096)
 
@@ -465,7 +540,7 @@ def uses(source: str) -> Uses:
             tree = parse_quietly(source)
         except SyntaxError:
             return Uses(*[frozenset[str]()] * 7)
-        return _Walker(tree).run()
+        return _Walker(tree, _global_reads(source)).run()
 
     return _cache.get(source, read)
 
@@ -501,17 +576,20 @@ def new_risky_names(
     `allowed`, another program whose uses are allowed) uses: "file: label" lines, sorted; empty
     when the variant adds nothing of the kind.
 
-    A name read but bound nowhere is allowed when a file of the original binds or reads it, a
-    private attribute when the original or the file itself defines or reads it (a classic
-    operator may move a statement from one file or function to another); importing one of the
-    program's own editable modules is allowed."""
+    A name read but bound nowhere is allowed when a file of the original binds or reads it (a
+    builtin's name only when the original reads that builtin: a method named `exec` is not
+    `exec`), a private attribute when the original or the file itself defines or reads it (a
+    classic operator may move a statement from one file or function to another); importing one
+    of the program's own editable modules is allowed."""
     labels: set[str] = set()
     names: set[str] = set()
+    free: set[str] = set()
     attributes: set[str] = set()
     for source in [*original.values(), *(allowed or {}).values()]:
         found = uses(source)
         labels |= found.labels | found.quoted
         names |= found.bound_names | found.free_names
+        free |= found.free_names
         attributes |= found.attribute_names | found.private_attributes
     labels |= {f"import {module}" for module in _project_modules(original)}
     flagged = []
@@ -520,7 +598,8 @@ def new_risky_names(
             continue
         found = uses(source)
         new = set(found.labels - labels)
-        new |= {f"name {name}" for name in found.free_names - names}
+        # A builtin only where the original uses that builtin (a method of the same name is not it).
+        new |= {f"name {name}" for name in found.free_names - (free | (names - _BUILTIN_NAMES))}
         new |= {f".{name}" for name in found.private_attributes - attributes - found.defined_attributes}
         flagged += [f"{file}: {label}" for label in sorted(new)]
     return flagged

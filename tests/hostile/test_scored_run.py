@@ -21,7 +21,20 @@ import pytest
 from gi.cli.main import main
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.model.program import normalised_dump, tree_hash
-from tests.hostile.attacks import BENCH, CALC, HELD_OUT, SUMS, SUMS_TESTS, TIMED, TRAINING, VERDICT, module, reply
+from tests.hostile.attacks import (
+    BENCH,
+    CALC,
+    GUARD_BLIND,
+    HELD_OUT,
+    PLANTED,
+    SUMS,
+    SUMS_TESTS,
+    TIMED,
+    TRAINING,
+    VERDICT,
+    module,
+    reply,
+)
 from tests.llm_server import Action, ScriptedModel, serve
 
 pytestmark = [
@@ -129,10 +142,18 @@ def test_the_guard_refuses_every_forgery_a_model_serves(tmp_path: Path, engine: 
     unevaluated = [name for name, made in hashes.items() if made not in seen]
     assert len(unevaluated) <= len(refused_by_operator), (unevaluated, summary["llm"]["rejected"])
     for name, made in hashes.items():
-        if made in seen:
+        if made in seen and name in GUARD_BLIND:  # plain Python: the search scores it a repair
+            assert seen[made]["measures"]["failed_tests"] == 0.0, (name, seen[made])
+        elif made in seen:
             assert seen[made]["status"] == "tampered", (name, seen[made]["status"], seen[made]["detail"])
             assert "reaches beyond what the original uses" in seen[made]["detail"], name
-    assert all(member["objectives"]["failed_tests"] >= 2 for member in summary["front"]), summary["front"]
+    # What the guard let through, the front's second run catches: its audit finds the value equal
+    # to everything behind the mapping proxy the member returns.
+    repairs = [member for member in summary["front"] if member["objectives"]["failed_tests"] < 2]
+    assert repairs, summary["front"]
+    for member in repairs:
+        assert member["second_run"] is not None and not member["second_run"]["agrees"], member
+        assert "decides the tests' checks" in member["second_run"]["detail"], member["second_run"]
 
 
 @pytest.mark.parametrize("engine", ["cold", "warm"])
@@ -167,6 +188,8 @@ SUMS_KEPT = (
 def _kept(n):
     import os
 
+    with open(os.devnull) as stream:
+        stream.read()
     return "pyperf" in os.path.sys.modules
 """
 )
@@ -180,14 +203,16 @@ HONEST_TOTAL = "def total(n):\n    return (n - 1) * n * (2 * n - 1) // 6\n"
 def test_a_speed_up_that_exists_only_when_timed_is_scored_tampered(tmp_path: Path, engine: str) -> None:
     """Each timed process makes the behaviour check after its timed loops, and it must answer as
     the untimed check did: a stale answer under pyperf (or after its 50th call) shows in the
-    training tests' calls the check replays."""
+    training tests' calls the check replays. A pyperf of its own, planted beside the code by an
+    earlier command in the copy, never reaches the timing: the workload runs in a fresh copy,
+    read-only."""
     project = tmp_path / "sums"
     (project / "tests").mkdir(parents=True)
     (project / "sums.py").write_text(SUMS_KEPT)
     (project / "bench.py").write_text(BENCH)
     (project / "tests" / "test_sums.py").write_text(SUMS_TESTS)
     fence = "```"
-    replies = [HONEST_TOTAL, *TIMED.values()]
+    replies = [HONEST_TOTAL, *TIMED.values(), *PLANTED.values()]
     actions = [Action(reply=f"Faster:\n{fence}python\n{text}{fence}\n") for text in replies]
     model = OneFunction(function="total", actions=actions, default=Action(reply="I would rather not."))
     config = tmp_path / "sums.toml"
@@ -243,6 +268,12 @@ engine = "{engine}"
         entry = seen[made]
         assert entry["status"] == "tampered", (name, entry["status"], entry["detail"], entry["measures"])
         assert "answers differently when it is timed" in entry["detail"], entry["detail"]
+    for name, text in PLANTED.items():
+        entry = seen[
+            tree_hash({"sums.py": normalised_dump(SUMS.replace(SUMS[SUMS.index("def total") :], text) + kept)})
+        ]
+        # The planted pyperf divides every time by 40000: any ratio near that would be its.
+        assert entry["status"] == "ok" and entry["measures"]["runtime"] > 0.1, (name, entry["measures"])
     honest = seen[
         tree_hash({"sums.py": normalised_dump(SUMS.replace(SUMS[SUMS.index("def total") :], HONEST_TOTAL) + kept)})
     ]
