@@ -16,8 +16,9 @@ from mutators.llm.client import (
 )
 from mutators.llm.factory import operator_for_run
 from mutators.llm.models import Models
-from mutators.llm.operator import LLMOperator, Pending, Proposal
+from mutators.llm.operator import LLMOperator
 from mutators.llm.prompts import GOALS, MODES, Prompts
+from mutators.llm.proposals import Pending, Proposal
 from mutators.llm.replies import extract_function
 from mutators.llm.stats import Counts, LLMStats
 

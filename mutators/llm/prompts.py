@@ -27,10 +27,18 @@ GOALS = {
 }
 MODES = ("rewrite", "diff", "crossover")
 
+#: What new code may use: what the tamper guard (gi.model.guard) lets through, so that an honest
+#: reply is not refused for an import the model could not know was barred.
+ALLOWED_CODE = (
+    "Imports may name the pure standard-library modules (math, itertools, collections, functools, heapq,"
+    " bisect, re, ...) and what the file already imports; code that imports anything else, or reaches for"
+    " the interpreter, the file system, the process or the tests, is refused."
+)
+
 CHAT_SYSTEM = (
     "You improve existing Python code. Reply with the complete new version of the one function you are"
     " given, in a single ```python fenced block, and nothing else. Keep its name and signature. If it"
-    " needs an import or a helper function or class, put them in the same block, above the function."
+    " needs an import or a helper function or class, put them in the same block, above the function. " + ALLOWED_CODE
 )
 
 #: What a rewrite and a diff prompt both show: the goal, the function, the code above it, the
@@ -63,7 +71,8 @@ COMPLETION = """\
 # {goal}: a new version of {name}, same behaviour
 {decorators}{def_line}"""
 
-DIFF_SYSTEM = """\
+DIFF_SYSTEM = (
+    """\
 You improve existing Python code by editing it. Reply with one or more SEARCH/REPLACE blocks, \
 each in this form:
 
@@ -75,7 +84,9 @@ the lines to put in their place
 
 Copy the SEARCH lines exactly, with their indentation. Keep the function's name and signature. \
 To add an import or a helper function or class, use a block with an empty SEARCH part: its \
-REPLACE lines go after the function."""
+REPLACE lines go after the function. """
+    + ALLOWED_CODE
+)
 
 DIFF_USER = _SHOWN + "Edit `{name}` to {goal}, with SEARCH/REPLACE blocks."
 

@@ -2,7 +2,8 @@
 
 Each mode's edit reaches the front where only that mode's reply improves the program; requests
 are in flight while candidates are evaluated, and how fast replies come changes no front; a
-request budget holds across an interruption; a run that used every mode replays offline.
+request budget holds across an interruption; a run that used every mode replays offline; an
+honest import and helper beside a rewrite pass the tamper guard and are evaluated.
 """
 
 from __future__ import annotations
@@ -261,3 +262,41 @@ def test_a_run_that_used_every_mode_replays_offline_to_its_front(
     replay = summary_of(tmp_path, "pairs-seed3/replay")
     assert replay["replay"] == {"front": True, "history": True}
     assert [(m["id"], m["edits"]) for m in replay["front"]] == [(m["id"], m["edits"]) for m in made["front"]]
+
+
+#: A rewrite that needs a plain standard-library import and a helper of its own.
+IMPORT_AND_HELPER = '''\
+```python
+import itertools
+
+
+def _pair_sums(values):
+    return {a + b for a, b in itertools.combinations(values, 2)}
+
+
+def has_pair_with_sum(values, target):
+    """True if two different entries of values add up to target."""
+    return target in _pair_sums(values)
+```
+'''
+
+
+@pytest.mark.slow
+def test_an_honest_import_and_helper_pass_the_guard_and_reach_the_front(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    """Plain standard-library code beside the function passes the tamper guard twice (the
+    operator's check of the reply, the engine's of the variant): the import and the helper
+    are each an edit of their own that is evaluated, passes the tests and stays on the front."""
+    scripted, server = model
+    scripted.respond = answering({"rewrite": IMPORT_AND_HELPER})
+    assert main(["run", str(write_experiment(tmp_path, server.base_url)), "--quiet"]) == 0
+    summary = summary_of(tmp_path)
+    kept = [
+        member for member in summary["front"]
+        if {"add_import", "add_definition"} <= {edit["kind"] for edit in member["edits"]}
+    ]  # fmt: skip
+    assert kept, summary["front"]
+    assert all(member["objectives"]["failed_tests"] == 0 for member in kept)
+    assert summary["llm"]["modes"]["rewrite"]["tampering"] == 0
+    assert summary["operators"]["llm.rewrite"]["passing"] >= 1

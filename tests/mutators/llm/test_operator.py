@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,13 @@ import numpy as np
 import pytest
 
 from gi.model.edits import AddDefinition, AddImport, DeleteStatement, Edit, ReplaceFunction, WriteStatement
+from gi.model.guard import risky_names
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
 from mutators import MutationContext
 from mutators.llm import Budget, LLMClient, LLMOperator, LLMSettings, Member, Models, Outcome, RequestPool
+from mutators.llm.prompts import ALLOWED_CODE
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 SOURCE = """\
@@ -333,6 +336,29 @@ def test_a_reply_that_reaches_for_the_test_machinery_is_refused_and_plain_stdlib
     assert [type(edit) for edit in edits] == [AddImport, AddImport, ReplaceFunction]
     assert operator.stats.modes["rewrite"].tampering == 1
     assert "os._exit" in model.requests[1]["messages"][-1]["content"]
+
+
+def test_the_prompts_tell_the_model_what_the_guard_lets_through(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    """The chat and diff prompts name the imports new code may use, and every module they name
+    passes the guard (a prompt that promised what the guard refuses would waste the request)."""
+    model, server = scripted
+    model.default = Action(reply="no code")
+    program = make_program(SOURCE)
+    operator = LLMOperator(client(server, tmp_path), "faster", modes={"rewrite": 1, "diff": 1}, feedback_retries=0)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        operator.propose_edits(program, Patch(), rng, total_only(program))
+    assert {mode_of(request) for request in model.requests} == {"rewrite", "diff"}
+    assert all(ALLOWED_CODE in request["messages"][0]["content"] for request in model.requests)
+    named = re.findall(r"\b[a-z]+\b", ALLOWED_CODE[ALLOWED_CODE.index("(") + 1 : ALLOWED_CODE.index(")")])
+    assert len(named) >= 5 and all(not risky_names(f"import {module}\n") for module in named), named
+    assert risky_names("import numpy\n")  # what the sentence bars, the guard refuses
+
+
+def mode_of(request: dict[str, Any]) -> str:
+    return "diff" if "SEARCH/REPLACE" in request["messages"][0]["content"] else "rewrite"
 
 
 def test_retries_go_out_as_replies_fail_not_when_the_search_takes_them(
