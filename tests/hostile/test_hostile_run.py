@@ -80,7 +80,7 @@ def reply(body: str) -> str:
     return f"Here you go:\n```python\ndef word_count(text):\n{indented}\n```\n"
 
 
-def attacks(project: Path, canary: Path, unix_path: str, tcp_port: int) -> dict[str, str]:
+def attacks(project: Path, canary: Path, unix_path: str, tcp_port: int, abstract: str) -> dict[str, str]:
     """Each attack ends by returning the right count, so a variant that gets away with it
     would look like a perfect repair."""
     return {
@@ -114,7 +114,7 @@ assert not found, "".join(found)
 return len(text.split())
 """,
         "talk to host sockets": f"""
-for family, address in ((socket.AF_UNIX, {unix_path!r}), (socket.AF_UNIX, "\\0gi-hostile-abstract"),
+for family, address in ((socket.AF_UNIX, {unix_path!r}), (socket.AF_UNIX, {abstract!r}),
                         (socket.AF_INET, ("127.0.0.1", {tcp_port}))):
     try:
         client = socket.socket(family, socket.SOCK_STREAM)
@@ -242,13 +242,14 @@ def test_a_hostile_model_cannot_escape_nor_fake_a_repair(tmp_path: Path, canary:
     (project / "tests" / "test_notes.py").write_text(TESTS)
     before, home_before = checksums(project), canary.read_bytes()
     unix_path = str(tmp_path / "host.sock")
+    abstract = f"\0gi-hostile-{secrets.token_hex(6)}"  # one of its own: others may run this test at once
     listeners = [
         Listener(socket.AF_UNIX, unix_path),
-        Listener(socket.AF_UNIX, "\0gi-hostile-abstract"),
+        Listener(socket.AF_UNIX, abstract),
         Listener(socket.AF_INET, ("127.0.0.1", 0)),
     ]
     tcp_port = listeners[2].socket.getsockname()[1]
-    hostile = attacks(project, canary, unix_path, tcp_port)
+    hostile = attacks(project, canary, unix_path, tcp_port, abstract)
     api_key = f"sk-hostile-{secrets.token_hex(12)}"
     model = ScriptedModel(
         actions=[Action(reply=reply(body)) for body in hostile.values()],
