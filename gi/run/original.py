@@ -57,7 +57,7 @@ def reference_evaluation(config: Config, evaluator: Evaluator, progress: Progres
     return evaluation
 
 
-def _limits_warning(config: Config, evaluator: Evaluator, progress: Progress) -> None:
+def limits_warning(config: Config, evaluator: Evaluator, progress: Progress) -> None:
     """One line when the configured limits contradict: a test may not take longer than
     TEST_SHARE of the whole run (so one that hangs cannot stop it)."""
     tests = config.tests
@@ -77,7 +77,7 @@ def _run_with_hung_tests_limited(
     off is run again with the tests it hung in limited (`hung_limits`: together at most
     TEST_SHARE of the whole run), until it finishes or hangs in no new test: a test that
     loops forever counts as failing (a repair may fix it), it does not stop the run."""
-    _limits_warning(config, evaluator, progress)
+    limits_warning(config, evaluator, progress)
     evaluation = evaluator.evaluate(original)
     hung: set[str] = set()
     while evaluation.status is Status.TIMED_OUT and (new := hung_tests(evaluation.tests) - hung):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.model.patch import Patch, Variant
 from gi.model.program import Program
 

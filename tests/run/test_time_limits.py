@@ -117,10 +117,11 @@ def test_limits_that_contradict_are_one_line(tmp_path: Path) -> None:
     """A per-test limit longer than its share of the whole run's is said once, with what gi uses."""
     config = load_config(project(tmp_path, "test_timeout = 10\n"))
     from gi.run.experiment import Experiment
+    from gi.run.original import limits_warning
 
     experiment = Experiment(config)
     try:
-        experiment._limits_warning()
+        limits_warning(experiment.config, experiment.evaluator, experiment.progress)
         (line,) = experiment.progress.warnings
         assert "tests.test_timeout = 10 is more than 50% of tests.timeout = 5" in line
         assert "at most 2.5 s" in line
