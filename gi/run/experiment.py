@@ -10,7 +10,8 @@ last checkpoint (a finished run just rewrites its report); `fresh=True` starts o
 services are the engine's: the run store and recorded measurements (gi/engine/storage.py), the
 evaluation service (gi/engine/service.py), the original's timings (gi/engine/timing.py), the
 summary builder (gi/engine/summary.py). What is left here is what only a run decides: the
-baseline, where edits are steered, which operators and which search.
+baseline (its reference evaluation in gi/run/original.py), where edits are steered
+(gi/run/steering.py), which operators and which search.
 """
 
 from __future__ import annotations
