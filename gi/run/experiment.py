@@ -54,7 +54,7 @@ from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
 from gi.run.original import reference_evaluation
-from gi.run.steering import Steering, test_texts
+from gi.run.steering import Steering
 from mutators import CROSSOVERS, Feedback, Operator
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
@@ -217,7 +217,7 @@ class Experiment:
         wanted = self.config.evaluation.engine
         if wanted == "cold":
             return "cold", "evaluation.engine = 'cold'"
-        texts = test_texts(self.config, self.program)
+        texts = self.steering.test_texts
         unsafe = warm_unsafe(self.program, texts)
         if unsafe and wanted == "auto":
             return "cold", unsafe

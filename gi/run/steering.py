@@ -63,6 +63,8 @@ class Steering:
         #: The sites no training test executes (their locations), and the counts summary.json gives.
         self.unexecuted: frozenset[Location] = frozenset()
         self.sites: dict[str, int] | None = None
+        #: The text of every test file, read once: the warm path's safety check reads it too.
+        self.test_texts = test_texts(config, program)
         self.protected = self._workload_functions()
 
     def context(
@@ -122,7 +124,7 @@ class Steering:
         """The workload's entry point (and what only it calls) when it lives in an editable
         file: never edited, and said so once."""
         workload = self.config.workload
-        texts = "\n".join(test_texts(self.config, self.program))
+        texts = "\n".join(self.test_texts)
         protected = workload_functions(self.program, workload.call if workload else None, texts)
         if protected:
             self.progress.warn(
