@@ -6,9 +6,12 @@ rewrite alone, so its screening ratio is below the rewrite's about half the time
 program on the search's front is the bloat of issue 28. The summary must name it in `riders`,
 beside the rewrite alone it is no better than, and leave it off the front.
 
-Whether the search's front holds such a program at all is up to timing noise: each of the
-dozen or so junk programs a run makes is screened faster than the rewrite about half the time,
-so a run's front misses all of them rarely, and the test tries the next seed when it does."""
+Whether the search's front holds such a program at all is up to timing noise: a run makes four
+to eight junk programs after the rewrite, and when the rewrite's own screening happened to be
+fast, none of them is screened faster and the front is the rewrite alone. That is one seed in
+eight on a quiet machine (of seeds 1 to 8 only seed 1 missed), but a CI run of the whole suite
+missed seeds 1, 2 and 3. The test tries the next seed until one run's front holds junk, up to
+eight; each miss costs a run of about 20 seconds."""
 
 from __future__ import annotations
 
@@ -112,7 +115,7 @@ def test_junk_riding_on_a_real_speed_up_is_named_and_left_off_the_front(
     tmp_path: Path, model: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GI_TEST_KEY", "sk-test")
-    for seed in (1, 2, 3):
+    for seed in range(1, 9):
         config = write_experiment(tmp_path, model.base_url, seed)
         assert main(["run", str(config), "--quiet"]) == 0
         run = tmp_path / "runs" / f"pairs-seed{seed}"
@@ -124,7 +127,7 @@ def test_junk_riding_on_a_real_speed_up_is_named_and_left_off_the_front(
         if summary["riders"]:
             break
     else:
-        pytest.fail("no run's front carried junk beside the rewrite in three seeds")
+        pytest.fail("no run's front carried junk beside the rewrite in eight seeds")
 
     for rider in summary["riders"]:
         assert rider["id"] not in front, "a rider is left off the front"
