@@ -10,7 +10,7 @@ original it was measured with. Measures gi's process takes from the source alone
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fitness import complexity, size, style
@@ -53,52 +53,45 @@ class Measure:
         return self.compute is not None
 
 
-#: Measures of one file's text, by the SHA-256 of its name and text (never the text itself:
-#: thousands of large texts as keys would hold hundreds of MB).
-_PROGRAM_FILES: TextCache[tuple[float, float]] = TextCache(4096)
-_TEXT_FILES: TextCache[tuple[float, float, float]] = TextCache(4096)
+#: Each measure of one file's text, by the SHA-256 of the file's name and text (never the text
+#: itself: thousands of large texts as keys would hold hundreds of MB). One cache a measure, so a
+#: run takes only the measures its objectives read (radon's maintainability index and
+#: pycodestyle cost several times the cyclomatic complexity a run of "complexity" needs).
+_FILE_VALUES: dict[str, TextCache[float]] = {}
 
 
-def _program_file(file: str, text: str) -> tuple[float, float]:
-    """Cyclomatic complexity and Halstead volume of one file's text (radon parses it)."""
+def _per_file(name: str, measure: Callable[[Mapping[str, str]], float]) -> Callable[[str, str], float]:
+    """`measure` of one file's text, cached by the text (and the file's name)."""
+    cache = _FILE_VALUES.setdefault(name, TextCache(4096))
 
-    def measure() -> tuple[float, float]:
-        with compiler_warnings_ignored():
-            return complexity.cyclomatic({file: text}), complexity.halstead_volume({file: text})
+    def of_file(file: str, text: str) -> float:
+        def compute() -> float:
+            with compiler_warnings_ignored():
+                return measure({file: text})
 
-    return _PROGRAM_FILES.get(text, measure, file)
+        return cache.get(text, compute, file)
 
-
-def _text_file(file: str, text: str) -> tuple[float, float, float]:
-    """Style violations, maintainability index and lines of one file's text."""
-
-    def measure() -> tuple[float, float, float]:
-        with compiler_warnings_ignored():
-            lines = float(text.count("\n") + 1)
-            return style.violations({file: text}), complexity.maintainability({file: text}), lines
-
-    return _TEXT_FILES.get(text, measure, file)
+    return of_file
 
 
-def _complexity(variant: Variant) -> float:
-    return sum(_program_file(file, variant.sources[file])[0] for file in variant.program.files)
+_cyclomatic = _per_file("complexity", complexity.cyclomatic)
+_halstead = _per_file("halstead_volume", complexity.halstead_volume)
+_violations = _per_file("style", style.violations)
+_maintainability_index = _per_file("maintainability", complexity.maintainability)
 
 
-def _halstead_volume(variant: Variant) -> float:
-    return sum(_program_file(file, variant.sources[file])[1] for file in variant.program.files)
+def _line_count(file: str, text: str) -> float:
+    return float(text.count("\n") + 1)  # cheaper than the cache's hash of the text
 
 
-def _style(variant: Variant) -> float:
-    return sum(_text_file(file, variant.sources[file])[0] for file in variant.program.files)
+def _summed(of_file: Callable[[str, str], float]) -> Callable[[Variant], float]:
+    """The sum of a per-file measure over the variant's editable files."""
+    return lambda variant: sum(of_file(file, variant.sources[file]) for file in variant.program.files)
 
 
 def _maintainability(variant: Variant) -> float:
-    texts = [_text_file(file, variant.sources[file]) for file in variant.program.files]
-    return sum(text[1] for text in texts) / len(texts) if texts else 100.0
-
-
-def _source_lines(variant: Variant) -> float:
-    return sum(_text_file(file, variant.sources[file])[2] for file in variant.program.files)
+    files = variant.program.files
+    return sum(_maintainability_index(file, variant.sources[file]) for file in files) / len(files) if files else 100.0
 
 
 def _size(variant: Variant) -> float:
@@ -113,13 +106,15 @@ MEASURES: Registry[Measure] = Registry("measure")
 for _measure in (
     Measure("failed_tests", Basis.PROGRAM, "training tests that do not pass (the sandbox's test run)"),
     Measure("passed_tests", Basis.PROGRAM, "training tests that pass (the sandbox's test run)"),
-    Measure("complexity", Basis.PROGRAM, "total cyclomatic complexity of the edited files (radon)", _complexity),
-    Measure("halstead_volume", Basis.PROGRAM, "total Halstead volume of the edited files (radon)", _halstead_volume),
+    Measure(
+        "complexity", Basis.PROGRAM, "total cyclomatic complexity of the edited files (radon)", _summed(_cyclomatic)
+    ),
+    Measure("halstead_volume", Basis.PROGRAM, "total Halstead volume of the edited files (radon)", _summed(_halstead)),
     Measure("size", Basis.PATCH, "edits of the patch that take effect", _size),
     Measure("diff_lines", Basis.PATCH, "lines the patch adds or removes", _diff_lines),
-    Measure("style", Basis.TEXT, "PEP 8 violations in the edited files (pycodestyle)", _style),
+    Measure("style", Basis.TEXT, "PEP 8 violations in the edited files (pycodestyle)", _summed(_violations)),
     Measure("maintainability", Basis.TEXT, "mean maintainability index of the edited files (radon)", _maintainability),
-    Measure("source_lines", Basis.TEXT, "lines of the edited files", _source_lines),
+    Measure("source_lines", Basis.TEXT, "lines of the edited files", _summed(_line_count)),
     Measure("runtime", Basis.TIMING, "workload time over the original's, measured with pyperf (the sandbox)"),
 ):
     MEASURES.add(_measure.name, _measure)

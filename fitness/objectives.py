@@ -62,6 +62,8 @@ class Objective:
     measure: Measure
     #: Its worst value worth keeping, in minimised form; None: unbounded (see `reference`).
     bound: Callable[[Bounds], float] | None = None
+    #: The other measures of the original that `bound` reads (`Bounds.baseline`).
+    reads: tuple[str, ...] = ()
 
     @property
     def basis(self) -> Basis:
@@ -121,7 +123,7 @@ for _objective in (
     ),
     Objective(
         "diff_lines", Direction.MINIMIZE, "lines the patch adds or removes", MEASURES.get("diff_lines"),
-        lambda bounds: float(max(1.0, bounds.baseline.get("source_lines", 0.0)) * 2 + 1),
+        lambda bounds: float(max(1.0, bounds.baseline.get("source_lines", 0.0)) * 2 + 1), ("source_lines",),
     ),
     Objective(
         "runtime", Direction.MINIMIZE, "workload time over the original's, measured with pyperf",
@@ -129,6 +131,13 @@ for _objective in (
     ),
 ):  # fmt: skip
     OBJECTIVES.add(_objective.name, _objective)
+
+
+def measures_read(objectives: Sequence[Objective]) -> frozenset[str]:
+    """The measures a run on these objectives takes: each objective's own and those its bound
+    reads of the original. gi computes no other (radon's maintainability index and pycodestyle,
+    taken of every variant, cost more than the cyclomatic complexity a run of "complexity" reads)."""
+    return frozenset(name for objective in objectives for name in (objective.measure.name, *objective.reads))
 
 
 # --- a user's objective ---------------------------------------------------------------------------

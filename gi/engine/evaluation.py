@@ -93,7 +93,7 @@ class Evaluator(WorkloadRuns):
             refused = self.refusal(variant)
             if refused is not None:
                 return result(Status.TAMPERED, refused)
-            measures = static_measures(variant)
+            measures = static_measures(variant, names=self.settings.measures)
             warm = self.settings.engine == "warm"
             with ExitStack() as stack:
                 if warm:

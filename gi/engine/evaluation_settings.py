@@ -57,3 +57,6 @@ class EvaluationSettings:
     #: How the project's tests run: its interpreter, what gi adds to its pytest settings, the
     #: copy's import roots (gi.engine.project).
     pytest: PytestSetup = DEFAULT_SETUP
+    #: The static measures taken of each variant (`fitness.objectives.measures_read` of the
+    #: run's objectives); None: every registered one.
+    measures: frozenset[str] | None = None

@@ -1,6 +1,7 @@
 """The measures gi takes in its own process, each cached by what it declares it depends on.
 
-The evaluator takes every registered static measure (`fitness.measures.MEASURES`) of the
+The evaluator takes the registered static measures (`fitness.measures.MEASURES`) the run's
+objectives read (`fitness.objectives.measures_read`; every one when it is not told) of the
 program it evaluates, and the evaluation is cached by tree hash. A candidate then takes the
 measures of its own patch and text (`Basis.PATCH`, `Basis.TEXT`): two patches can make one
 program, and comments and layout are not in the tree hash. `RunMeasures` adds the run's own
@@ -15,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Sequence
 
 from fitness.measures import MEASURES, Basis, Measure
-from fitness.objectives import Objective
+from fitness.objectives import Objective, measures_read
 from gi.model.patch import Variant
 
 #: The bases of what a candidate measures of itself, not taken from the evaluation of its program.
@@ -34,22 +35,25 @@ def _taken(measures: Sequence[Measure], variant: Variant) -> dict[str, float]:
     return values
 
 
-def static_measures(variant: Variant, bases: Collection[Basis] = tuple(Basis)) -> dict[str, float]:
-    """Every registered measure gi computes from the source alone (of the given bases), in
-    registration order."""
-    return _taken([m for m in MEASURES.values() if m.static and m.basis in bases], variant)
+def static_measures(
+    variant: Variant, bases: Collection[Basis] = tuple(Basis), names: Collection[str] | None = None
+) -> dict[str, float]:
+    """The registered measures gi computes from the source alone (of the given bases; those
+    `names` lists, or every one), in registration order."""
+    wanted = [m for m in MEASURES.values() if m.static and m.basis in bases and (names is None or m.name in names)]
+    return _taken(wanted, variant)
 
 
-def program_measures(variant: Variant) -> dict[str, float]:
+def program_measures(variant: Variant, names: Collection[str] | None = None) -> dict[str, float]:
     """The static measures of the program (its syntax tree): cached with the evaluation by tree hash."""
-    return static_measures(variant, {Basis.PROGRAM})
+    return static_measures(variant, {Basis.PROGRAM}, names)
 
 
-def variant_measures(variant: Variant) -> dict[str, float]:
+def variant_measures(variant: Variant, names: Collection[str] | None = None) -> dict[str, float]:
     """The static measures of this patch and this text, not of the program: patch size and diff
-    lines, style, the maintainability index, lines. Taken for every candidate, never from the
-    cache by tree hash (text measures are cached per file's text)."""
-    return static_measures(variant, OWN)
+    lines, style, the maintainability index, lines (those `names` lists, or every one). Taken
+    for every candidate, never from the cache by tree hash (text measures are cached per file's text)."""
+    return static_measures(variant, OWN, names)
 
 
 def cache_key(basis: Basis, variant: Variant) -> str:
@@ -69,6 +73,8 @@ class RunMeasures:
     gi's process for every candidate and cached by the key each one's basis names."""
 
     def __init__(self, objectives: Sequence[Objective]) -> None:
+        #: The registered measures the objectives read, taken of every candidate.
+        self.read = measures_read(objectives)
         self.measures = [
             objective.measure
             for objective in objectives
@@ -97,6 +103,6 @@ class RunMeasures:
         return values
 
     def own(self, variant: Variant) -> dict[str, float]:
-        """Everything a candidate measures of itself: the registered patch and text measures,
-        and the run's own."""
-        return {**variant_measures(variant), **self(variant)}
+        """Everything a candidate measures of itself: the registered patch and text measures the
+        run's objectives read, and the run's own."""
+        return {**variant_measures(variant, self.read), **self(variant)}

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import reference_point
+from fitness.objectives import measures_read, reference_point
 from fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
 from fitness.pytest_diagnosis import READ_ONLY
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
@@ -162,6 +162,7 @@ class Experiment:
             fail_fast=config.tests.fail_fast,
             first_failure=config.tests.fail_fast and section.shortcuts,
             pytest=self.pytest,
+            measures=measures_read(self.objectives),
             **workload_settings(config),
         )
 

@@ -250,6 +250,7 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         fail_fast=True,
         first_failure=True,
         pytest=PytestSetup("/project/.venv/bin/python", ("--no-cov",), ("src",), (("shop", "src/shop.py"),), True),
+        measures=frozenset({"complexity", "size"}),
     )
     changed = {f.name for f in dataclasses.fields(settings) if getattr(settings, f.name) != f.default}
     assert changed >= {f.name for f in dataclasses.fields(settings)} - {"limits", "screening", "rigorous"}

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from gi.engine.measures import program_measures, variant_measures
+from fitness.objectives import OBJECTIVES, measures_read, reference_point
+from gi.config import load_config
+from gi.engine.measures import program_measures, static_measures, variant_measures
 from gi.model.edits import DeleteStatement, InsertStatement, ReplaceNumber, ReplaceStatement
 from gi.model.guard import risky_names
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import Location, SiteKind
+from gi.run.experiment import run_experiment
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 SOURCE = """\
 def f(values):
@@ -67,3 +76,57 @@ def test_code_the_compiler_warns_about_is_judged_without_a_warning(make_program:
     statements = [site.location for site in program.sites_of(SiteKind.STATEMENT)]
     broken = apply(program, Patch((InsertStatement(statements[0], statements[-1]),)))  # return before the def
     assert broken.syntax_error == "mod.py:2: 'return' outside function"
+
+
+def test_the_measures_a_run_reads_are_its_objectives_and_what_their_bounds_read() -> None:
+    objectives = [OBJECTIVES.get(name) for name in ("failed_tests", "complexity", "size")]
+    assert measures_read(objectives) == {"failed_tests", "complexity", "size"}
+    # diff_lines' worst value worth keeping is twice the original's lines, and one.
+    assert measures_read([OBJECTIVES.get("diff_lines")]) == {"diff_lines", "source_lines"}
+
+
+def test_only_the_measures_named_are_taken(make_program: Callable[[str], Program]) -> None:
+    variant = apply(make_program(SOURCE), Patch())
+    assert set(static_measures(variant, names={"complexity", "size"})) == {"complexity", "size"}
+    assert set(variant_measures(variant, {"complexity", "size"})) == {"size"}, "complexity is the program's"
+    every = static_measures(variant)
+    assert {"style", "maintainability", "halstead_volume", "source_lines"} <= set(every)
+    assert static_measures(variant, names={"style"}) == {"style": every["style"]}
+
+
+def _grading_run(tmp_path: Path, objectives: list[str]) -> dict[str, Any]:
+    """The grading example at 4 x 1 on these objectives: its summary and its store's evaluations."""
+    program = tmp_path / "grading"
+    shutil.copytree(EXPERIMENTS / "programs" / "grading", program)
+    config = load_config(EXPERIMENTS / "grading.toml")
+    config = config.model_copy(
+        update={
+            "experiment": config.experiment.model_copy(update={"output": tmp_path / "runs"}),
+            "program": config.program.model_copy(update={"root": program}),
+            "search": config.search.model_copy(update={"population": 4, "generations": 1}),
+            "objectives": config.objectives.model_copy(update={"minimize": objectives}),
+        }
+    )
+    result = run_experiment(config)
+    lines = (result.folder / "evaluations.jsonl").read_text(encoding="utf-8").splitlines()
+    return {"summary": result.summary, "evaluations": [json.loads(line) for line in lines]}
+
+
+def test_a_run_takes_no_measure_its_objectives_do_not_read(tmp_path: Path) -> None:
+    """pycodestyle and radon's maintainability index cost a run on "complexity" most of gi's
+    own time a variant (toolz: 0.25 s of 0.5 s a variant, docs/architecture.md): a run takes
+    only the measures its objectives read."""
+    run = _grading_run(tmp_path / "complexity", ["failed_tests", "complexity", "size"])
+    assert len(run["evaluations"]) > 1
+    for evaluation in run["evaluations"]:
+        if evaluation["status"] == "ok":
+            assert {"failed_tests", "complexity"} <= set(evaluation["measures"])
+            assert not {"style", "maintainability", "halstead_volume", "diff_lines"} & set(evaluation["measures"])
+    # diff_lines' bound reads the original's lines: taken in such a run, so its worst value worth
+    # keeping is twice grading.py's lines and one, not the 3 a missing count would give.
+    text = (EXPERIMENTS / "programs" / "grading" / "grading.py").read_text(encoding="utf-8")
+    run = _grading_run(tmp_path / "diff", ["failed_tests", "diff_lines"])
+    baseline = run["summary"]["baseline"]["measures"]
+    assert baseline["source_lines"] == len(text.splitlines()) + 1  # the line after the last newline
+    [reference] = reference_point([OBJECTIVES.get("diff_lines")], baseline, test_count=1, max_edits=1)
+    assert reference == 2 * (len(text.splitlines()) + 1) + 1

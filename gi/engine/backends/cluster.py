@@ -172,8 +172,8 @@ class DaskBackend:
         the details redacted of the secrets this machine knows."""
         evaluation = Evaluation.from_json(data)
         measures = evaluation.measures
-        if "size" in measures:
-            measures = {**measures, **variant_measures(variant)}
+        if measures:  # the worker measured it (a variant that does not parse has no measures)
+            measures = {**measures, **variant_measures(variant, self.evaluator.settings.measures)}
         return dataclasses.replace(evaluation, measures=measures, detail=self.evaluator.redact(evaluation.detail))
 
     def evaluate_many(

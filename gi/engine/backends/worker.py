@@ -127,6 +127,7 @@ def settings_to_json(settings: EvaluationSettings) -> dict[str, Any]:
             "modules": [list(pair) for pair in settings.pytest.modules],
             "lend_coverage": settings.pytest.lend_coverage,
         },
+        "measures": None if settings.measures is None else sorted(settings.measures),
     }
 
 
@@ -161,6 +162,7 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
             modules=tuple((str(name), str(file)) for name, file in data["pytest"]["modules"]),
             lend_coverage=bool(data["pytest"]["lend_coverage"]),
         ),
+        measures=None if data["measures"] is None else frozenset(map(str, data["measures"])),
     )
 
 
