@@ -200,7 +200,7 @@ class RunLoop:
         A run that times its variants breeds first, unless an operator waits on a server: gi's
         own work would compete with a timing for the cores."""
         expected = self.search.settings.population
-        if self.evaluations.timed() and not any(operator.waits for operator in self.operators):
+        if self.timing.active and not any(operator.waits for operator in self.operators):
             return self.evaluations.evaluate(self._ask(generation), generation, expected)
         bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
