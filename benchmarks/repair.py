@@ -110,11 +110,11 @@ ARMS: dict[str, Arm] = {
             search={**PLAIN, "algorithm": "neighbourhood"},
             mutators=OCHIAI,
         ),
-        Arm("default", "gi's defaults for a repair: first+adaptive, sites weighted by D*"),
+        Arm("default", "gi's defaults for a repair: the rings (three quarters of the budget), adaptive, D*"),
         Arm(
-            "default+rings75",
-            "the defaults, the rings for three quarters of the budget",
-            search={"neighbourhood": 0.75},
+            "default+rings50",
+            "the defaults with the rings for half the budget (the defaults before the benchmark chose three quarters)",
+            search={"neighbourhood": 0.5},
         ),
     )
 }

@@ -9,8 +9,8 @@ correct repair: one that passes every training and held-out test, as the benchma
 (each program's tests run once, whichever formula's walk meets it), or with `--exact` the
 correct program itself, up to formatting (then no test runs but the coverage run: quick, and
 blind to repairs that compute the same another way). A repair at place n is evaluated by a
-ring-1 walk of n programs; the rings of a repair run with budget B walk at most B/2 of them
-(half the budget, and ring 2's pairs take turns with ring 1 once there are any), so the
+ring-1 walk of n programs; the rings of a repair run with budget B walk at most 3B/4 of them
+(three quarters of the budget, and ring 2's pairs take turns with ring 1 once there are any), so the
 places say what an order can win before any search runs, at no cost in evaluations.
 
 It prints each bug's places (first plausible / first correct) under each formula, and per
