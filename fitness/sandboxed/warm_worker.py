@@ -54,6 +54,7 @@ import linecache
 import os
 import select
 import signal
+import stat
 import struct
 import sys
 import time
@@ -412,18 +413,31 @@ def reap_everything() -> None:
                 os.waitpid(pid, 0)
 
 
-def empty(folder: str) -> None:
-    """Remove everything in `folder`, folders a variant made unwritable or unreadable included."""
+def empty(folder: str, device: int | None = None) -> None:
+    """Remove everything in `folder`, folders a variant made unwritable or unreadable included,
+    but nothing of another file system mounted inside it: in the sandbox, /tmp is RAM and holds
+    the read-only mounts of the variant's copy, gi's tools and a Python installation that lives
+    under /tmp (a venv there: thousands of files, each tried and refused between every two
+    variants, made a warm evaluation three times as slow), and the writable ones of outputs/,
+    TMPDIR and HOME, which are GI_WRITABLE folders emptied on their own. A variant cannot mount
+    anything (no capabilities), so nothing it writes escapes this."""
     try:
+        device = os.lstat(folder).st_dev if device is None else device
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
         path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
+        try:
+            status = os.lstat(path)
+        except OSError:
+            continue
+        if status.st_dev != device:
+            continue
+        if stat.S_ISDIR(status.st_mode):
             with contextlib.suppress(OSError):
                 os.chmod(path, 0o700)
-            empty(path)
+            empty(path, device)
             with contextlib.suppress(OSError):
                 os.rmdir(path)
         else:
