@@ -11,6 +11,9 @@ against the time the same tests take in an already warm interpreter (a forked pr
 has pytest loaded runs `pytest.main` on the original: what no tool can avoid). Evaluations
 are checked to be the same on every path.
 
+Every path takes the measures a run on the examples' objectives (failed tests, complexity,
+size) takes, as gi computes only what a run's objectives read.
+
 Then tests.fail_fast on a program whose suite takes longer than pytest's start-up
 (benchmarks/programs/roman: 46 tests, about half a second): warm, 2 workers, every test of
 every variant against stopping at the first failure (the tests that failed most recently
@@ -24,17 +27,20 @@ python benchmarks/throughput.py [--variants 200] [--program grading] [--fail-fas
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fitness.objectives import OBJECTIVES, measures_read
 from fitness.outcomes import FailureOrder, per_test_limits
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
@@ -100,6 +106,10 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
     return statistics.median(times)
 
 
+#: The measures a run takes (`fitness.objectives.measures_read`) on the examples' objectives.
+MEASURED = measures_read([OBJECTIVES.get(name) for name in ("failed_tests", "complexity", "size")])
+
+
 def measure(
     program: Program, batch: list[Variant], *, engine: str, workers: int, fail_fast: bool = False,
     first_failure: bool = False,
@@ -107,7 +117,7 @@ def measure(
     """Evaluations per second on one path, and what each evaluation gave (with `first_failure`,
     its status and score: which tests ran depends on the order)."""
     settings = EvaluationSettings(train=("tests",), timeout=60, test_timeout=10, workers=workers, engine=engine,
-                                  fail_fast=fail_fast, first_failure=first_failure)  # fmt: skip
+                                  fail_fast=fail_fast, first_failure=first_failure, measures=MEASURED)  # fmt: skip
     evaluator = Evaluator(program, settings)
     baseline = evaluator.evaluate(apply(program, Patch()))
     evaluator.baseline_tests = baseline.tests
@@ -150,7 +160,10 @@ def main() -> None:
     same = cold_results == warm1_results == warm2_results
     print(f"same evaluations on every path: {'yes' if same else 'NO'}")
     print(f"warm / cold, 2 workers: {warm2 / cold:.1f}x")
-    floor = warm_pytest_seconds(root, ["tests"])
+    # In a process of its own: preparing a warm interpreter (the warm worker's `preload`) changes
+    # the process it runs in, and libcst parsed nothing right in this one after it.
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        floor = pool.submit(warm_pytest_seconds, root, ["tests"]).result()
     per_evaluation = 1 / warm1
     overhead = per_evaluation - floor
     print(f"the same tests in a warm interpreter (fork + pytest.main): {floor * 1000:.0f} ms")
