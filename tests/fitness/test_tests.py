@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import sys
+import sysconfig
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any, cast
 
+import _pytest
 import pytest
 
 from fitness.outcomes import count_failed, overfits, per_test_limits
+from fitness.sandboxed import pytest_plugin
 from fitness.tests import run_tests
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
@@ -234,6 +242,53 @@ def test_a_test_that_hangs_fails_alone(tmp_path: Path) -> None:
         "tests/test_hangs.py::test_after": "passed",
     }
     assert "time limit of 1 s" in run.failure_report()
+
+
+def test_a_time_limit_runs_out_in_the_tests_code_not_in_pytests() -> None:
+    """The classifier the per-test alarm asks, on real frames: code compiled as pytest's own,
+    as the standard library's (which runs for its caller), and as a test's."""
+    places = pytest_plugin._machinery_places()
+    stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "codecs.py")
+    capture = os.path.join(os.path.dirname(_pytest.__file__), "capture.py")
+
+    def compiled(file: str) -> Callable[[Callable[[], FrameType | None]], FrameType | None]:
+        namespace: dict[str, Any] = {}
+        exec(compile("def call(inner):\n    return inner()\n", file, "exec"), namespace)
+        return cast(Callable[[Callable[[], FrameType | None]], FrameType | None], namespace["call"])
+
+    in_pytest, in_stdlib = compiled(capture), compiled(stdlib)
+    assert not pytest_plugin._in_machinery(sys._getframe(), places)
+    assert pytest_plugin._in_machinery(in_pytest(sys._getframe), places)
+    # The standard library decoding what pytest captured is pytest's time; called by the test, the test's.
+    assert pytest_plugin._in_machinery(in_pytest(functools.partial(in_stdlib, sys._getframe)), places)
+    assert not pytest_plugin._in_machinery(in_stdlib(sys._getframe), places)
+
+
+SPINS_IN_PYTEST = """\
+import pytest
+
+
+def test_spins_in_pytests_code():
+    while True:
+        pytest.approx([1.0] * 1000) == [1.0] * 1000
+
+
+def test_after():
+    assert True
+"""
+
+
+def test_a_test_that_spends_its_time_in_pytests_code_still_times_out(tmp_path: Path) -> None:
+    folder = tmp_path / "spins"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_spins.py").write_text(SPINS_IN_PYTEST)
+    with workspace(folder, {}) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=1.0)
+    assert not run.timed_out and not run.forged
+    assert run.outcomes == {
+        "tests/test_spins.py::test_spins_in_pytests_code": "timed_out",
+        "tests/test_spins.py::test_after": "passed",
+    }
 
 
 def test_per_test_limits_come_from_the_originals_times() -> None:

@@ -339,7 +339,7 @@ engine = "{engine}"
     assert all(
         "reaches beyond what the original uses" in entry["detail"] or "not written by gi's plugin" in entry["detail"]
         for entry in tampered
-    ), tampered
+    ), [(entry["individual"], entry["detail"]) for entry in tampered]
     summary = json.loads((folder / "summary.json").read_text())
     refused = " ".join(entry["detail"] for entry in tampered)
     refused += " ".join(reason for reason in summary["llm"]["rejected"] if "tampering" in reason)
