@@ -34,7 +34,8 @@ from repair_bugs import BUG_CLASSES, SUBJECTS, Bug, canonical, correct_copy, inj
 from fitness.faults import FORMULAS, LineCoverage, suspiciousness
 from fitness.selection import Coverage
 from fitness.tests import NOT_FAILING
-from gi.engine.evaluation import EvaluationSettings, Evaluator
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from mutators import OPERATORS, MutationContext

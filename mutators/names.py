@@ -38,6 +38,18 @@ _CONSTANT_NAMES = frozenset({"True", "False", "None", "__debug__"})
 _NUMERIC = (cst.Name, cst.Integer, cst.Call, cst.BinaryOperation, cst.Subscript, cst.Attribute, cst.UnaryOperation)
 #: Builtins that take the same arguments, and so may stand for each other in a call.
 BUILTIN_FAMILIES = (("min", "max"), ("any", "all"), ("sorted", "reversed", "list"), ("int", "round"))
+#: Builtins that compute a value from values, with the fewest and most positional arguments
+#: they take: a call of a function of the program may stand for one of them (the inverse of
+#: replacing `round(total, 2)` with a function of the program that takes two arguments).
+VALUE_BUILTINS: dict[str, tuple[int, float]] = {
+    "len": (1, 1),
+    "abs": (1, 1),
+    "round": (1, 2),
+    "min": (1, float("inf")),
+    "max": (1, float("inf")),
+    "sum": (1, 2),
+    "sorted": (1, 1),
+}
 
 
 def field_of(site: Site) -> str:
@@ -402,7 +414,10 @@ def _arity(function: cst.FunctionDef) -> tuple[int, float]:
 @dataclass(frozen=True)
 class CallReplacement(BaseOperator):
     name: str = "call_replace"
-    description: str = "call another function bound there that takes as many arguments (or a builtin of its family)"
+    description: str = (
+        "call another function bound there that takes as many arguments: a function of the program,"
+        " a builtin of the called builtin's family, or for a function of the program a common builtin"
+    )
 
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
@@ -455,6 +470,12 @@ class CallReplacement(BaseOperator):
             for family in BUILTIN_FAMILIES:
                 if current.value in family:
                     options.extend(name for name in family if name != current.value and name not in shadowed)
+        elif isinstance(bound.get(current.value), cst.FunctionDef):
+            options.extend(
+                name
+                for name, (fewest, most) in VALUE_BUILTINS.items()
+                if fewest <= len(call.args) <= most and name not in shadowed
+            )
         return sorted(options)
 
 
@@ -490,7 +511,10 @@ def is_returned(program: Program, site: Site) -> bool:
 @dataclass(frozen=True)
 class ReturnReplacement(BaseOperator):
     name: str = "return_replace"
-    description: str = "return a copy of a value the program returns elsewhere instead (`return 0` for `return 1`)"
+    description: str = (
+        "return a copy of a value the program returns elsewhere (`return 0` for `return 1`),"
+        " or a variable the function reads, instead"
+    )
 
     def propose(
         self, program: Program, patch: Patch, rng: np.random.Generator, context: MutationContext
@@ -500,9 +524,9 @@ class ReturnReplacement(BaseOperator):
             site = choose()
             if site is None:
                 return None
-            found = ingredient(program, site, rng, "returned", lambda s: is_returned(program, s))
-            if found is not None:
-                return ReplaceExpression(site.location, found)
+            options = self._ingredients(program, site)
+            if options:
+                return ReplaceExpression(site.location, options[int(rng.integers(len(options)))])
         return None
 
     def sites(self, program: Program, context: MutationContext) -> list[Site]:
@@ -518,7 +542,23 @@ class ReturnReplacement(BaseOperator):
 
     @staticmethod
     def _ingredients(program: Program, site: Site) -> list[Location]:
-        return ingredients(program, site, "returned", lambda s: is_returned(program, s), apart=False)
+        """The values returned elsewhere in the file, then the variables the function reads (one
+        of each name, the nearest: returning the local a function builds is a common fix)."""
+        known = _RETURN_INGREDIENTS.setdefault(program, {})
+        if site.location not in known:
+            found = ingredients(program, site, "returned", lambda s: is_returned(program, s), apart=False)
+            codes = {program.code(location) for location in found}
+            variables = ingredients(program, site, "variable", lambda s: is_variable(program, s), apart=False)
+            for location in variables if site.function else ():
+                variable = program.site(location, SiteKind.EXPRESSION)
+                if variable is not None and variable.function == site.function and program.code(location) not in codes:
+                    codes.add(program.code(location))
+                    found.append(location)
+            known[site.location] = found
+        return known[site.location]
+
+
+_RETURN_INGREDIENTS: weakref.WeakKeyDictionary[Program, dict[Location, list[Location]]] = weakref.WeakKeyDictionary()
 
 
 for _operator in (

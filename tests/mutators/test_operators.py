@@ -347,7 +347,7 @@ def total(values, limit):
             result -= value
             values.append(value)
     if not result:
-        return result
+        return value
     return result
 """,
     "sibling_update": """\
