@@ -7,7 +7,7 @@ Both read a finished search's store and services; neither steers the search.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fitness.objectives import Objective
@@ -70,13 +70,17 @@ def without_riders(
 
 
 def plausible_patches(
-    program: Program, store: RunStore, held_out: HeldOut | None, baseline: Evaluation
+    program: Program,
+    store: RunStore,
+    held_out: HeldOut | None,
+    baseline: Evaluation,
+    suspicious: Mapping[tuple[str, int], float],
 ) -> list[dict[str, Any]]:
     """When repairing: the programs the search found that pass every training test (the
     first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
     that took no effect, ranked against overfitting (gi.model.plausible: fewest
-    anti-patterns, smallest diff, fewest edits, first found); the first ranked are checked
-    on the held-out tests."""
+    anti-patterns, smallest diff, fewest edits, the most suspicious line edited by
+    `suspicious`, first found); the first ranked are checked on the held-out tests."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
@@ -92,7 +96,7 @@ def plausible_patches(
     for record in store.individuals(found):
         variant = apply(program, Patch.from_json(record.patch))
         variants[record.id] = apply(program, variant.minimal())
-    ranked = rank(program, [(variants[i].patch, int(diff_lines(variants[i].diff()))) for i in found])
+    ranked = rank(program, [(variants[i].patch, int(diff_lines(variants[i].diff()))) for i in found], suspicious)
     by_patch = {variants[i].patch: i for i in reversed(found)}
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []
@@ -103,6 +107,7 @@ def plausible_patches(
             "edits": [describe(edit, program) for edit in entry.patch.edits],
             "anti_patterns": list(entry.anti_patterns),
             "diff_lines": entry.diff_lines,
+            "suspiciousness": round(entry.suspiciousness, 4),
         }
         if place < len(held):
             row["holdout"] = {**test_counts(held[place]), "failing": sorted(

@@ -282,7 +282,7 @@ class SummaryBuilder:
                     replay_comparison(measurements.recorded, store) if measurements.recorded is not None else None
                 ),
                 "operators": operators,
-                "plausible": plausible_patches(self.program, store, self.held_out, baseline),
+                "plausible": plausible_patches(self.program, store, self.held_out, baseline, setup.suspicious),
                 "riders": riding,
                 "stopped": dict(setup.stopped),
                 "generalisation_gap": generalisation_gap(store.generalisation()),

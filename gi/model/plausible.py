@@ -4,7 +4,10 @@ A patch that passes every training test may still be wrong (it overfits the test
 al. ("Anti-patterns in search-based program repair", FSE 2016) name the shapes such patches
 take; a patch that shows none of them, and changes fewer lines, is more often right. So among
 plausible patches gi presents first the one with the fewest anti-patterns, then the smallest
-diff, then the fewest edits, then the earliest found:
+diff, then the fewest edits, then the one that edits the most suspicious line (fault
+localisation's score, as PraPR and TBar order their candidates: the same edit at the line the
+failing tests point to is likelier the fix than one elsewhere that happens to pass), then the
+earliest found:
 
 - *deletes a statement*: any statement removed (Qi et al.'s Kali: most plausible patches of
   GenProg and its kin delete functionality);
@@ -20,7 +23,7 @@ diff, then the fewest edits, then the earliest found:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -54,18 +57,39 @@ class Ranked:
     diff_lines: int
     #: Its place among the patches as given (the order the search found them in).
     found: int
+    #: The highest suspiciousness of a line its edits change (0 without fault localisation).
+    suspiciousness: float = 0.0
 
     @property
-    def key(self) -> tuple[int, int, int, int]:
-        return (len(self.anti_patterns), self.diff_lines, len(self.patch), self.found)
+    def key(self) -> tuple[int, int, int, float, int]:
+        return (len(self.anti_patterns), self.diff_lines, len(self.patch), -self.suspiciousness, self.found)
 
 
-def rank(program: Program, patches: Sequence[tuple[Patch, int]]) -> list[Ranked]:
-    """`patches` (each with the lines its diff changes), the least change of behaviour first."""
+def rank(
+    program: Program,
+    patches: Sequence[tuple[Patch, int]],
+    suspicious: Mapping[tuple[str, int], float] | None = None,
+) -> list[Ranked]:
+    """`patches` (each with the lines its diff changes), the least change of behaviour first;
+    `suspicious` scores lines (file, line) by fault localisation."""
     ranked = [
-        Ranked(patch, anti_patterns(program, patch), lines, found) for found, (patch, lines) in enumerate(patches)
+        Ranked(patch, anti_patterns(program, patch), lines, found, edited_suspiciousness(program, patch, suspicious))
+        for found, (patch, lines) in enumerate(patches)
     ]
     return sorted(ranked, key=lambda entry: entry.key)
+
+
+def edited_suspiciousness(program: Program, patch: Patch, suspicious: Mapping[tuple[str, int], float] | None) -> float:
+    """The highest suspiciousness of the first line of a site an edit of `patch` changes."""
+    if not suspicious:
+        return 0.0
+    scores = [0.0]
+    for edit in patch.edits:
+        sites = (program.site(edit.target, kind) for kind in SiteKind)
+        site = next((found for found in sites if found is not None), None)
+        if site is not None:
+            scores.append(suspicious.get((edit.target.file, site.line), 0.0))
+    return max(scores)
 
 
 def anti_patterns(program: Program, patch: Patch) -> tuple[str, ...]:

@@ -98,3 +98,17 @@ def test_the_least_change_of_behaviour_comes_first(program: Program) -> None:
     assert order[0] == comparing
     assert order[1] == two
     assert set(order[2:]) == {deleting, guarding}
+
+
+def test_ties_go_to_the_edit_at_the_most_suspicious_line(program: Program) -> None:
+    """Patches alike on anti-patterns, diff and edits: the one at the line fault localisation
+    scores highest first, whichever was found first; a fewer anti-patterns still come first."""
+    on_count = Patch((ReplaceNumber(at("body[0].body.body[0].body[0].value"), "1"),))  # count = 0, line 2
+    on_result = Patch((ReplaceNumber(at("body[0].body.body[1].body[0].value"), "1"),))  # result = 0, line 3
+    deleting = Patch((DeleteStatement(at(ADD)),))  # line 7
+    patches = [(on_count, 2), (on_result, 2), (deleting, 2)]
+    assert [entry.patch for entry in rank(program, patches)] == [on_count, on_result, deleting]
+    suspicious = {("mod.py", 2): 0.2, ("mod.py", 3): 0.9, ("mod.py", 7): 5.0}
+    ranked = rank(program, patches, suspicious)
+    assert [entry.patch for entry in ranked] == [on_result, on_count, deleting]
+    assert [entry.suspiciousness for entry in ranked] == [0.9, 0.2, 5.0]
