@@ -12,7 +12,7 @@ from typing import Any
 
 from fitness.objectives import Objective
 from fitness.outcomes import test_counts
-from fitness.size import diff_lines
+from fitness.size import diff_lines, tokens_changed
 from fitness.tests import NOT_FAILING
 from gi.engine.held_out import HeldOut
 from gi.engine.store import RunStore
@@ -79,8 +79,8 @@ def plausible_patches(
     """When repairing: the programs the search found that pass every training test (the
     first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
     that took no effect, ranked against overfitting (gi.model.plausible: fewest
-    anti-patterns, smallest diff, fewest edits, the most suspicious line edited by
-    `suspicious`, first found); the first ranked are checked on the held-out tests."""
+    anti-patterns, smallest diff, fewest edits, fewest tokens changed, the most suspicious line
+    edited by `suspicious`, first found); the first ranked are checked on the held-out tests."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
@@ -96,7 +96,11 @@ def plausible_patches(
     for record in store.individuals(found):
         variant = apply(program, Patch.from_json(record.patch))
         variants[record.id] = apply(program, variant.minimal())
-    ranked = rank(program, [(variants[i].patch, int(diff_lines(variants[i].diff()))) for i in found], suspicious)
+    sizes = []
+    for i in found:
+        edited = {file: variants[i].sources[file] for file in variants[i].changed_files}
+        sizes.append((variants[i].patch, int(diff_lines(variants[i].diff())), tokens_changed(program.sources, edited)))
+    ranked = rank(program, sizes, suspicious)
     by_patch = {variants[i].patch: i for i in reversed(found)}
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []
@@ -107,6 +111,7 @@ def plausible_patches(
             "edits": [describe(edit, program) for edit in entry.patch.edits],
             "anti_patterns": list(entry.anti_patterns),
             "diff_lines": entry.diff_lines,
+            "tokens": entry.tokens,
             "suspiciousness": round(entry.suspiciousness, 4),
         }
         if place < len(held):

@@ -4,10 +4,11 @@ A patch that passes every training test may still be wrong (it overfits the test
 al. ("Anti-patterns in search-based program repair", FSE 2016) name the shapes such patches
 take; a patch that shows none of them, and changes fewer lines, is more often right. So among
 plausible patches gi presents first the one with the fewest anti-patterns, then the smallest
-diff, then the fewest edits, then the one that edits the most suspicious line (fault
-localisation's score, as PraPR and TBar order their candidates: the same edit at the line the
-failing tests point to is likelier the fix than one elsewhere that happens to pass), then the
-earliest found:
+diff, then the fewest edits, then the fewest tokens changed (the syntactic distance S3 ranks
+by: `+` for `%` before a whole expression copied over it), then the one that edits the most
+suspicious line (fault localisation's score, as PraPR and TBar order their candidates: the same
+edit at the line the failing tests point to is likelier the fix than one elsewhere that happens
+to pass), then the earliest found:
 
 - *deletes a statement*: any statement removed (Qi et al.'s Kali: most plausible patches of
   GenProg and its kin delete functionality);
@@ -55,26 +56,42 @@ class Ranked:
     patch: Patch
     anti_patterns: tuple[str, ...]
     diff_lines: int
+    #: The code's tokens it changes (fitness.size.tokens_changed).
+    tokens: int
     #: Its place among the patches as given (the order the search found them in).
     found: int
     #: The highest suspiciousness of a line its edits change (0 without fault localisation).
     suspiciousness: float = 0.0
 
     @property
-    def key(self) -> tuple[int, int, int, float, int]:
-        return (len(self.anti_patterns), self.diff_lines, len(self.patch), -self.suspiciousness, self.found)
+    def key(self) -> tuple[int, int, int, int, float, int]:
+        return (
+            len(self.anti_patterns),
+            self.diff_lines,
+            len(self.patch),
+            self.tokens,
+            -self.suspiciousness,
+            self.found,
+        )
 
 
 def rank(
     program: Program,
-    patches: Sequence[tuple[Patch, int]],
+    patches: Sequence[tuple[Patch, int, int]],
     suspicious: Mapping[tuple[str, int], float] | None = None,
 ) -> list[Ranked]:
-    """`patches` (each with the lines its diff changes), the least change of behaviour first;
-    `suspicious` scores lines (file, line) by fault localisation."""
+    """`patches` (each with the lines and the tokens it changes), the least change of behaviour
+    first; `suspicious` scores lines (file, line) by fault localisation."""
     ranked = [
-        Ranked(patch, anti_patterns(program, patch), lines, found, edited_suspiciousness(program, patch, suspicious))
-        for found, (patch, lines) in enumerate(patches)
+        Ranked(
+            patch,
+            anti_patterns(program, patch),
+            lines,
+            tokens,
+            found,
+            edited_suspiciousness(program, patch, suspicious),
+        )
+        for found, (patch, lines, tokens) in enumerate(patches)
     ]
     return sorted(ranked, key=lambda entry: entry.key)
 

@@ -215,17 +215,18 @@ def _plausible_section(doc: _Document, plausible: Sequence[Mapping[str, Any]]) -
             "; ".join(entry["edits"]),
             ", ".join(entry["anti_patterns"]) or "-",
             str(entry["diff_lines"]),
+            str(entry.get("tokens", "-")),
             f"{entry.get('suspiciousness', 0.0):.3g}",
             _tests(entry.get("holdout")) if entry.get("holdout") else "-",
         ]
         for place, entry in enumerate(plausible, start=1)
     ]
-    doc.table(["rank", "id", "edits", "anti-patterns", "diff lines", "suspiciousness", "held-out"], rows)
+    doc.table(["rank", "id", "edits", "anti-patterns", "diff lines", "tokens", "suspiciousness", "held-out"], rows)
     doc.paragraph(
         "Every program found that passes every training test, ranked by Tan et al.'s anti-patterns (deleted"
         " statements, exits, control or updates, emptied blocks, early exits, trivial conditions), then the smallest"
-        " diff, the fewest edits, the most suspicious line edited (fault localisation) and the first found; the first"
-        " is the repair gi presents.",
+        " diff, the fewest edits, the fewest tokens changed, the most suspicious line edited (fault localisation) and"
+        " the first found; the first is the repair gi presents.",
         note=True,
     )
 

@@ -23,6 +23,17 @@ def test_diff_lines_skips_headers() -> None:
     assert size.diff_lines(diff) == 2
 
 
+def test_tokens_changed_counts_code_not_layout() -> None:
+    before = {"a.py": "def pad(text, fill, missing):\n    return text + fill * missing\n"}
+    operator = {"a.py": "def pad(text, fill, missing):\n    return text % fill * missing\n"}
+    copied = {"a.py": 'def pad(text, fill, missing):\n    return text[:3] + "..."\n'}
+    relaid = {"a.py": "def pad(text, fill, missing):  # padded\n\n    return text + fill  *  missing\n"}
+    assert size.tokens_changed(before, operator) == 1
+    assert size.tokens_changed(before, copied) == 7  # `fill * missing` (3) for `[:3] + "..."` (7)
+    assert size.tokens_changed(before, relaid) == 0
+    assert size.tokens_changed(before, {"a.py": "def pad(:\n"}) > 0  # unparseable: words compared
+
+
 def test_reference_point_is_worse_than_the_baseline() -> None:
     objectives = [OBJECTIVES.get(name) for name in ("failed_tests", "complexity", "size", "maintainability")]
     baseline = {"failed_tests": 0.0, "complexity": 10.0, "size": 0.0, "maintainability": 60.0}

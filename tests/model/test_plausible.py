@@ -94,7 +94,7 @@ def test_the_least_change_of_behaviour_comes_first(program: Program) -> None:
     patches = [deleting, guarding, two, comparing]
     lines = {patch: len(apply(program, patch).diff().splitlines()) for patch in patches}
     assert all(apply(program, patch).changed_files for patch in patches)
-    order = [entry.patch for entry in rank(program, [(patch, lines[patch]) for patch in patches])]
+    order = [entry.patch for entry in rank(program, [(patch, lines[patch], 1) for patch in patches])]
     assert order[0] == comparing
     assert order[1] == two
     assert set(order[2:]) == {deleting, guarding}
@@ -106,9 +106,19 @@ def test_ties_go_to_the_edit_at_the_most_suspicious_line(program: Program) -> No
     on_count = Patch((ReplaceNumber(at("body[0].body.body[0].body[0].value"), "1"),))  # count = 0, line 2
     on_result = Patch((ReplaceNumber(at("body[0].body.body[1].body[0].value"), "1"),))  # result = 0, line 3
     deleting = Patch((DeleteStatement(at(ADD)),))  # line 7
-    patches = [(on_count, 2), (on_result, 2), (deleting, 2)]
+    patches = [(on_count, 2, 1), (on_result, 2, 1), (deleting, 2, 1)]
     assert [entry.patch for entry in rank(program, patches)] == [on_count, on_result, deleting]
     suspicious = {("mod.py", 2): 0.2, ("mod.py", 3): 0.9, ("mod.py", 7): 5.0}
     ranked = rank(program, patches, suspicious)
     assert [entry.patch for entry in ranked] == [on_result, on_count, deleting]
     assert [entry.suspiciousness for entry in ranked] == [0.9, 0.2, 5.0]
+
+
+def test_fewer_tokens_changed_come_before_suspiciousness(program: Program) -> None:
+    """Alike on anti-patterns, diff and edits: the patch changing fewer tokens first (a `+` for a
+    `%` before a whole expression copied over it), however suspicious the other's line."""
+    on_count = Patch((ReplaceNumber(at("body[0].body.body[0].body[0].value"), "1"),))  # line 2
+    on_result = Patch((ReplaceNumber(at("body[0].body.body[1].body[0].value"), "1"),))  # line 3
+    suspicious = {("mod.py", 2): 0.9, ("mod.py", 3): 0.2}
+    ranked = rank(program, [(on_count, 2, 5), (on_result, 2, 1)], suspicious)
+    assert [(entry.patch, entry.tokens) for entry in ranked] == [(on_result, 1), (on_count, 5)]
