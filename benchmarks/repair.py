@@ -110,11 +110,16 @@ ARMS: dict[str, Arm] = {
             search={**PLAIN, "algorithm": "neighbourhood"},
             mutators=OCHIAI,
         ),
-        Arm("default", "gi's defaults for a repair: the rings (three quarters of the budget), adaptive, D*"),
+        Arm("default", "gi's defaults for a repair: the rings (the whole budget), adaptive, D*"),
         Arm(
             "default+rings50",
-            "the defaults with the rings for half the budget (the defaults before the benchmark chose three quarters)",
+            "the defaults with the rings for half the budget (the defaults before three quarters)",
             search={"neighbourhood": 0.5},
+        ),
+        Arm(
+            "default+rings75",
+            "the defaults with the rings for three quarters of the budget (the defaults before seeds 4-6 chose all)",
+            search={"neighbourhood": 0.75},
         ),
     )
 }

@@ -149,9 +149,10 @@ class ObjectivesSection(_Section):
 
 
 #: The rings' share of the budget `search.neighbourhood = "auto"` gives a repair (the original
-#: fails training tests): benchmarks/repair.py's best arm (three quarters made 33 correct repairs
-#: of 48 bugs where half made 31, with a lower overfitting share).
-AUTO_NEIGHBOURHOOD = 0.75
+#: fails training tests): benchmarks/repair.py's best arm. Chosen on seeds 4-6, bugs the
+#: benchmark's own seeds do not draw: the whole budget made 36 correct repairs of 48 bugs where
+#: three quarters made 33 (earlier, three quarters had beaten half, 33 to 31).
+AUTO_NEIGHBOURHOOD = 1.0
 
 
 class SearchSection(_Section):
