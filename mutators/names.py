@@ -174,15 +174,24 @@ def near_ingredient(
 
 
 def ingredients(
-    program: Program, target: Site, key: str, accept: Callable[[Site], bool], *, apart: bool
+    program: Program,
+    target: Site,
+    key: str,
+    accept: Callable[[Site], bool],
+    *,
+    apart: bool,
+    same_function: bool = False,
 ) -> list[Location]:
     """Every expression `ingredient` (or, `apart`, `near_ingredient`) can draw for `target`: of
-    its file, allowed by `accept`, of other code than the target's, every name bound there
-    (and, `apart`, neither holding the target nor inside it); the nearest first (by `nearness`,
-    then by line), one of each code (a copy of either makes the same program)."""
+    its file (with `same_function`, of its function), allowed by `accept`, of other code than
+    the target's, every name bound there (and, `apart`, neither holding the target nor inside
+    it); the nearest first (by `nearness`, then by line), one of each code (a copy of either
+    makes the same program)."""
     code = program.code(target.location)
     found: dict[str, tuple[tuple[float, int, int], Location]] = {}
     for order, site in enumerate(selection(program, key, accept).get(target.location.file, ())):
+        if same_function and site.function != target.function:
+            continue
         if apart and (site.location.contains(target.location) or target.location.contains(site.location)):
             continue
         text = program.code(site.location)
@@ -548,12 +557,11 @@ class ReturnReplacement(BaseOperator):
         if site.location not in known:
             found = ingredients(program, site, "returned", lambda s: is_returned(program, s), apart=False)
             codes = {program.code(location) for location in found}
-            variables = ingredients(program, site, "variable", lambda s: is_variable(program, s), apart=False)
-            for location in variables if site.function else ():
-                variable = program.site(location, SiteKind.EXPRESSION)
-                if variable is not None and variable.function == site.function and program.code(location) not in codes:
-                    codes.add(program.code(location))
-                    found.append(location)
+            if site.function:
+                variables = ingredients(
+                    program, site, "variable", lambda s: is_variable(program, s), apart=False, same_function=True
+                )
+                found += [location for location in variables if program.code(location) not in codes]
             known[site.location] = found
         return known[site.location]
 

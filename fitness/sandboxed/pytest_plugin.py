@@ -96,7 +96,7 @@ def _machinery_places() -> tuple[tuple[str, ...], tuple[str, ...]]:
     import _pytest
     import pluggy
 
-    folders = (os.path.dirname(module.__file__ or "") + os.sep for module in (pytest, _pytest, pluggy))
+    folders = (os.path.dirname(module.__file__) + os.sep for module in (pytest, _pytest, pluggy) if module.__file__)
     return (*folders, __file__), ("<", sysconfig.get_paths()["stdlib"] + os.sep)
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from fitness.outcomes import count_failed, overfits, per_test_limits
 from fitness.sandboxed import pytest_plugin
-from fitness.tests import run_tests
+from fitness.tests import TestRun, run_tests
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
@@ -227,13 +227,17 @@ def test_after():
 """
 
 
-def test_a_test_that_hangs_fails_alone(tmp_path: Path) -> None:
-    folder = tmp_path / "hangs"
+def _run_with_a_second_per_test(folder: Path, name: str, text: str) -> TestRun:
+    """The tests of a project holding only tests/`name` (`text`), each limited to 1 s."""
     (folder / "tests").mkdir(parents=True)
-    (folder / "tests" / "test_hangs.py").write_text(HANGS)
-    started = time.perf_counter()
+    (folder / "tests" / name).write_text(text)
     with workspace(folder, {}) as space:
-        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=1.0)
+        return run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=1.0)
+
+
+def test_a_test_that_hangs_fails_alone(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    run = _run_with_a_second_per_test(tmp_path / "hangs", "test_hangs.py", HANGS)
     assert time.perf_counter() - started < 30
     assert not run.timed_out and not run.forged
     assert run.outcomes == {
@@ -279,11 +283,7 @@ def test_after():
 
 
 def test_a_test_that_spends_its_time_in_pytests_code_still_times_out(tmp_path: Path) -> None:
-    folder = tmp_path / "spins"
-    (folder / "tests").mkdir(parents=True)
-    (folder / "tests" / "test_spins.py").write_text(SPINS_IN_PYTEST)
-    with workspace(folder, {}) as space:
-        run = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=1.0)
+    run = _run_with_a_second_per_test(tmp_path / "spins", "test_spins.py", SPINS_IN_PYTEST)
     assert not run.timed_out and not run.forged
     assert run.outcomes == {
         "tests/test_spins.py::test_spins_in_pytests_code": "timed_out",
