@@ -48,8 +48,8 @@ from gi.engine.store import RunStore
 from gi.model.errors import GIError
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
+from gi.mutators import OPERATORS, names, templates
 from gi.run.experiment import run_experiment
-from mutators import OPERATORS, names, templates
 
 #: The operators gi had before the expression operators and fix templates.
 CLASSIC = sorted(

@@ -42,7 +42,7 @@ from gi.model.edits import DeleteStatement, Edit, ReplaceExpression, node_at
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.sites import Location, SiteKind
-from mutators import OPERATORS, MutationContext, templates
+from gi.mutators import OPERATORS, MutationContext, templates
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "experiments" / "programs"

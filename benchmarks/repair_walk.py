@@ -3,7 +3,7 @@
 For the bugs benchmarks/repair.py draws (the same seeds draw the same bugs), this runs each
 buggy program's training tests once under coverage, builds the context a repair run builds
 (the lines no training test executes left out, sites weighted by a suspiciousness formula) and
-walks the one-edit neighbourhood of every operator in `mutators.neighbourhood.walk`'s order,
+walks the one-edit neighbourhood of every operator in `gi.mutators.neighbourhood.walk`'s order,
 counting the distinct programs made (each tree once, as the rings count them) until one is a
 correct repair: one that passes every training and held-out test, as the benchmark judges it
 (each program's tests run once, whichever formula's walk meets it), or with `--exact` the
@@ -31,17 +31,17 @@ from pathlib import Path
 
 from repair_bugs import BUG_CLASSES, SUBJECTS, Bug, canonical, correct_copy, inject
 
-from fitness.faults import FORMULAS, LineCoverage, suspiciousness
-from fitness.selection import Coverage
-from fitness.tests import NOT_FAILING
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
+from gi.fitness.faults import FORMULAS, LineCoverage, suspiciousness
+from gi.fitness.selection import Coverage
+from gi.fitness.tests import NOT_FAILING
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
-from mutators import OPERATORS, MutationContext
-from mutators.neighbourhood import walk
+from gi.mutators import OPERATORS, MutationContext
+from gi.mutators.neighbourhood import walk
 
-#: Formulas gi does not offer, to compare with its own (fitness.faults.FORMULAS): (failing
+#: Formulas gi does not offer, to compare with its own (gi.fitness.faults.FORMULAS): (failing
 #: tests that run the line, passing tests that run it, failing tests, passing tests) to a score.
 OTHERS: dict[str, Callable[[int, int, int, int], float]] = {
     # D* as a ranking has it: a line every failing test and no passing test runs comes first.

@@ -40,15 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import OBJECTIVES, measures_read
-from fitness.outcomes import FailureOrder, per_test_limits
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import Limits
+from gi.fitness.objectives import OBJECTIVES, measures_read
+from gi.fitness.outcomes import FailureOrder, per_test_limits
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
-from mutators import OPERATORS, MutationContext
+from gi.mutators import OPERATORS, MutationContext
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "experiments" / "programs"
 BENCHMARK_PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -81,7 +81,7 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
 
     import pytest
 
-    from fitness.sandboxed.warm_worker import preload
+    from gi.fitness.sandboxed.warm_worker import preload
 
     preload([])
     gc.collect()
@@ -106,7 +106,7 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
     return statistics.median(times)
 
 
-#: The measures a run takes (`fitness.objectives.measures_read`) on the examples' objectives.
+#: The measures a run takes (`gi.fitness.objectives.measures_read`) on the examples' objectives.
 MEASURED = measures_read([OBJECTIVES.get(name) for name in ("failed_tests", "complexity", "size")])
 
 

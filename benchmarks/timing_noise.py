@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from fitness.runtime import RIGOROUS, SCREENING, SpeedUp, Workload, compare, loops_for
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
+from gi.fitness.runtime import RIGOROUS, SCREENING, SpeedUp, Workload, compare, loops_for
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 

@@ -1,8 +1,8 @@
 """The measures: tests (pytest), complexity (radon), style (pycodestyle), size, and objectives."""
 
-from fitness.objectives import OBJECTIVES, Constraint, Direction, Objective, reference_point, violation
-from fitness.outcomes import count_failed
-from fitness.tests import TestRun, run_tests
+from gi.fitness.objectives import OBJECTIVES, Constraint, Direction, Objective, reference_point, violation
+from gi.fitness.outcomes import count_failed
+from gi.fitness.tests import TestRun, run_tests
 
 __all__ = [
     "OBJECTIVES",

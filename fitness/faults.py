@@ -20,7 +20,7 @@ from pathlib import Path
 
 from coverage import CoverageData
 
-from fitness.tests import DEFAULT_SETUP, NOT_FAILING, PytestSetup, TestRun, run_tests
+from gi.fitness.tests import DEFAULT_SETUP, NOT_FAILING, PytestSetup, TestRun, run_tests
 from gi.model.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from fitness import complexity, size, style
+from gi.fitness import complexity, size, style
 from gi.model.patch import Variant
 from gi.model.program import compiler_warnings_ignored
 from gi.model.registry import Registry

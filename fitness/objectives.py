@@ -1,6 +1,6 @@
 """Objectives: named numbers with a direction, each owning the measure it reads.
 
-An objective says what it measures (`measure`: a `fitness.measures.Measure`, which says what
+An objective says what it measures (`measure`: a `gi.fitness.measures.Measure`, which says what
 its value depends on and how gi computes it), its direction, and its worst value worth keeping
 (`bound`, from the run's facts; without one, the original's value 10% and one worse): the
 reference point of the hypervolume and the value of a variant that was not measured. The
@@ -20,7 +20,9 @@ hypervolume and reference points.
 from __future__ import annotations
 
 import enum
+import hashlib
 import importlib
+import importlib.util
 import math
 import numbers
 import sys
@@ -28,8 +30,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-from fitness.measures import MEASURES, Basis, Measure
+from gi.fitness.measures import MEASURES, Basis, Measure
 from gi.model.patch import Variant
 from gi.model.registry import Registry
 
@@ -176,14 +179,15 @@ class UserFunction:
 
 
 def load_function(spec: str, folder: Path) -> Callable[[Variant], object]:
-    """The function "module:function" (a dotted attribute path after the colon), its module
-    imported from `folder` first; ValueError says what is wrong in one line."""
+    """The function "module:function" (a dotted attribute path after the colon): the module from
+    `folder` when it is there (it wins over an installed module of the same name), else an
+    importable one; ValueError says what is wrong in one line."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"{spec!r} is not 'module:function'")
     sys.path.insert(0, str(folder))
     try:
-        module = importlib.import_module(module_name)
+        module = _import_from(folder, module_name)
     except Exception as error:  # the user's module: any error in it is the config's problem
         raise ValueError(f"cannot import {module_name!r} from {folder} ({type(error).__name__}: {error})") from None
     finally:
@@ -196,6 +200,31 @@ def load_function(spec: str, folder: Path) -> Callable[[Variant], object]:
     if not callable(found):
         raise ValueError(f"{spec} is not a function")
     return found
+
+
+def _import_from(folder: Path, module_name: str) -> ModuleType:
+    """`module_name` as the file or package in `folder` holds it, imported under a private name of
+    its own (so neither a module of that name imported before, nor a later import of the bare name,
+    can be confused with it); an importable module when `folder` has none of that name."""
+    top, _, rest = module_name.partition(".")
+    package = folder / top / "__init__.py"
+    location = package if package.is_file() else folder / f"{top}.py"
+    if not location.is_file():
+        return importlib.import_module(module_name)
+    digest = hashlib.sha256(str(location.resolve()).encode()).hexdigest()[:12]
+    private = f"_gi_config_{digest}_{top}"
+    if private not in sys.modules:
+        search = [str(location.parent)] if location == package else None
+        module_spec = importlib.util.spec_from_file_location(private, location, submodule_search_locations=search)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[private] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[private]
+            raise
+    return importlib.import_module(f"{private}.{rest}" if rest else private)
 
 
 def user_objective(spec: str, direction: Direction, folder: Path) -> Objective:

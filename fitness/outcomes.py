@@ -1,13 +1,13 @@
 """What test outcomes say, against the original's: failures counted, regressions, overfitting;
 the order a run that stops at the first failure gives the tests; each test's time limit from the
-original's durations (the runs themselves: fitness.tests)."""
+original's durations (the runs themselves: gi.fitness.tests)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 
-from fitness.tests import NOT_FAILING, TestRun
+from gi.fitness.tests import NOT_FAILING, TestRun
 
 #: A test's limit in a variant's run is this many times its time in the original's, plus the
 #: margin (seconds), so that one test that hangs fails alone and the others still count.

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from fitness.tests import TestRun
+from gi.fitness.tests import TestRun
 
 #: The options pytest plugins add, by the distribution that gives them (a prefix matches an
 #: option's start): to name the plugin a project's pytest settings ask for when it is missing.

@@ -4,7 +4,7 @@ Mutation-testing tools never mutate a line no test executes (mutmut's
 `mutate_only_covered_lines`, cosmic-ray's filters) and run, for each mutant, the tests that
 reach the mutated code first (mutmut records which tests call each function). gi does both
 from one run of the training tests on the original under coverage.py, with a context per test
-(`fitness.faults.covered_test_run`):
+(`gi.fitness.faults.covered_test_run`):
 
 - `Coverage.executed(file, first, last)`: whether any line of a span ran, in a test or while
   the modules were imported (the empty context); a line the project marks `# pragma: no
@@ -51,7 +51,7 @@ class Coverage:
 
     @classmethod
     def of(cls, raw: Mapping[str, Mapping[int, Iterable[str]]], sources: Mapping[str, str]) -> Coverage:
-        """From `fitness.faults.LineCoverage` and the editable files' texts."""
+        """From `gi.fitness.faults.LineCoverage` and the editable files' texts."""
         lines = {file: {line: frozenset(tests) for line, tests in by_line.items()} for file, by_line in raw.items()}
         return cls(lines, {file: excluded_lines(text) for file, text in sources.items()})
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fitness.sandboxed import FOLDER as SANDBOXED
+from gi.fitness.sandboxed import FOLDER as SANDBOXED
 from gi.model.results import CommandRunner, ProcessOutcome
 
 #: Outcomes a test can have. "timed_out": it was running when the time limit struck;

@@ -5,7 +5,7 @@ Importing this package registers every operator; `OPERATORS` and `CROSSOVERS` ho
 which `mutators.llm` registers).
 """
 
-from mutators import (
+from gi.mutators import (
     control,
     expressions,
     llm,
@@ -13,7 +13,7 @@ from mutators import (
     statements,
     templates,
 )
-from mutators.base import (
+from gi.mutators.base import (
     CONFIGURED,
     OPERATORS,
     BaseOperator,
@@ -24,7 +24,7 @@ from mutators.base import (
     choose_site,
     register,
 )
-from mutators.crossover import CROSSOVERS, Crossover
+from gi.mutators.crossover import CROSSOVERS, Crossover
 
 __all__ = [
     "CONFIGURED",

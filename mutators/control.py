@@ -11,7 +11,7 @@ from gi.model.edits import Edit, InsertControl
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Site
-from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
+from gi.mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 
 
 def legal_keywords(site: Site) -> tuple[str, ...]:

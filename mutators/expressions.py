@@ -17,7 +17,7 @@ from gi.model.edits import Edit, RemoveUnary, ReplaceNumber, ReplaceOperator, op
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
+from gi.mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
 
 ARITHMETIC = ("Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power")
 BITWISE = ("LeftShift", "RightShift", "BitAnd", "BitOr", "BitXor")

@@ -2,7 +2,7 @@
 
 Most one-line bugs sit in an expression: the wrong variable, swapped arguments, an
 off-by-one, the wrong function, a missing `not`, the wrong value returned. These operators
-change one expression and keep every name it reads bound (`mutators.scopes`); copied
+change one expression and keep every name it reads bound (`gi.mutators.scopes`); copied
 expressions come from the original program, as statement ingredients do.
 """
 
@@ -28,8 +28,8 @@ from gi.model.edits import (
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
-from mutators.scopes import BUILTINS, bound_names, movable, unbound_locals, walrus_reads_outside
+from gi.mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
+from gi.mutators.scopes import BUILTINS, bound_names, movable, unbound_locals, walrus_reads_outside
 
 #: How many weighted targets (and, per target, random ingredients) an operator tries.
 ATTEMPTS = 20

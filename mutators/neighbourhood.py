@@ -1,6 +1,6 @@
 """The one-edit neighbourhood of a program, walked best first (PraPR's and TBar's order).
 
-Every operator that can enumerate (mutators.base.Enumerating) lists its sites and, at each,
+Every operator that can enumerate (gi.mutators.base.Enumerating) lists its sites and, at each,
 every edit it could make. The walk yields them in order of the chance that each is the edit
 wanted, under a simple model: the line to edit is one with a chance in proportion to its weight
 (fault localisation's suspiciousness when repairing, the profile's hotness of its function
@@ -36,7 +36,7 @@ from gi.model.patch import Patch
 from gi.model.plausible import anti_patterns
 from gi.model.program import Program
 from gi.model.sites import Site
-from mutators.base import MutationContext, Operator, edits_at, operator_sites
+from gi.mutators.base import MutationContext, Operator, edits_at, operator_sites
 
 #: How much likelier an edit is to be the one wanted than one showing an anti-pattern of
 #: overfitting patches (gi.model.plausible: a deletion, an early exit, ...), per anti-pattern.

@@ -19,7 +19,7 @@ from gi.model.errors import EditError, ProgramError
 from gi.model.patch import Patch, apply, effective_edits
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators.base import MutationContext, Operator
+from gi.mutators.base import MutationContext, Operator
 
 #: The file name the rewritten function stands in when it is made a program of its own.
 ALONE = "rewritten.py"

@@ -19,7 +19,7 @@ from gi.model.edits import DeleteStatement, Edit, InsertStatement, MoveStatement
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, StatementContext
-from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
+from gi.mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
 
 #: One flag per statement site of a program, in site order.
 Mask = npt.NDArray[np.bool_]

@@ -19,8 +19,8 @@ from gi.model.edits import AddCheck, Clamp, Edit, ExtendCondition, InsertGuard, 
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location, Site, SiteKind
-from mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
-from mutators.names import (
+from gi.mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register, statement_sites
+from gi.mutators.names import (
     ATTEMPTS,
     NEAR_FUNCTION,
     category,
@@ -35,7 +35,7 @@ from mutators.names import (
     target_sites,
     targets,
 )
-from mutators.scopes import all_bound, bound_names, file_scopes, free_names, movable, walrus_reads_outside
+from gi.mutators.scopes import all_bound, bound_names, file_scopes, free_names, movable, walrus_reads_outside
 
 
 def is_bound(program: Program, site: Site) -> bool:

@@ -1,8 +1,8 @@
 """Populations: individuals, NSGA-II selection (on DEAP), and the Pareto archive."""
 
-from populations.archive import ParetoArchive, hypervolume
-from populations.individual import Individual, ParetoFitness
-from populations.selection import crowded_tournament, nsga2_survivors, rank_and_crowd
+from gi.populations.archive import ParetoArchive, hypervolume
+from gi.populations.individual import Individual, ParetoFitness
+from gi.populations.selection import crowded_tournament, nsga2_survivors, rank_and_crowd
 
 __all__ = [
     "Individual",

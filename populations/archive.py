@@ -8,7 +8,7 @@ import moocore
 import numpy as np
 from deap import tools
 
-from populations.individual import Individual
+from gi.populations.individual import Individual
 
 
 class ParetoArchive:

@@ -27,7 +27,7 @@ import numpy as np
 from deap import tools
 from pymoo.algorithms.moo.nsga3 import HyperplaneNormalization, associate_to_niches, calc_niche_count, niching
 
-from populations.individual import Individual
+from gi.populations.individual import Individual
 
 I = TypeVar("I", bound=Individual)  # noqa: E741
 

@@ -2,7 +2,7 @@
 
 DEAP's own tournament draws from Python's global `random`; ours take the run's
 `numpy.random.Generator`, so one seed fixes every choice. NSGA-III and SPEA2 survival are
-in `populations.nsga3` and `populations.spea2`.
+in `gi.populations.nsga3` and `gi.populations.spea2`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from deap import tools
 from deap.tools.emo import assignCrowdingDist
 
-from populations.individual import Individual
+from gi.populations.individual import Individual
 
 I = TypeVar("I", bound=Individual)  # noqa: E741
 

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from populations.individual import Individual
+from gi.populations.individual import Individual
 
 I = TypeVar("I", bound=Individual)  # noqa: E741
 

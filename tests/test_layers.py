@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The parts' folders, at the top of the repository, are the packages gi.mutators, gi.fitness and
+#: gi.populations (linked from gi/; see pyproject.toml).
 PARTS = ("mutators", "fitness", "populations")
 
 #: Floor by package, lowest first: a module may import from its own floor and the floors below.
 FLOORS: dict[str, int] = {
     "gi.model": 1,  # program, sites, edits, patch, results, errors, registries, guard, descriptions
-    "mutators": 2,  # the parts: each uses the model and itself only
-    "fitness": 2,
-    "populations": 2,
+    "gi.mutators": 2,  # the parts: each uses the model and itself only
+    "gi.fitness": 2,
+    "gi.populations": 2,
     "gi.algorithms": 3,  # the search: ask/tell algorithms and the variation they share
     "gi.config": 4,  # experiment configs (they name algorithms, operators, objectives)
     "gi.engine": 5,  # the services a run is made of: evaluation, sandbox, backends, timing, storage
@@ -31,13 +33,15 @@ FLOORS: dict[str, int] = {
 }
 FLOOR_NAMES = dict(enumerate(("model", "parts", "search", "config", "engine", "reports", "run", "studies", "cli"), 1))
 #: Scripts that run inside the sandbox beside the variant: they import nothing of gi or its parts.
-SANDBOXED = "fitness.sandboxed"
+SANDBOXED = "gi.fitness.sandboxed"
 #: The engine's lowest room: the sandbox uses the model only (and itself), so it can be read alone.
 SANDBOX = "gi.engine.sandbox"
 
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[0] in PARTS:
+        parts = ("gi", *parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -86,9 +90,9 @@ def test_imports_point_down(path: Path) -> None:
     assert not above, f"{name} ({FLOOR_NAMES[own]}) imports from above it: {above}"
     if name == SANDBOXED or name.startswith(SANDBOXED + "."):
         assert not used, f"{name} runs inside the sandbox and imports {sorted(used)}"
-    elif own == FLOORS["mutators"]:
-        package = name.split(".")[0]
-        others = sorted(m for m in used if floor_of(m) == own and m.split(".")[0] != package)
+    elif own == FLOORS["gi.mutators"]:
+        package = name.split(".")[1]
+        others = sorted(m for m in used if floor_of(m) == own and m.split(".")[1] != package)
         assert not others, f"{name} imports {others}; parts use only the model and themselves"
     if name == SANDBOX or name.startswith(SANDBOX + "."):
         engine = sorted(m for m in used if floor_of(m) == FLOORS["gi.engine"] and not m.startswith(SANDBOX))
@@ -119,3 +123,18 @@ def test_no_module_of_gi_names_the_models_operator() -> None:
             if "LLMOperator" in names:
                 naming.append(f"{module_name(path)}:{node.lineno}")
     assert not naming, naming
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=[module_name(p) for p in SOURCES])
+def test_the_parts_are_imported_as_gis_subpackages(path: Path) -> None:
+    """`import fitness` would find gi's folder only from the repository's root, and elsewhere a
+    user's `fitness.py` or PyPI's `fitness`: the parts are always `gi.fitness` and so on."""
+    bare = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            bare += [alias.name for alias in node.names if alias.name.split(".")[0] in PARTS]
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.split(".")[0] in PARTS
+        ):
+            bare.append(node.module)
+    assert not bare, f"{module_name(path)} imports {bare}; write gi.{bare[0]}"

@@ -283,7 +283,7 @@ def cache_rewrites() -> int:
     return len(cached)
 
 
-#: gi's report plugin (fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
+#: gi's report plugin (gi.fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
 REPORT_PLUGIN = "gi_pytest_report"
 
 

@@ -27,15 +27,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fitness.objectives import Constraint, Objective, objective_values, violation
 from gi.algorithms.adaptive import OperatorSelection
 from gi.algorithms.rings import Rings
 from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_of_label
+from gi.fitness.objectives import Constraint, Objective, objective_values, violation
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.results import Evaluation
-from mutators import Crossover, MutationContext, Operator
-from populations import Individual, ParetoArchive, ParetoFitness
+from gi.mutators import Crossover, MutationContext, Operator
+from gi.populations import Individual, ParetoArchive, ParetoFitness
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from gi.algorithms.base import Search
 from gi.algorithms.variation import Batch, Offspring
-from populations import Individual
+from gi.populations import Individual
 
 
 class LocalSearch(Search):

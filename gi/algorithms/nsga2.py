@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gi.algorithms.base import Evolutionary
-from populations import Individual, crowded_tournament, nsga2_survivors, rank_and_crowd
+from gi.populations import Individual, crowded_tournament, nsga2_survivors, rank_and_crowd
 
 
 class NSGA2(Evolutionary):

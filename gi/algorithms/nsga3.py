@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from gi.algorithms.base import Evolutionary
-from populations import Individual
-from populations.nsga3 import default_divisions, nsga3_survivors, reference_directions
-from populations.selection import rank_tournament
+from gi.populations import Individual
+from gi.populations.nsga3 import default_divisions, nsga3_survivors, reference_directions
+from gi.populations.selection import rank_tournament
 
 
 class NSGA3(Evolutionary):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gi.algorithms.base import Search
 from gi.algorithms.variation import Batch, Offspring
-from populations import Individual
+from gi.populations import Individual
 
 
 class RandomSearch(Search):

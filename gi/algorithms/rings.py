@@ -1,6 +1,6 @@
 """The neighbourhood of the original program in rings: what lies one edit away, then two.
 
-Ring 1 is every one-edit program, in the order of `mutators.neighbourhood.walk` (the site's
+Ring 1 is every one-edit program, in the order of `gi.mutators.neighbourhood.walk` (the site's
 suspiciousness or hotness times the operator's prior, split among the operator's edits
 there), each program once (by tree hash). Ring 2 combines what ring 1 found useful, as soon
 as it is found: when the original fails training tests, its *partial repairs* (edits that
@@ -22,14 +22,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fitness.tests import NOT_FAILING
 from gi.algorithms.variation import Offspring, Variation
+from gi.fitness.tests import NOT_FAILING
 from gi.model.edits import Edit
 from gi.model.patch import Patch
 from gi.model.results import Evaluation
-from mutators import MutationContext, Operator
-from mutators.neighbourhood import Neighbour, walk
-from populations import Individual, ParetoFitness
+from gi.mutators import MutationContext, Operator
+from gi.mutators.neighbourhood import Neighbour, walk
+from gi.populations import Individual, ParetoFitness
 
 #: Improvements (or partial repairs) ring 2 combines at most: the first found.
 RING2_BASIS = 20

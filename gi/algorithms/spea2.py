@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from gi.algorithms.base import Evolutionary
-from populations import Individual
-from populations.selection import tournament
-from populations.spea2 import spea2_fitness, spea2_survivors
+from gi.populations import Individual
+from gi.populations.selection import tournament
+from gi.populations.spea2 import spea2_fitness, spea2_survivors
 
 
 class SPEA2(Evolutionary):

@@ -21,9 +21,9 @@ from gi.algorithms.adaptive import OperatorSelection
 from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
-from mutators import Crossover, MutationContext, Operator
-from mutators.base import Deferred
-from mutators.rewritten import in_rewritten, rewritten_share
+from gi.mutators import Crossover, MutationContext, Operator
+from gi.mutators.base import Deferred
+from gi.mutators.rewritten import in_rewritten, rewritten_share
 
 #: Tries at an operator that finds no legal site before the search gives up on one mutation.
 MUTATION_TRIES = 10
@@ -222,7 +222,7 @@ class Variation:
 
     def _propose(self, operator: Operator, patch: Patch) -> Edit | None:
         """The operator's edit; inside a function the patch rewrote whole for the share of the
-        variant's statements such functions hold (mutators.rewritten), so that classic
+        variant's statements such functions hold (gi.mutators.rewritten), so that classic
         operators reach the model's code too (no draw when the patch rewrote none)."""
         share = rewritten_share(self.program, patch)
         if share > 0 and self.rng.random() < share:

@@ -71,7 +71,7 @@ def algorithms_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def operators_command(args: argparse.Namespace, console: Console) -> int:
-    from mutators import CROSSOVERS, OPERATORS
+    from gi.mutators import CROSSOVERS, OPERATORS
 
     table = Table(title="Mutation operators (mutators.operators)")
     table.add_column("name")

@@ -189,12 +189,12 @@ def run_original_tests(project: Project, config: Config) -> OriginalRun:
     """Run the project's training tests once on the original program, the way `gi run` runs
     them (gi's evaluator and sandbox, with `config`'s limits; the held-out tests are not in
     the copy); raise ProgramError, one line naming the problem, when they cannot run at all."""
-    from fitness.pytest_diagnosis import cannot_run
-    from fitness.tests import NOT_FAILING
     from gi.engine.evaluation import Evaluator
     from gi.engine.evaluation_settings import EvaluationSettings
     from gi.engine.project import pytest_setup
     from gi.engine.sandbox.limits import sandbox_limits
+    from gi.fitness.pytest_diagnosis import cannot_run
+    from gi.fitness.tests import NOT_FAILING
     from gi.model.patch import Patch, apply
     from gi.model.program import Program
 

@@ -9,7 +9,6 @@ from typing import Any
 from pydantic import field_validator
 from pydantic_core import PydanticCustomError
 
-from fitness.objectives import OBJECTIVES, Direction, Objective, is_user_objective, user_objective
 from gi.config.sections import (
     ArmSection,
     EvaluationSection,
@@ -23,6 +22,7 @@ from gi.config.sections import (
     WorkloadSection,
     _Section,
 )
+from gi.fitness.objectives import OBJECTIVES, Direction, Objective, is_user_objective, user_objective
 from gi.model.errors import ConfigError
 
 #: The sections an arm may override.

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from fitness.objectives import Constraint
 from gi.config.experiment import ARM_SECTIONS, Config
 from gi.config.sections import (
     ArmSection,
@@ -28,6 +27,7 @@ from gi.config.sections import (
     TestsSection,
     WorkloadSection,
 )
+from gi.fitness.objectives import Constraint
 from gi.model.errors import ConfigError, RegistryError
 from gi.model.registry import suggest
 

@@ -10,13 +10,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
-from fitness.runtime import RIGOROUS
 from gi.algorithms import ALGORITHMS
+from gi.fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
+from gi.fitness.runtime import RIGOROUS
 from gi.model.registry import suggest
-from mutators import CROSSOVERS, OPERATORS
-from mutators.llm import MODES, Prompts
-from mutators.llm.prompts import FIELDS
+from gi.mutators import CROSSOVERS, OPERATORS
+from gi.mutators.llm import MODES, Prompts
+from gi.mutators.llm.prompts import FIELDS
 
 
 class _Section(BaseModel):

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gi.algorithms.variation import operator_of_label
-from mutators import Operator
+from gi.mutators import Operator
 
 COLUMNS = ("proposals", "no_site", "duplicates", "unchanged", "unparseable", "not_applied", "wrong_kind",
            "tampering", "no_ops", "not_novel", "reviewer", "failed_tests", "evaluated", "passing", "front", "tokens",

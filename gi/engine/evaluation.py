@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
-from fitness.outcomes import count_failed, first_failing
-from fitness.tests import TestRun
 from gi.engine.measures import static_measures
 from gi.engine.verdict import model_code_uses
 from gi.engine.workload_runs import WorkloadRuns
+from gi.fitness.outcomes import count_failed, first_failing
+from gi.fitness.tests import TestRun
 from gi.model.errors import EvaluationError
 from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status

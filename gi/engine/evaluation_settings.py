@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fitness.runtime import (
+from gi.engine.sandbox.limits import Limits
+from gi.fitness.runtime import (
     RIGOROUS,
     SCREENING,
     TimingSettings,
     Workload,
 )
-from fitness.tests import DEFAULT_SETUP, PytestSetup
-from gi.engine.sandbox.limits import Limits
+from gi.fitness.tests import DEFAULT_SETUP, PytestSetup
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class EvaluationSettings:
     #: a suite `gi validate` brings; their paths are in `holdout`.
     holdout_files: tuple[tuple[str, str], ...] = ()
     #: Seconds for one whole test run (the backstop), and for one test in the original's run
-    #: (a variant's test gets fitness.outcomes.per_test_limits of the original's times, at most this).
+    #: (a variant's test gets gi.fitness.outcomes.per_test_limits of the original's times, at most this).
     timeout: float = 60.0
     test_timeout: float = 10.0
     limits: Limits = field(default_factory=Limits)
@@ -57,6 +57,6 @@ class EvaluationSettings:
     #: How the project's tests run: its interpreter, what gi adds to its pytest settings, the
     #: copy's import roots (gi.engine.project).
     pytest: PytestSetup = DEFAULT_SETUP
-    #: The static measures taken of each variant (`fitness.objectives.measures_read` of the
+    #: The static measures taken of each variant (`gi.fitness.objectives.measures_read` of the
     #: run's objectives); None: every registered one.
     measures: frozenset[str] | None = None

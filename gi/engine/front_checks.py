@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fitness.objectives import Objective
-from fitness.outcomes import test_counts
-from fitness.size import diff_lines, tokens_changed
-from fitness.tests import NOT_FAILING
 from gi.engine.held_out import HeldOut
 from gi.engine.store import RunStore
 from gi.engine.timing import OriginalTiming, riders
+from gi.fitness.objectives import Objective
+from gi.fitness.outcomes import test_counts
+from gi.fitness.size import diff_lines, tokens_changed
+from gi.fitness.tests import NOT_FAILING
 from gi.model.describe import describe
 from gi.model.patch import Patch, Variant, apply
 from gi.model.plausible import rank

@@ -2,7 +2,7 @@
 
 After every generation, the front's new members (the archive's feasible members whose
 programs were not on it after the previous generation) also run the held-out tests, and the
-generation records how many were checked and how many overfit (`fitness.outcomes.overfits`, the
+generation records how many were checked and how many overfit (`gi.fitness.outcomes.overfits`, the
 one definition). The original program is never counted: it cannot overfit, and it is on the
 front of every run that minimises patch size, so counting it would only dilute the rate. A
 generation that checked no program records a rate of null (nothing was measured), not 0.
@@ -12,7 +12,7 @@ selects. The final front reuses these outcomes (a cache by tree hash).
 
 Held-out tests are tests.holdout's paths, the test ids tests.holdout_fraction splits off the
 training tests (`split_tests`), and the checks tests.differential generates
-(`fitness.differential`); `configure_held_out` sets the last two up on the original.
+(`gi.fitness.differential`); `configure_held_out` sets the last two up on the original.
 """
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
-from fitness.differential import DifferentialError, checks_module
-from fitness.outcomes import merge_retry, overfits, per_test_limits
-from fitness.tests import TestRun
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.run_folder import gap_rate
+from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
+from gi.fitness.differential import DifferentialError, checks_module
+from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
+from gi.fitness.tests import TestRun
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.results import Evaluation
-from populations import Individual
+from gi.populations import Individual
 
 #: Mixed with the run's seed for the split of test ids, so the split has a stream of its own.
 SPLIT_STREAM = 13

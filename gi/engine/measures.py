@@ -1,7 +1,7 @@
 """The measures gi takes in its own process, each cached by what it declares it depends on.
 
-The evaluator takes the registered static measures (`fitness.measures.MEASURES`) the run's
-objectives read (`fitness.objectives.measures_read`; every one when it is not told) of the
+The evaluator takes the registered static measures (`gi.fitness.measures.MEASURES`) the run's
+objectives read (`gi.fitness.objectives.measures_read`; every one when it is not told) of the
 program it evaluates, and the evaluation is cached by tree hash. A candidate then takes the
 measures of its own patch and text (`Basis.PATCH`, `Basis.TEXT`): two patches can make one
 program, and comments and layout are not in the tree hash. `RunMeasures` adds the run's own
@@ -15,8 +15,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 
-from fitness.measures import MEASURES, Basis, Measure
-from fitness.objectives import Objective, measures_read
+from gi.fitness.measures import MEASURES, Basis, Measure
+from gi.fitness.objectives import Objective, measures_read
 from gi.model.patch import Variant
 
 #: The bases of what a candidate measures of itself, not taken from the evaluation of its program.

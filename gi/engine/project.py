@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from fitness.tests import PytestSetup
+from gi.fitness.tests import PytestSetup
 from gi.model.errors import ProgramError
 from gi.model.program import Program
 

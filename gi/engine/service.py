@@ -14,9 +14,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from fitness.measures import Basis
-from fitness.objectives import Objective
-from fitness.outcomes import FailureOrder
 from gi.algorithms.variation import Candidate
 from gi.engine.evaluation import Evaluator
 from gi.engine.measures import RunMeasures
@@ -24,6 +21,9 @@ from gi.engine.progress import Progress
 from gi.engine.recorded import Measurements
 from gi.engine.store import RunStore
 from gi.engine.timing import OriginalTiming
+from gi.fitness.measures import Basis
+from gi.fitness.objectives import Objective
+from gi.fitness.outcomes import FailureOrder
 from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status
 

@@ -26,8 +26,8 @@ from gi.model.errors import StoreError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation
-from mutators import Operator
-from populations import Individual
+from gi.mutators import Operator
+from gi.populations import Individual
 
 
 def state_key(operator: Operator) -> str:

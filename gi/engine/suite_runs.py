@@ -15,16 +15,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from fitness.differential import record_cases
-from fitness.faults import LineCoverage, covered_test_run, suspiciousness
-from fitness.selection import Coverage, first_tests
-from fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.verdict import CanaryTests, SecondRun, second_run
 from gi.engine.warm import WarmPool
+from gi.fitness.differential import record_cases
+from gi.fitness.faults import LineCoverage, covered_test_run, suspiciousness
+from gi.fitness.selection import Coverage, first_tests
+from gi.fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
 from gi.model.patch import Variant
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -49,7 +49,7 @@ class SuiteRuns:
         #: Each training test's time limit, from the original's durations (set with the baseline).
         self.test_limits: Mapping[str, float] = {}
         #: The order a run stopping at the first failure gives the training tests (set by the
-        #: engine each generation, from `fitness.outcomes.FailureOrder`).
+        #: engine each generation, from `gi.fitness.outcomes.FailureOrder`).
         self.test_order: tuple[str, ...] = ()
         #: The original's coverage by the training tests (set by the engine): a variant's tests
         #: that execute an edited line run first when its run may stop at the first failure.
@@ -272,6 +272,6 @@ class SuiteRuns:
             )
 
     def suspiciousness(self, variant: Variant, formula: str = "ochiai") -> dict[tuple[str, int], float]:
-        """Suspiciousness (`fitness.faults.FORMULAS`) of the lines of the editable files, from the training tests."""
+        """Suspiciousness (`gi.fitness.faults.FORMULAS`) of the lines of the editable files, from the training tests."""
         run, coverage = self.line_coverage(variant)
         return suspiciousness(coverage, run.outcomes, formula)

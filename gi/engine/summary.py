@@ -13,10 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fitness.objectives import Objective, objective_values
-from fitness.outcomes import overfits, regressions, test_counts
-from fitness.statistics import holm
-from fitness.tests import NOT_FAILING
 from gi.algorithms import Search
 from gi.engine.accounting import count_by_operator
 from gi.engine.front_checks import plausible_patches, without_riders
@@ -25,14 +21,18 @@ from gi.engine.recorded import replay_comparison
 from gi.engine.service import EvaluationService
 from gi.engine.storage import RunStorage
 from gi.engine.timing import OriginalTiming
+from gi.fitness.objectives import Objective, objective_values
+from gi.fitness.outcomes import overfits, regressions, test_counts
+from gi.fitness.statistics import holm
+from gi.fitness.tests import NOT_FAILING
 from gi.model.describe import describe_patch
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 from gi.model.sites import Location
-from mutators import Operator
-from mutators.base import CONFIGURED
-from populations import Individual
+from gi.mutators import Operator
+from gi.mutators.base import CONFIGURED
+from gi.populations import Individual
 
 if TYPE_CHECKING:
     from gi.config import Config

@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from fitness.differential import DifferentialError
-from fitness.objectives import Constraint
-from fitness.runtime import RIGOROUS, SCREENING, Timing, Workload, WorkloadError, loops_for
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
+from gi.fitness.differential import DifferentialError
+from gi.fitness.objectives import Constraint
+from gi.fitness.runtime import RIGOROUS, SCREENING, Timing, Workload, WorkloadError, loops_for
 from gi.model.errors import ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, function_nodes, parse_quietly

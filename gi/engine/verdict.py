@@ -8,7 +8,7 @@ on that process's word (see README, "The sandbox"):
   reaches for anything new (frames, modules through other modules, dunders, `exec`, a computed
   attribute) is refused before it runs.
 - `CanaryTests`: which training tests can be canaries (their clones failed on the original),
-  and a few of them for each run, at places drawn at random (fitness.tests.Checks).
+  and a few of them for each run, at places drawn at random (gi.fitness.tests.Checks).
 - `second_run`: at the end, each front member's training tests again, in a run laid out
   differently (each test file in a process of its own, in reverse order, other canaries) with
   the audit of returned values; it must agree with the search's verdict, and no value the
@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fitness.tests import Checks, TestRun
+from gi.fitness.tests import Checks, TestRun
 from gi.model.guard import new_risky_names
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program

@@ -6,7 +6,7 @@ evaluation slot (fitness/sandboxed/warm_worker.py): a long-lived process in the 
 same limits, that has pytest and the project's third-party dependencies imported and forks a
 fresh child per variant. The child imports the variant's editable modules from their
 sources and runs pytest with gi's plugin, so the report is signed and checked exactly as a
-cold run's (`fitness.tests.read_report`). The worker's copy of the program is read-only to
+cold run's (`gi.fitness.tests.read_report`). The worker's copy of the program is read-only to
 it and to the children; only the variant's edited files travel, as text.
 
 A worker that dies (a variant may kill it: it runs in the same PID namespace) or stops
@@ -34,8 +34,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from fitness.sandboxed import FOLDER as SANDBOXED
-from fitness.tests import (
+from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
+from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
+from gi.engine.sandbox.workspace import Workspace, workspace
+from gi.fitness.sandboxed import FOLDER as SANDBOXED
+from gi.fitness.tests import (
     DEFAULT_SETUP,
     NO_CHECKS,
     PLUGIN_MODULE,
@@ -47,9 +50,6 @@ from fitness.tests import (
     pytest_arguments,
     read_report,
 )
-from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
-from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
-from gi.engine.sandbox.workspace import Workspace, workspace
 from gi.model.program import Program, parse_quietly
 from gi.model.results import ProcessOutcome
 
@@ -292,7 +292,7 @@ class WarmPool:
         checks: Checks = NO_CHECKS,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
+        what `gi.fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
         `checks` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)

@@ -14,7 +14,10 @@ from typing import Any
 
 import filelock
 
-from fitness.runtime import (
+from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.suite_runs import SuiteRuns
+from gi.fitness.runtime import (
     BehaviourCheck,
     SpeedUp,
     Timing,
@@ -30,9 +33,6 @@ from fitness.runtime import (
     profile,
     timed_answers,
 )
-from gi.engine.evaluation_settings import EvaluationSettings
-from gi.engine.sandbox.runner import Sandbox
-from gi.engine.suite_runs import SuiteRuns
 from gi.model.patch import Variant
 from gi.model.program import Program
 

@@ -56,7 +56,7 @@ class Ranked:
     patch: Patch
     anti_patterns: tuple[str, ...]
     diff_lines: int
-    #: The code's tokens it changes (fitness.size.tokens_changed).
+    #: The code's tokens it changes (gi.fitness.size.tokens_changed).
     tokens: int
     #: Its place among the patches as given (the order the search found them in).
     found: int

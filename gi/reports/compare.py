@@ -29,12 +29,19 @@ import numpy as np
 from rich.markup import escape
 from rich.table import Table
 
-from fitness.objectives import Constraint, Objective, objective_values, recorded_objective, reference_point, violation
-from fitness.statistics import holm
 from gi.engine.run_folder import LOG_NAME, STORE_NAME, SUMMARY_NAME, read_summary
 from gi.engine.store import RunStore
+from gi.fitness.objectives import (
+    Constraint,
+    Objective,
+    objective_values,
+    recorded_objective,
+    reference_point,
+    violation,
+)
+from gi.fitness.statistics import holm
 from gi.model.errors import StoreError, UsageError
-from populations import hypervolume
+from gi.populations import hypervolume
 
 CORRECTION = "Holm"
 #: The A12 thresholds of Vargha and Delaney (2000) for small, medium and large effects.

@@ -26,9 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from fitness.objectives import measures_read, reference_point
-from fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
-from fitness.pytest_diagnosis import READ_ONLY
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.config import Config
 from gi.config.sections import AUTO_NEIGHBOURHOOD
@@ -46,16 +43,19 @@ from gi.engine.store import RunStore
 from gi.engine.summary import RunSetup, SummaryBuilder
 from gi.engine.timing import OriginalTiming, workload_settings
 from gi.engine.warm import third_party_imports, warm_unsafe
+from gi.fitness.objectives import measures_read, reference_point
+from gi.fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
+from gi.fitness.pytest_diagnosis import READ_ONLY
 from gi.model.errors import ConfigError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation
+from gi.mutators import CROSSOVERS, Feedback, Operator
 from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
 from gi.run.original import reference_evaluation
 from gi.run.steering import Steering
-from mutators import CROSSOVERS, Feedback, Operator
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
 REPLAY_FOLDER = "replay"

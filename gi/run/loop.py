@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fitness.objectives import objective_values
 from gi.algorithms import Search
 from gi.algorithms.variation import Candidate, operator_of_label
 from gi.config.sections import SearchSection
@@ -25,11 +24,12 @@ from gi.engine.recorded import as_is
 from gi.engine.service import EvaluationService
 from gi.engine.storage import RunStorage
 from gi.engine.timing import OriginalTiming
+from gi.fitness.objectives import objective_values
 from gi.model.errors import LLMError
 from gi.model.results import Evaluation
-from mutators import Operator
-from mutators.base import Member, OfflineMissError, Outcome
-from populations import Individual
+from gi.mutators import Operator
+from gi.mutators.base import Member, OfflineMissError, Outcome
+from gi.populations import Individual
 
 
 class RunLoop:

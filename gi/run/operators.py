@@ -13,8 +13,8 @@ from gi.engine.sandbox.runner import hide_environment
 from gi.engine.storage import RunStorage
 from gi.model.errors import ConfigError
 from gi.model.results import Evaluation
-from mutators import OPERATORS, Operator
-from mutators.base import CONFIGURED, RunFacts
+from gi.mutators import OPERATORS, Operator
+from gi.mutators.base import CONFIGURED, RunFacts
 
 
 def run_goal(config: Config, baseline: Evaluation) -> str:

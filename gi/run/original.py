@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from fitness.objectives import Constraint
-from fitness.outcomes import TEST_SHARE, hung_limits, hung_tests, one_test_limit
-from fitness.pytest_diagnosis import cannot_run
-from fitness.tests import NOT_FAILING
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.progress import Progress
+from gi.fitness.objectives import Constraint
+from gi.fitness.outcomes import TEST_SHARE, hung_limits, hung_tests, one_test_limit
+from gi.fitness.pytest_diagnosis import cannot_run
+from gi.fitness.tests import NOT_FAILING
 from gi.model.errors import ProgramError
 from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status

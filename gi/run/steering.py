@@ -11,20 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fitness.pytest_diagnosis import cannot_run
-from fitness.selection import Coverage
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.progress import Progress
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.timing import workload_functions
+from gi.fitness.pytest_diagnosis import cannot_run
+from gi.fitness.selection import Coverage
 from gi.model.errors import ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation
 from gi.model.sites import Location
-from mutators import Feedback, MutationContext
-from mutators.base import unexecuted_sites
+from gi.mutators import Feedback, MutationContext
+from gi.mutators.base import unexecuted_sites
 
 
 def test_texts(config: Config, program: Program) -> list[str]:

@@ -16,8 +16,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from fitness.outcomes import overfits, regressions
 from gi.engine.run_folder import update_summary
+from gi.fitness.outcomes import overfits, regressions
 from gi.model.describe import describe
 from gi.model.patch import Patch
 from gi.studies.rerun import FinishedRun

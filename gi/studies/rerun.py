@@ -17,12 +17,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from fitness.objectives import objective_values, reference_point, violation
 from gi.config import Config, load_config
 from gi.engine.recorded import STUDY
 from gi.engine.run_folder import ORIGINAL, STORE_NAME, read_summary, source_hash
 from gi.engine.run_folder import member_id as summary_id
 from gi.engine.store import RunStore
+from gi.fitness.objectives import objective_values, reference_point, violation
 from gi.model.errors import ConfigError, StoreError, UsageError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.results import Evaluation

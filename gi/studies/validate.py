@@ -1,7 +1,7 @@
 """Revalidation: a finished run's front, and every feasible program its search made, under
 other tests (a suite written later, another project's), or again under its own held-out tests.
 
-The figures, by `fitness.outcomes.overfits` (the one definition), with the given suite in the
+The figures, by `gi.fitness.outcomes.overfits` (the one definition), with the given suite in the
 role of the held-out tests, and never counting the original program (it is no patch):
 
     front       the share of the front's members that overfit
@@ -32,11 +32,11 @@ from typing import Any
 
 from rich.table import Table
 
-from fitness.objectives import violation
-from fitness.outcomes import failed_tests, overfits, regressions, test_counts
 from gi.algorithms.variation import operator_of_label
 from gi.engine.held_out import HeldOut
 from gi.engine.run_folder import update_summary
+from gi.fitness.objectives import violation
+from gi.fitness.outcomes import failed_tests, overfits, regressions, test_counts
 from gi.model.errors import SuiteError, UsageError
 from gi.model.patch import Patch, apply
 from gi.model.results import Evaluation

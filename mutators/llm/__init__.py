@@ -1,12 +1,12 @@
 """The language-model operator: client (openai), reply cache, prompts, modes, the operator.
 
-Importing this package registers the operator's factory (`mutators.base.CONFIGURED`, "llm"),
+Importing this package registers the operator's factory (`gi.mutators.base.CONFIGURED`, "llm"),
 which builds it from a config's `[llm]` section.
 """
 
-from mutators.base import CONFIGURED, Member, OfflineMissError, Outcome
-from mutators.llm.cache import ReplyCache, request_key
-from mutators.llm.client import (
+from gi.mutators.base import CONFIGURED, Member, OfflineMissError, Outcome
+from gi.mutators.llm.cache import ReplyCache, request_key
+from gi.mutators.llm.client import (
     Budget,
     LLMClient,
     LLMSettings,
@@ -14,13 +14,13 @@ from mutators.llm.client import (
     RequestPool,
     Usage,
 )
-from mutators.llm.factory import operator_for_run
-from mutators.llm.models import Models
-from mutators.llm.operator import LLMOperator
-from mutators.llm.prompts import GOALS, MODES, Prompts
-from mutators.llm.proposals import Pending, Proposal
-from mutators.llm.replies import extract_function
-from mutators.llm.stats import Counts, LLMStats
+from gi.mutators.llm.factory import operator_for_run
+from gi.mutators.llm.models import Models
+from gi.mutators.llm.operator import LLMOperator
+from gi.mutators.llm.prompts import GOALS, MODES, Prompts
+from gi.mutators.llm.proposals import Pending, Proposal
+from gi.mutators.llm.replies import extract_function
+from gi.mutators.llm.stats import Counts, LLMStats
 
 CONFIGURED.add(LLMOperator.name, operator_for_run)
 

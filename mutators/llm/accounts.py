@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mutators.base import OperatorUsage, Outcome
-from mutators.llm.client import Reply, Sample, Usage
-from mutators.llm.models import Models
-from mutators.llm.proposals import Made
-from mutators.llm.stats import Counts, LLMStats
+from gi.mutators.base import OperatorUsage, Outcome
+from gi.mutators.llm.client import Reply, Sample, Usage
+from gi.mutators.llm.models import Models
+from gi.mutators.llm.proposals import Made
+from gi.mutators.llm.stats import Counts, LLMStats
 
 #: The columns of the run's accounting a mode's rejected replies fill (see `Counts`).
 OUTCOME_COLUMNS = ("unparseable", "not_applied", "wrong_kind", "tampering", "no_ops", "not_novel", "reviewer",

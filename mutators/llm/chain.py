@@ -10,11 +10,11 @@ from typing import Any
 
 from gi.model.guard import risky_names
 from gi.model.program import parse_quietly
-from mutators.llm.client import Hold, LLMStoppedError, Reply
-from mutators.llm.payloads import Payloads
-from mutators.llm.prompts import GOALS
-from mutators.llm.proposals import Attempt, Pending
-from mutators.llm.replies import NewCode, RejectionError, apply_diff, extract_function, read_code
+from gi.mutators.llm.client import Hold, LLMStoppedError, Reply
+from gi.mutators.llm.payloads import Payloads
+from gi.mutators.llm.prompts import GOALS
+from gi.mutators.llm.proposals import Attempt, Pending
+from gi.mutators.llm.replies import NewCode, RejectionError, apply_diff, extract_function, read_code
 
 #: What the model can mend when told (no news, `no_op`, is not asked again).
 MENDABLE = frozenset({"unparseable", "not_applied", "wrong_kind", "tampering", "reviewer"})

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from mutators.base import OfflineMissError
-from mutators.llm.cache import ReplyCache, request_key
+from gi.mutators.base import OfflineMissError
+from gi.mutators.llm.cache import ReplyCache, request_key
 
 if TYPE_CHECKING:
     import openai

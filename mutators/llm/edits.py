@@ -24,9 +24,9 @@ from gi.model.errors import EditError
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import Location
-from mutators.llm.chain import same_tree
-from mutators.llm.local import Change, local_changes
-from mutators.llm.proposals import Made, Proposal
+from gi.mutators.llm.chain import same_tree
+from gi.mutators.llm.local import Change, local_changes
+from gi.mutators.llm.proposals import Made, Proposal
 
 #: The function at a location as the program a patch makes has it (None if gone).
 VersionOf = Callable[[Program, Patch, Location], "str | None"]

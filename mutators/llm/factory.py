@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mutators.base import Operator, RunFacts
-from mutators.llm.client import Budget, LLMClient, LLMSettings, RequestPool
-from mutators.llm.models import Models
-from mutators.llm.operator import LLMOperator
-from mutators.llm.prompts import Prompts
+from gi.mutators.base import Operator, RunFacts
+from gi.mutators.llm.client import Budget, LLMClient, LLMSettings, RequestPool
+from gi.mutators.llm.models import Models
+from gi.mutators.llm.operator import LLMOperator
+from gi.mutators.llm.prompts import Prompts
 
 #: The [llm] keys that shape the operator rather than a model's client.
 OPERATOR_KEYS = frozenset({

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from mutators.llm.client import LLMClient, Usage
+from gi.mutators.llm.client import LLMClient, Usage
 
 Choice = Literal["weighted", "bandit"]
 

@@ -1,24 +1,24 @@
 """The language-model operator: a model proposes a new version of one function, in one of its modes.
 
 Modes (weighted by `modes`): `rewrite` asks for the whole function anew; `diff` for
-SEARCH/REPLACE blocks against it (mutators.llm.diff); `crossover` shows the function as two
+SEARCH/REPLACE blocks against it (gi.mutators.llm.diff); `crossover` shows the function as two
 archive members have it and asks for one version with the strengths of both. Any prompt may
 carry inspirations (the archive's best and most diverse versions of the function, with their
 measurements), the variant's measurements and, for repair, the failing training tests' output
-(held-out tests never reach a prompt): mutators.llm.payloads builds the requests.
+(held-out tests never reach a prompt): gi.mutators.llm.payloads builds the requests.
 
 A proposal is made in two steps, so that many can be in flight: `prepare` takes every random
 choice (function, mode, model, partner) and submits the request; its replies are read and
-checked as they arrive (mutators.llm.chain: it must parse, be the same function, change it,
+checked as they arrive (gi.mutators.llm.chain: it must parse, be the same function, change it,
 not reach for the test machinery; an optional reviewer pass asks the model to critique it),
 and what the model can mend goes back to it in a bounded retry (it does not parse, does not
 apply, is the wrong kind of code, reaches for the test machinery, the reviewer objects; and in
 the next generation, its tests failed). `finish` takes the replies in the order proposals were
 prepared and rejects a version the operator already proposed there, nearly
-(mutators.llm.novelty); what is no news (the same code, a version already tried) is counted
+(gi.mutators.llm.novelty); what is no news (the same code, a version already tried) is counted
 and not asked again. A reply that passes becomes a `Proposal`, and `edits` turns that into
-edits of the patch (mutators.llm.edits), carrying the source so that applying them again never
-asks the model. What became of it all is in mutators.llm.accounts; mutators.llm.overseer
+edits of the patch (gi.mutators.llm.edits), carrying the source so that applying them again never
+asks the model. What became of it all is in gi.mutators.llm.accounts; gi.mutators.llm.overseer
 re-plans or stops a model that spends without progress.
 """
 
@@ -34,20 +34,20 @@ from gi.model.edits import Edit
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators.base import BaseOperator, Deferred, Member, MutationContext, OperatorUsage, Outcome, choose_site
-from mutators.llm.accounts import Accounts
-from mutators.llm.chain import Chain
-from mutators.llm.client import LLMClient, LLMStoppedError, Sample, Usage
-from mutators.llm.edits import one_rewrite, proposal_edits
-from mutators.llm.locate import function_in_variant, gone, removals
-from mutators.llm.models import Models
-from mutators.llm.novelty import Novelty
-from mutators.llm.overseer import Overseer
-from mutators.llm.payloads import FAILURE_CHARS, Payloads, function_parts
-from mutators.llm.prompts import GOALS, MODES, Prompts
-from mutators.llm.proposals import Attempt, FollowUp, Made, Pending, Proposal, prompt_hash
-from mutators.llm.replies import RejectionError
-from mutators.llm.stats import Counts, LLMStats
+from gi.mutators.base import BaseOperator, Deferred, Member, MutationContext, OperatorUsage, Outcome, choose_site
+from gi.mutators.llm.accounts import Accounts
+from gi.mutators.llm.chain import Chain
+from gi.mutators.llm.client import LLMClient, LLMStoppedError, Sample, Usage
+from gi.mutators.llm.edits import one_rewrite, proposal_edits
+from gi.mutators.llm.locate import function_in_variant, gone, removals
+from gi.mutators.llm.models import Models
+from gi.mutators.llm.novelty import Novelty
+from gi.mutators.llm.overseer import Overseer
+from gi.mutators.llm.payloads import FAILURE_CHARS, Payloads, function_parts
+from gi.mutators.llm.prompts import GOALS, MODES, Prompts
+from gi.mutators.llm.proposals import Attempt, FollowUp, Made, Pending, Proposal, prompt_hash
+from gi.mutators.llm.replies import RejectionError
+from gi.mutators.llm.stats import Counts, LLMStats
 
 #: Samples of one prompt that may give nothing new (the same function, or a program the
 #: search already has) before that prompt is not asked again.
@@ -369,7 +369,7 @@ class LLMOperator(BaseOperator):
     # --- edits --------------------------------------------------------------------------------
 
     def edits(self, program: Program, patch: Patch, proposal: Proposal) -> tuple[Edit, ...]:
-        """The edits a proposal makes to `patch` (mutators.llm.edits), remembered until the
+        """The edits a proposal makes to `patch` (gi.mutators.llm.edits), remembered until the
         generation's outcomes come; () when none can be made."""
         made = proposal_edits(program, patch, proposal, self.payloads.version)
         if not made:

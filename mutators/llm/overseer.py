@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mutators.llm.client import Usage
-from mutators.llm.prompts import MODES
-from mutators.llm.stats import Counts, LLMStats
+from gi.mutators.llm.client import Usage
+from gi.mutators.llm.prompts import MODES
+from gi.mutators.llm.stats import Counts, LLMStats
 
 
 class Overseer:

@@ -12,13 +12,13 @@ import numpy as np
 from gi.model.patch import Patch, Variant
 from gi.model.program import Program
 from gi.model.sites import Location
-from mutators.base import Member, MutationContext
-from mutators.llm.client import LLMClient
-from mutators.llm.locate import function_in_variant
-from mutators.llm.novelty import normalised_tokens, similarity
-from mutators.llm.prompts import GOALS, Prompts
-from mutators.llm.proposals import Pending
-from mutators.llm.replies import NewCode
+from gi.mutators.base import Member, MutationContext
+from gi.mutators.llm.client import LLMClient
+from gi.mutators.llm.locate import function_in_variant
+from gi.mutators.llm.novelty import normalised_tokens, similarity
+from gi.mutators.llm.prompts import GOALS, Prompts
+from gi.mutators.llm.proposals import Pending
+from gi.mutators.llm.replies import NewCode
 
 #: Characters of failing test output a prompt may carry.
 FAILURE_CHARS = 3000

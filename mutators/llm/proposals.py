@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from gi.model.sites import Location
-from mutators.llm.client import Reply
-from mutators.llm.models import Arm
-from mutators.llm.replies import NewCode, RejectionError
+from gi.mutators.llm.client import Reply
+from gi.mutators.llm.models import Arm
+from gi.mutators.llm.replies import NewCode, RejectionError
 
 if TYPE_CHECKING:
-    from mutators.llm.chain import Chain
+    from gi.mutators.llm.chain import Chain
 
 
 def prompt_hash(payload: Mapping[str, Any]) -> str:

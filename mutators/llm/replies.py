@@ -2,7 +2,7 @@
 
 A rewrite or crossover reply is a fenced block (or bare code) holding the new function and,
 above or below it, the imports, helper functions and classes it needs; a diff reply is
-SEARCH/REPLACE blocks applied to the function as the model was shown it (mutators.llm.diff);
+SEARCH/REPLACE blocks applied to the function as the model was shown it (gi.mutators.llm.diff);
 a completion continues the function's `def` line. Each becomes `NewCode`, or a `RejectionError`
 whose kind is counted and whose message goes back to the model in a retry.
 """
@@ -16,7 +16,7 @@ from typing import Literal
 
 import libcst as cst
 
-from mutators.llm.diff import DiffError, apply_blocks, parse_blocks
+from gi.mutators.llm.diff import DiffError, apply_blocks, parse_blocks
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL)
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mutators.llm.replies import RejectionKind
+from gi.mutators.llm.replies import RejectionKind
 
 
 @dataclass

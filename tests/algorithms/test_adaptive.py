@@ -9,13 +9,13 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from fitness.objectives import OBJECTIVES, Constraint
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.adaptive import FLOOR, WINDOW, OperatorSelection
 from gi.algorithms.variation import Candidate
+from gi.fitness.objectives import OBJECTIVES, Constraint
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
-from mutators import CROSSOVERS, OPERATORS
+from gi.mutators import CROSSOVERS, OPERATORS
 
 NAMES = ("negate", "constant", "statement_delete", "comparison_operator")
 

@@ -15,8 +15,8 @@ from gi.model.edits import DeleteStatement, ReplaceNumber
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
+from gi.mutators import OPERATORS
 from gi.reports.plots import operator_counts
-from mutators import OPERATORS
 from tests.daily import write_project
 
 

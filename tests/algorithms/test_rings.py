@@ -8,14 +8,14 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from fitness.objectives import OBJECTIVES, Constraint
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.variation import Candidate
+from gi.fitness.objectives import OBJECTIVES, Constraint
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
-from mutators import CROSSOVERS, OPERATORS, MutationContext
-from mutators.neighbourhood import walk
+from gi.mutators import CROSSOVERS, OPERATORS, MutationContext
+from gi.mutators.neighbourhood import walk
 
 SOURCE = """\
 def shipping(weight, express):

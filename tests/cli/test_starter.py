@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fitness.objectives import Constraint
 from gi.cli.main import main
 from gi.config import load_config
+from gi.fitness.objectives import Constraint
 from gi.model.program import Program
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "programs"

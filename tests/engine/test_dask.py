@@ -17,10 +17,6 @@ from typing import Any
 import pytest
 from distributed import Client, LocalCluster, Lock
 
-from fitness.outcomes import per_test_limits
-from fitness.runtime import Timing, TimingSettings, Workload
-from fitness.selection import Coverage
-from fitness.tests import PytestSetup
 from gi.config import load_config
 from gi.engine.backends.base import BackendError
 from gi.engine.backends.bundle import bundle_program
@@ -30,6 +26,10 @@ from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.limits import Limits
 from gi.engine.workload_runs import timing_lock_name
+from gi.fitness.outcomes import per_test_limits
+from gi.fitness.runtime import Timing, TimingSettings, Workload
+from gi.fitness.selection import Coverage
+from gi.fitness.tests import PytestSetup
 from gi.model.edits import DeleteStatement
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fitness.outcomes import overfits, regressions
 from gi.config import load_config
+from gi.fitness.outcomes import overfits, regressions
 from gi.model.edits import DeleteStatement
 from gi.model.patch import Patch, apply
 from gi.model.sites import Location

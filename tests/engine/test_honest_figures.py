@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from fitness.runtime import BehaviourCheck, Workload, output_of
 from gi.cli.main import main
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.timing import workload_functions
+from gi.fitness.runtime import BehaviourCheck, Workload, output_of
 from gi.model.program import Program
 
 BENCH = """\

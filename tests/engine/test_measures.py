@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fitness.objectives import OBJECTIVES, measures_read, reference_point
 from gi.config import load_config
 from gi.engine.measures import program_measures, static_measures, variant_measures
+from gi.fitness.objectives import OBJECTIVES, measures_read, reference_point
 from gi.model.edits import DeleteStatement, InsertStatement, ReplaceNumber, ReplaceStatement
 from gi.model.guard import risky_names
 from gi.model.patch import Patch, apply

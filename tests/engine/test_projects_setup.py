@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from fitness.faults import covered_test_run
-from fitness.pytest_diagnosis import why_not_run
-from fitness.tests import PytestSetup, run_tests
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.project import import_roots, module_names
@@ -18,6 +15,9 @@ from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.fitness.faults import covered_test_run
+from gi.fitness.pytest_diagnosis import why_not_run
+from gi.fitness.tests import PytestSetup, run_tests
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 

@@ -28,7 +28,7 @@ from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation
-from mutators import OPERATORS, MutationContext, names, templates
+from gi.mutators import OPERATORS, MutationContext, names, templates
 
 DRAWS = 100
 #: Proposals of each rival operator whose distinct variants run the bug's real tests.

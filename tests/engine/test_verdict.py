@@ -13,7 +13,7 @@ from gi.model.edits import Edit, ReplaceFunction
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators import OPERATORS, MutationContext
+from gi.mutators import OPERATORS, MutationContext
 
 PATCHES = 40
 EDITS = 20

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fitness.sandboxed.warm_worker import REPORT_PLUGIN, CompiledOriginals, without_report_plugin
-from fitness.tests import PLUGIN_MODULE, PytestSetup
 from gi.engine.sandbox.limits import Limits
 from gi.engine.warm import WarmPool, third_party_imports
+from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, CompiledOriginals, without_report_plugin
+from gi.fitness.tests import PLUGIN_MODULE, PytestSetup
 from gi.model.program import Program
 
 ORIGINAL = "def answer():\n    return 1\n"

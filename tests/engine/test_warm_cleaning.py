@@ -1,5 +1,5 @@
 """Between two variants a warm worker empties every folder a variant may write
-(`fitness.sandboxed.warm_worker.empty`). In the sandbox those folders are RAM file systems that
+(`gi.fitness.sandboxed.warm_worker.empty`). In the sandbox those folders are RAM file systems that
 also hold other mounts: /tmp holds the read-only copies of the variant's program and gi's tools,
 and the Python installation when it lives under /tmp. Emptying must remove what a variant left
 on the RAM file system and never walk into another mount: walking a venv's thousands of
@@ -23,7 +23,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 LEAVE_AND_EMPTY = """\
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from fitness.sandboxed.warm_worker import empty
+from gi.fitness.sandboxed.warm_worker import empty
 open("/mnt/left.txt", "w").write("x")
 os.makedirs("/mnt/folder/inner")
 open("/mnt/folder/inner/deep.txt", "w").write("x")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fitness.outcomes import FailureOrder
-from fitness.tests import TestRun, run_tests
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import WarmPool
+from gi.fitness.outcomes import FailureOrder
+from gi.fitness.tests import TestRun, run_tests
 from gi.model.program import Program
 
 PROGRAM = "def double(x):\n    return 2 * x\n"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fitness.faults import DSTAR_PERFECT, LineCoverage, suspiciousness
+from gi.fitness.faults import DSTAR_PERFECT, LineCoverage, suspiciousness
 
 OUTCOMES = {"f1": "failed", "f2": "error", "p1": "passed", "p2": "passed", "p3": "passed", "s": "skipped"}
 COVERAGE: LineCoverage = {

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from fitness import complexity, size, style
-from fitness.objectives import OBJECTIVES, reference_point
+from gi.fitness import complexity, size, style
+from gi.fitness.objectives import OBJECTIVES, reference_point
 
 SIMPLE = "def f(x):\n    return x\n"
 BRANCHY = "def f(x):\n    if x:\n        return 1\n    elif x > 2:\n        return 2\n    return 3\n"

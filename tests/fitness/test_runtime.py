@@ -7,8 +7,11 @@ from pathlib import Path
 import pyperf
 import pytest
 
-from fitness.objectives import Constraint, violation
-from fitness.runtime import (
+from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
+from gi.fitness.objectives import Constraint, violation
+from gi.fitness.runtime import (
     Timing,
     TimingSettings,
     Workload,
@@ -20,9 +23,6 @@ from fitness.runtime import (
     profile,
     timing_cpu,
 )
-from gi.engine.sandbox.limits import Limits
-from gi.engine.sandbox.runner import Sandbox
-from gi.engine.sandbox.workspace import workspace
 
 PROGRAM = """\
 def helper(n):

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fitness.selection import OUTSIDE_TESTS, Coverage, excluded_lines, first_tests
+from gi.fitness.selection import OUTSIDE_TESTS, Coverage, excluded_lines, first_tests
 
 SOURCE = """\
 def f(x):

@@ -16,13 +16,13 @@ from typing import Any, cast
 import _pytest
 import pytest
 
-from fitness.outcomes import count_failed, overfits, per_test_limits
-from fitness.sandboxed import pytest_plugin
-from fitness.tests import TestRun, run_tests
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.fitness.outcomes import count_failed, overfits, per_test_limits
+from gi.fitness.sandboxed import pytest_plugin
+from gi.fitness.tests import TestRun, run_tests
 
 PROGRAM = """\
 def add(a, b):

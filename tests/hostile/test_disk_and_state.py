@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from fitness.outcomes import count_failed
-from fitness.tests import TestRun, run_tests
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import WarmPool
+from gi.fitness.outcomes import count_failed
+from gi.fitness.tests import TestRun, run_tests
 from gi.model.program import Program
 from tests.hostile.attacks import (
     CALC,

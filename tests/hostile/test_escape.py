@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from fitness.runtime import TIMING_NAME, TimingSettings, Workload, WorkloadError, measure, output_of
-from fitness.tests import run_tests
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.files import read_regular, write_new
 from gi.engine.sandbox.limits import Limits, stops_fork_bombs
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import WarmPool
+from gi.fitness.runtime import TIMING_NAME, TimingSettings, Workload, WorkloadError, measure, output_of
+from gi.fitness.tests import run_tests
 from gi.model.program import Program
 from tests.hostile import processes_with
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fitness.runtime import TimingSettings, Workload, WorkloadError
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
+from gi.fitness.runtime import TimingSettings, Workload, WorkloadError
 from gi.model.patch import Patch, Variant
 from gi.model.program import Program
 from tests.hostile.attacks import BENCH, SUMS, SUMS_TESTS

@@ -18,7 +18,7 @@ from gi.model.describe import describe
 from gi.model.edits import Edit
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
-from mutators import OPERATORS, MutationContext, names, statements, templates
+from gi.mutators import OPERATORS, MutationContext, names, statements, templates
 
 EDITS = 1000
 

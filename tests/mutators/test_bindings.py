@@ -18,7 +18,7 @@ import pytest
 from gi.model.edits import Edit
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
-from mutators import OPERATORS, MutationContext
+from gi.mutators import OPERATORS, MutationContext
 
 DRAWS = 300
 

@@ -12,8 +12,8 @@ import pytest
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import Location, SiteKind
-from mutators import OPERATORS, MutationContext, choose_site
-from mutators.base import UnboundContextError, function_spans
+from gi.mutators import OPERATORS, MutationContext, choose_site
+from gi.mutators.base import UnboundContextError, function_spans
 
 SHOP = """\
 class Shop:

@@ -14,8 +14,8 @@ from gi.model.edits import DeleteStatement, ReplaceFunction
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators import MutationContext
-from mutators.llm import (
+from gi.mutators import MutationContext
+from gi.mutators.llm import (
     LLMClient,
     LLMOperator,
     LLMSettings,
@@ -25,7 +25,7 @@ from mutators.llm import (
     extract_function,
     request_key,
 )
-from mutators.llm.operator import FRUITLESS_LIMIT
+from gi.mutators.llm.operator import FRUITLESS_LIMIT
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 CLASS_SOURCE = '''\

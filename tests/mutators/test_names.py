@@ -8,7 +8,7 @@ from collections.abc import Callable
 from gi.model.edits import ReplaceName
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
-from mutators import OPERATORS, MutationContext
+from gi.mutators import OPERATORS, MutationContext
 
 CALLS = """\
 def apply_fee(total, fee):

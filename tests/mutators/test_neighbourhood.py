@@ -14,9 +14,9 @@ from gi.model.edits import Edit
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import Location, SiteKind
-from mutators import OPERATORS, MutationContext
-from mutators.base import edits_at, operator_sites
-from mutators.llm import LLMOperator
+from gi.mutators import OPERATORS, MutationContext
+from gi.mutators.base import edits_at, operator_sites
+from gi.mutators.llm import LLMOperator
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = [

@@ -9,7 +9,7 @@ import pytest
 
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
-from mutators import OPERATORS, MutationContext
+from gi.mutators import OPERATORS, MutationContext
 
 BEFORE = """\
 def total(values, limit):

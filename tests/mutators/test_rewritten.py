@@ -11,8 +11,8 @@ from gi.model.edits import ReplaceFunction
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators import OPERATORS
-from mutators.rewritten import in_rewritten, rewritten_share
+from gi.mutators import OPERATORS
+from gi.mutators.rewritten import in_rewritten, rewritten_share
 
 SOURCE = """\
 def total(items):

@@ -12,8 +12,8 @@ from gi.model.edits import Clamp, InsertGuard
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators import OPERATORS, MutationContext
-from mutators.templates import clamp_bound
+from gi.mutators import OPERATORS, MutationContext
+from gi.mutators.templates import clamp_bound
 
 DRAWS = 400
 

@@ -7,8 +7,8 @@ import random
 import numpy as np
 
 from gi.model.patch import Patch
-from populations import Individual, ParetoFitness
-from populations.nsga3 import associate, default_divisions, normalisation, nsga3_survivors, reference_directions
+from gi.populations import Individual, ParetoFitness
+from gi.populations.nsga3 import associate, default_divisions, normalisation, nsga3_survivors, reference_directions
 
 WEIGHTS = (-1.0, -1.0, -1.0, -1.0)
 
@@ -49,7 +49,7 @@ def test_nsga3_keeps_a_member_near_every_reference_direction() -> None:
 def test_nsga2_would_not_spread_them_that_way() -> None:
     """The contrast that makes NSGA-III worth having: with 4 objectives, crowding distance keeps
     the extremes and crowd members, and misses directions."""
-    from populations import nsga2_survivors
+    from gi.populations import nsga2_survivors
 
     directions, members = pool(np.random.default_rng(0))
     chosen = nsga2_survivors(members, len(directions))

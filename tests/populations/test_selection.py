@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fitness.objectives import OBJECTIVES
+from gi.fitness.objectives import OBJECTIVES
 from gi.model.patch import Patch
-from populations import (
+from gi.populations import (
     Individual,
     ParetoArchive,
     ParetoFitness,

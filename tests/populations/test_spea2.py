@@ -7,8 +7,8 @@ import random
 from deap import tools
 
 from gi.model.patch import Patch
-from populations import Individual, ParetoFitness
-from populations.spea2 import spea2_fitness, spea2_survivors, truncate
+from gi.populations import Individual, ParetoFitness
+from gi.populations.spea2 import spea2_fitness, spea2_survivors, truncate
 
 WEIGHTS = (-1.0, -1.0)
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from scipy.stats import mannwhitneyu
 
-from fitness.statistics import holm
+from gi.fitness.statistics import holm
 from gi.reports.compare import RunData, a12, figures, mann_whitney, measures_of
 
 

@@ -256,7 +256,7 @@ def test_show_on_a_folder_that_is_no_run(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> None:
-    from mutators import CROSSOVERS, OPERATORS
+    from gi.mutators import CROSSOVERS, OPERATORS
 
     assert main(["operators"]) == 0
     out = capsys.readouterr().out

@@ -14,17 +14,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fitness.objectives import OBJECTIVES, Constraint
 from gi.algorithms import NSGA2, SearchSettings
 from gi.algorithms.variation import SHARE_MARGIN
 from gi.cli.main import main
 from gi.config import load_config
 from gi.engine.progress import Progress
+from gi.fitness.objectives import OBJECTIVES, Constraint
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
+from gi.mutators import CROSSOVERS, OPERATORS
+from gi.mutators.llm import LLMClient, LLMOperator, LLMSettings
 from gi.run.experiment import run_experiment
-from mutators import CROSSOVERS, OPERATORS
-from mutators.llm import LLMClient, LLMOperator, LLMSettings
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 PROGRAM = '''\

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fitness.measures import MEASURES, Basis, Measure
-from fitness.objectives import OBJECTIVES, Direction, Objective, UserFunction
 from gi.cli.main import main
+from gi.fitness.measures import MEASURES, Basis, Measure
+from gi.fitness.objectives import OBJECTIVES, Direction, Objective, UserFunction
 from gi.model.patch import Variant
 from tests.daily import PROGRAM, write_config, write_project
 
@@ -141,3 +142,23 @@ def test_a_users_function_that_raises_or_gives_no_number_gives_no_value() -> Non
     for bad in ("7", float("nan"), True):
         assert UserFunction("m:bad", lambda variant, bad=bad: bad)(None) is None  # type: ignore[misc, arg-type]
     assert UserFunction("m:fine", lambda variant: 3)(None) == 3.0  # type: ignore[arg-type]
+
+
+def test_a_users_module_named_like_one_of_gis_parts_or_the_standard_library_wins_from_the_configs_folder(
+    tmp_path: Path,
+) -> None:
+    """`fitness:score` beside the config is the user's fitness.py, not gi's part of that name (and
+    `json:score` is the user's json.py), while the standard library's json stays json."""
+    project = write_project(tmp_path / "project")
+    config = write_config(tmp_path, project, tmp_path / "runs", population=4, generations=1)
+    (tmp_path / "fitness.py").write_text(
+        "from helpers import lines\n\ndef score(variant):\n    return lines(variant)\n"
+    )
+    (tmp_path / "helpers.py").write_text(USER_OBJECTIVES.replace("def line_count", "def lines"))
+    (tmp_path / "json.py").write_text("def score(variant):\n    return 7.0\n")
+    use_objectives(config, ["failed_tests", "fitness:score", "json:score"])
+    assert main(["run", str(config), "--quiet"]) == 0
+    summary = summary_of(tmp_path / "runs")
+    assert summary["baseline"]["objectives"]["fitness:score"] == LINES_IN_PROGRAM  # type: ignore[index]
+    assert summary["baseline"]["objectives"]["json:score"] == 7.0  # type: ignore[index]
+    assert sys.modules["json"] is json and Path(json.__file__).parent != tmp_path

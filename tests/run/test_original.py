@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fitness.objectives import OBJECTIVES
 from gi.cli.main import main
 from gi.config import load_config
 from gi.engine.measures import static_measures
 from gi.engine.summary import write_report
+from gi.fitness.objectives import OBJECTIVES
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
-from mutators import OPERATORS, MutationContext
-from populations.individual import Individual, ParetoFitness
+from gi.mutators import OPERATORS, MutationContext
+from gi.populations.individual import Individual, ParetoFitness
 from tests.daily import write_config, write_project
 
 NAMES = ["failed_tests", "complexity", "size"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gi.cli.main import main
-from mutators.llm.cache import request_key
+from gi.mutators.llm.cache import request_key
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 from tests.run.test_llm_runs import LINEAR, PROGRAM, TESTS
 

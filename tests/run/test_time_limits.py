@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fitness.outcomes import TEST_SHARE, one_test_limit
 from gi.config import load_config
+from gi.fitness.outcomes import TEST_SHARE, one_test_limit
 from gi.run.experiment import run_experiment
 
 SOURCE = '''\

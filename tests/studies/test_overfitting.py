@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from fitness.outcomes import overfits
 from gi.algorithms.variation import operator_of_label
 from gi.cli.main import main
+from gi.fitness.outcomes import overfits
 from gi.model.edits import DeleteStatement, ReplaceOperator, ReplaceStatement
 from gi.model.patch import Patch
 from gi.model.sites import Location

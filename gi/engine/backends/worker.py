@@ -17,8 +17,6 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from fitness.runtime import Timing, TimingSettings, Workload, WorkloadError
-from fitness.tests import PytestSetup
 from gi.engine.backends.base import BackendError
 from gi.engine.backends.bundle import (
     _BUNDLES,
@@ -36,6 +34,8 @@ from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import isolation
 from gi.engine.sandbox.limits import Limits
 from gi.engine.workload_runs import timing_lock_name
+from gi.fitness.runtime import Timing, TimingSettings, Workload, WorkloadError
+from gi.fitness.tests import PytestSetup
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 

@@ -41,7 +41,7 @@ class Limits:
     #: Further host folders the command may read (e.g. a package the project imports).
     read_only: tuple[Path, ...] = ()
     #: Let the command write in its copy of the project (tests that write where they stand),
-    #: but for what the verdict reads (`fitness.tests.VERDICT_FILES`): a workspace used once.
+    #: but for what the verdict reads (`gi.fitness.tests.VERDICT_FILES`): a workspace used once.
     writable_program: bool = False
 
 

@@ -1,7 +1,7 @@
 """Edits that carry code a language model wrote, at the sites its change touches.
 
 A model's new version of a function becomes, where the change is local, edits at the original
-statements it changed (mutators.llm.local): a statement written anew, statements put before
+statements it changed (gi.mutators.llm.local): a statement written anew, statements put before
 one or after the last of a block; and what the reply adds beside the function becomes edits
 of their own kinds: an import, a helper function or class. Each is an edit like any other, so
 crossover mixes them, minimisation and ablation weigh them one by one, and classic operators

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mutators.llm import Budget, LLMClient, LLMSettings, LLMStoppedError, RequestPool, Usage
+from gi.mutators.llm import Budget, LLMClient, LLMSettings, LLMStoppedError, RequestPool, Usage
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mutators.llm.diff import Block, DiffError, apply_blocks, parse_blocks
+from gi.mutators.llm.diff import Block, DiffError, apply_blocks, parse_blocks
 from tests.mutators.llm.diff_corpus import corpus
 
 CODE = """\

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from gi.model.program import Program
 from gi.model.sites import Location, SiteKind
-from mutators.llm.local import Change, local_changes
+from gi.mutators.llm.local import Change, local_changes
 
 SOURCE = """\
 def total(items, positive=False):

@@ -16,9 +16,9 @@ from gi.model.guard import risky_names
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
-from mutators import MutationContext
-from mutators.llm import Budget, LLMClient, LLMOperator, LLMSettings, Member, Models, Outcome, RequestPool
-from mutators.llm.prompts import ALLOWED_CODE
+from gi.mutators import MutationContext
+from gi.mutators.llm import Budget, LLMClient, LLMOperator, LLMSettings, Member, Models, Outcome, RequestPool
+from gi.mutators.llm.prompts import ALLOWED_CODE
 from tests.llm_server import Action, ModelServer, ScriptedModel, serve
 
 SOURCE = """\
@@ -188,8 +188,8 @@ def test_the_reviewer_s_objection_goes_back_into_a_retry(
 def test_helpers_and_imports_beside_the_function_are_read_and_other_code_is_refused(
     scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
 ) -> None:
-    from mutators.llm.operator import Pending
-    from mutators.llm.replies import RejectionError, read_code
+    from gi.mutators.llm.operator import Pending
+    from gi.mutators.llm.replies import RejectionError, read_code
 
     program = make_program(SOURCE)
     module = program.modules["mod.py"]
