@@ -17,7 +17,7 @@ from types import FrameType
 
 from rich.console import Console
 
-from gi.cli import init, listings, llm, run, show, studies
+from gi.cli import init, listings, llm, run, schema, show, studies
 from gi.model.errors import GIError
 
 
@@ -36,11 +36,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="gi",
         description="Genetic improvement of Python programs: evolve patches to a program, scored on "
         "tests, complexity, style and size at once, and keep the Pareto front.",
+        epilog="Exit codes: 0 done; 1 a replay that did not reach the recorded run; 2 bad input (command line, "
+        "config, program or run folder: one line per mistake naming the file and key); 130 interrupted (Ctrl-C, "
+        "or SIGTERM during gi run: run it again to resume). Two gi runs of one run folder at once are refused.",
     )
     parser.add_argument("--version", action="version", version=f"gi {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for family in (run, show, llm, listings, init, studies):
+    for family in (run, show, llm, listings, init, studies, schema):
         family.add_parsers(commands)
     return parser
 
@@ -60,6 +63,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "minimize": studies.minimize_command,
     "ablate": studies.ablate_command,
     "validate": studies.validate_command,
+    "config": schema.config_command,
 }
 
 
