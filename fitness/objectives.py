@@ -98,7 +98,8 @@ class Objective:
 OBJECTIVES: Registry[Objective] = Registry("objective")
 for _objective in (
     Objective(
-        "failed_tests", Direction.MINIMIZE, "training tests that do not pass", MEASURES.get("failed_tests"),
+        "failed_tests", Direction.MINIMIZE,
+        "training tests that do not pass (a test the original skips does not count)", MEASURES.get("failed_tests"),
         lambda bounds: float(bounds.test_count + 1),
     ),
     Objective(
@@ -118,7 +119,8 @@ for _objective in (
         MEASURES.get("halstead_volume"),
     ),
     Objective(
-        "style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle)", MEASURES.get("style"),
+        "style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle, lines up to 100)",
+        MEASURES.get("style"),
     ),
     Objective(
         "size", Direction.MINIMIZE, "edits of the patch that take effect", MEASURES.get("size"),
@@ -129,7 +131,8 @@ for _objective in (
         lambda bounds: float(max(1.0, bounds.baseline.get("source_lines", 0.0)) * 2 + 1), ("source_lines",),
     ),
     Objective(
-        "runtime", Direction.MINIMIZE, "workload time over the original's, measured with pyperf",
+        "runtime", Direction.MINIMIZE,
+        "the workload's time over the original's (screening timings with pyperf; the original is 1)",
         MEASURES.get("runtime"),
     ),
 ):  # fmt: skip

@@ -32,8 +32,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "compare",
         help="compare the arms of an experiment (or several runs) with statistics",
         description="Per arm: final hypervolume on a shared reference point, best value of each objective, "
-        "evaluations to reach it, overfitting rate (median and interquartile range over seeds); between "
-        "each pair of arms: two-sided Mann-Whitney U, Vargha-Delaney A12, Holm-corrected p. Writes "
+        "evaluations to reach it (0: the original had it), overfitting rate (median and interquartile range over "
+        "seeds); between each pair of arms: two-sided Mann-Whitney U, Vargha-Delaney A12, Holm-corrected p. Writes "
         "compare.json, compare-arms.csv and compare-pairs.csv beside the runs.",
     )
     compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")

@@ -50,7 +50,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=[],
         metavar="TABLE.KEY=VALUE",
         help="set a config key for this run, as the file would (a TOML value; repeatable): "
-        "--set workload.rigorous_processes=4 (for every arm; the run folder's config changes with it)",
+        "--set workload.rigorous_processes=4, --set 'mutators.operators=[\"constant\"]'; a bare word is text: "
+        "--set search.algorithm=nsga3 (for every arm; the run folder's config changes with it, and gi replay takes "
+        "the same --set to find the run it made); a mistake is named as --set: ...",
     )
     run.add_argument("--quiet", action="store_true", help="print only the final table")
     run.add_argument(

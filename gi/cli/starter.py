@@ -338,8 +338,8 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
         objectives = f'minimize = {_toml_list(tuple(minimize))}\n{_comments(why)}\nconstraint = "train_pass"\n'
     localisation = (
         """
-# Edit where the failing tests go: sites are weighted by the Ochiai suspiciousness of their
-# line (run by failing tests more than by passing ones).
+# Edit where the failing tests go: sites are weighted by the suspiciousness of their line
+# (run by failing tests more than by passing ones; D* unless mutators.suspiciousness says).
 fault_localisation = true"""
         if repair
         else ""
@@ -368,9 +368,10 @@ check_output = true
 """
     return f"""\
 # A starter config `gi init` wrote for {name}: `gi run {CONFIG_NAME}` runs it as it is.
-# Goal: {goal}. Every key is explained in gi's README
-# (Config reference); paths are relative to this file. gi never changes your files: variants
-# run on copies, and `gi apply` applies a result only when you ask.
+# Goal: {goal}. Every key is explained in gi's config reference
+# (docs/reference/config.md; `gi config --schema` lets an editor check this file); paths are
+# relative to this file. gi never changes your files: variants run on copies, and `gi apply`
+# applies a result only when you ask.
 
 [experiment]
 name = "{name}"
