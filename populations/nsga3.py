@@ -41,7 +41,10 @@ def reference_directions(objectives: int, divisions: int) -> np.ndarray:
 
 def default_divisions(objectives: int, population: int) -> int:
     """The most divisions whose directions (C(p + M - 1, M - 1) of them) do not outnumber the
-    population, at least 1, so the population can hold one member per direction."""
+    population, at least 1, so the population can hold one member per direction. One objective
+    has one direction however it is divided: 1."""
+    if objectives <= 1:
+        return 1
     divisions = 1
     while math.comb(divisions + objectives, objectives - 1) <= population:
         divisions += 1
