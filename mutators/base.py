@@ -375,6 +375,9 @@ class RunFacts:
     cache: Path
     #: Never ask outside: take replies from the cache, and stop with an error on a miss.
     offline: bool
+    #: The run's seed (experiment.seed): replies kept from outside are the run's draws, so a run
+    #: of another seed draws its own rather than repeat this one's.
+    seed: int | None = None
 
 
 #: Builds an operator from its config section (as a mapping), its share of mutations and the run's facts.
