@@ -55,6 +55,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "llm": llm.llm_command,
     "operators": listings.operators_command,
     "algorithms": listings.algorithms_command,
+    "objectives": listings.objectives_command,
     "compare": listings.compare_command,
     "init": init.init_command,
     "minimize": studies.minimize_command,
