@@ -57,6 +57,8 @@ class Registry(Generic[T]):
         self._origins: dict[str, str] = {}
         self._lock = threading.RLock()
         self._started = self._done = group is None
+        #: Why the group's components could not all be added (raised at every read).
+        self._broken: PluginError | None = None
 
     def add(self, name: str, item: T, origin: str = BUILT_IN) -> T:
         if name in self._items:
@@ -105,19 +107,21 @@ class Registry(Generic[T]):
 
     def _plugins(self) -> None:
         """Add the components of the entry-point group, once (a plugin that reads the registry
-        while it is imported finds gi's own)."""
-        if self._done:
-            return
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-            try:
-                assert self.group is not None
-                for entry in sorted(entry_points(group=self.group), key=lambda e: e.name):
-                    self._load(entry)
-            finally:
-                self._done = True
+        while it is imported finds gi's own); a PluginError is raised again at every read."""
+        if not self._done:
+            with self._lock:
+                if not self._started:
+                    self._started = True
+                    try:
+                        assert self.group is not None
+                        for entry in sorted(entry_points(group=self.group), key=lambda e: e.name):
+                            self._load(entry)
+                    except PluginError as error:
+                        self._broken = error
+                    finally:
+                        self._done = True
+        if self._broken is not None:
+            raise self._broken
 
     def _load(self, entry: EntryPoint) -> None:
         distribution = entry.dist
