@@ -58,6 +58,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "llm": llm.llm_command,
     "operators": listings.operators_command,
     "algorithms": listings.algorithms_command,
+    "objectives": listings.objectives_command,
     "compare": listings.compare_command,
     "init": init.init_command,
     "minimize": studies.minimize_command,
@@ -87,8 +88,24 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line's arguments, a command's options given anywhere among its positionals
+    (`gi show RUN --json ID`: argparse alone takes ID for a stray argument)."""
+    parser = _parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(words)
+    if not extra:
+        return args
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command: argparse.ArgumentParser = commands.choices[args.command]
+    if any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    rest = words[words.index(args.command) + 1 :]
+    return command.parse_intermixed_args(rest, namespace=argparse.Namespace(command=args.command))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     console = Console()
     errors = Console(stderr=True)
     try:

@@ -126,6 +126,9 @@ def _workload(root: Path) -> str | None:
 def survey(root: Path) -> Project:
     """Find a project's editable files, its training and held-out tests and its workload."""
     root = root.resolve()
+    if root.is_file():
+        hint = f"; to run a config, gi run {root}" if root.suffix == ".toml" else ""
+        raise ProgramError(f"{root}: a file, not a project folder; gi init takes the project's folder{hint}")
     if not root.is_dir():
         raise ProgramError(f"{root}: no such project folder")
     files = _python_files(root)

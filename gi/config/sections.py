@@ -256,7 +256,10 @@ class SearchSection(_Section):
 
 class MutatorsSection(_Section):
     operators: Annotated[
-        Literal["all"] | list[str], Field(description="'all' or a list of operator names; see `gi operators`")
+        Literal["all"] | list[str],
+        Field(
+            description="'all' (gi's own) or a list of operator names (an installed package's too); see `gi operators`"
+        ),
     ] = "all"
 
     @field_validator("operators")
@@ -292,7 +295,8 @@ class MutatorsSection(_Section):
     ] = False
 
     def names(self) -> list[str]:
-        return OPERATORS.names() if self.operators == "all" else list(self.operators)
+        """The operators the config names; "all" is gi's own (installing a package does not change a run)."""
+        return OPERATORS.names(built_in=True) if self.operators == "all" else list(self.operators)
 
 
 class WorkloadSection(_Section):
