@@ -117,13 +117,33 @@ class HeldOut:
         self.runs: dict[str, tuple[dict[str, str], dict[str, float]]] = {}
         self.original = apply(evaluator.program, Patch())
         self._limits: dict[str, float] | None = None
+        self._warm_checked = False
 
     @property
     def baseline(self) -> dict[str, str]:
-        """The original's held-out outcomes (run once, then read from the store)."""
+        """The original's held-out outcomes (run once, cold, then read from the store)."""
         if not self._recorded(self.original.tree_hash):
             self._keep(self.original, self._measure(self.original, {}))
+        self._check_warm()
         return self.runs[self.original.tree_hash][0]
+
+    def _check_warm(self) -> None:
+        """With the warm engine, held-out runs take warm workers of their own (a cold run starts
+        a sandbox and an interpreter for a few tests) once the warm path gives the original the
+        held-out outcomes the cold path gave it; else they stay cold. The verdict is recorded: a
+        resumed run and a replay keep it."""
+        evaluator = self.evaluator
+        if self._warm_checked or self.measurements is None or evaluator.settings.engine != "warm":
+            return
+        self._warm_checked = True
+        cold = self.runs[self.original.tree_hash][0]
+
+        def agrees() -> dict[str, bool]:
+            warm = evaluator.holdout(self.original, {}, warm=True)
+            return {"agrees": warm.outcomes == cold and not warm.forged}
+
+        check = self.measurements.get("holdout_warm_check", agrees, encode=as_is, decode=as_is)
+        evaluator.held_out_warm = bool(check["agrees"])
 
     def limits(self) -> dict[str, float]:
         """Each held-out test's time limit, from its time in the original's run."""

@@ -56,7 +56,12 @@ class SuiteRuns:
         self.coverage: Coverage | None = None
         self._site_lines: dict[Location, tuple[int, int]] | None = None
         self._warm: WarmPool | None = None
+        #: Warm workers whose copies hold the held-out tests, for the held-out runs alone.
+        self._held_out_warm: WarmPool | None = None
         self._warm_lock = threading.Lock()
+        #: Whether held-out runs take the held-out warm workers (with the warm engine, once
+        #: they gave the original the cold path's held-out outcomes: gi.engine.held_out).
+        self.held_out_warm = False
         #: The training tests whose canaries fail on the original (`learn_canaries`), and the
         #: types the original returns to the tests (for the front's second run).
         self.canaries = CanaryTests(editable=tuple(program.files))
@@ -202,6 +207,18 @@ class SuiteRuns:
                                       scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
             return self._warm
 
+    def _held_out_pool(self) -> WarmPool:
+        """Warm workers for the held-out tests: their copies hold them (and the held-out files
+        gi writes, the differential checks), so no training run ever takes one of them."""
+        with self._warm_lock:
+            if self._held_out_warm is None:
+                self._held_out_warm = WarmPool(
+                    self.program, self.settings.limits, self.settings.workers, preload=self.settings.preload,
+                    exclude=self.settings.exclude, scratch=self.scratch, setup=self.settings.pytest,
+                    files=dict(self.settings.holdout_files),
+                )  # fmt: skip
+            return self._held_out_warm
+
     def warm_training(self, variant: Variant) -> TestRun:
         """The training tests on a variant in a warm worker (the engine's fast path)."""
         warm, settings, limits = self._warm_pool(), self.settings, self.test_limits
@@ -220,9 +237,10 @@ class SuiteRuns:
     def close(self) -> None:
         """Stop the warm workers, if any."""
         with self._warm_lock:
-            if self._warm is not None:
-                self._warm.close()
-                self._warm = None
+            for pool in (self._warm, self._held_out_warm):
+                if pool is not None:
+                    pool.close()
+            self._warm = self._held_out_warm = None
 
     def training_run(self, variant: Variant) -> TestRun:
         """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,
@@ -236,17 +254,19 @@ class SuiteRuns:
         with self._sandbox(variant, holdout=True) as sandbox:
             return self._run_tests(sandbox, paths, limits)
 
-    def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
+    def holdout(
+        self, variant: Variant, limits: Mapping[str, float] | None = None, *, warm: bool | None = None
+    ) -> TestRun:
         """Run the held-out tests on a variant (only on front members and the original);
-        `limits` are per-test limits from the original's held-out run."""
+        `limits` are per-test limits from the original's held-out run. With the warm engine,
+        `warm` (by default `held_out_warm`) runs them in the held-out warm workers, else cold."""
         settings = self.settings
         paths = (*settings.holdout, *settings.holdout_ids)
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
-        if settings.engine == "warm" and not settings.holdout and not settings.holdout_files:
-            # Tests split off the training files only: the warm workers' copies hold them.
-            warm, each = self._warm_pool(), limits or {}
-            return _retried(lambda: warm.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
+        if settings.engine == "warm" and (self.held_out_warm if warm is None else warm):
+            pool, each = self._held_out_pool(), limits or {}
+            return _retried(lambda: pool.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
                                                    default_limit=settings.test_timeout))  # fmt: skip
         return self._tests(variant, paths, limits or {})
 
