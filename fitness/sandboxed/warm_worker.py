@@ -16,19 +16,24 @@ length and JSON. For each request it forks a child that:
 - runs pytest with gi's plugin, and exits with pytest's status.
 
 The project's test modules and conftest.py files are the same for every variant (tests are
-never editable, and the copy is read-only): the worker rewrites their asserts once, as
-pytest's assertion rewriter would, and children take the rewritten code from it when a file's
-source is unchanged (`cache_rewrites`; on toolz's suite this was most of a child's time, since
-no bytecode cache is written in the sandbox).
+never editable, and the copy is read-only), and so are gi's plugin and the modules beside it in
+the tools folder: the worker rewrites their asserts once, as pytest's assertion rewriter would,
+and children take the rewritten code from it when a file's source is unchanged
+(`cache_rewrites`; on toolz's suite this was most of a child's time, since no bytecode cache is
+written in the sandbox; gi's plugin alone was a third of a small suite's child).
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
-rewriter) is the same for every variant, and was half of a child's time. So where nothing of
-the project runs during it (no conftest.py in the project), the worker prepares pytest's
-configuration once, for each command line it is asked to run, and each child starts from
-that copy: it loads gi's plugin (which reads its key from stdin then, as under `-p`), starts
-output capturing afresh and runs the session. If preparing imported any module of the
-project after all, the worker drops the prepared configuration and children run
-`pytest.main` from the start.
+rewriter, every plugin's configuration, the session's start with its fixtures parsed from
+every plugin) is the same for every variant, and was most of a small suite's child. So where
+nothing of the project runs during it (no conftest.py in the project), the worker starts
+pytest's session itself, for one command line at a time, and serves from inside it: where
+pytest would collect the tests, the worker forks, and each child goes on from there into
+pytest's own collection, test loop and session end (`Prepared`). The child first takes its
+own stdout and stderr where the configuration copied the worker's, loads gi's plugin (which
+reads its key from stdin then, as under `-p`), starts output capturing afresh and runs the
+session start of what is its own: gi's plugin, which freezes pytest's machinery then, and the
+terminal reporter's clock. If preparing imported any module of the project, started a thread
+or failed, the worker drops it and children run `pytest.main` from the start.
 
 The worker waits for the child within the request's limit, kills its process group and every
 process it left behind (the worker is their subreaper), empties every folder a variant may
@@ -57,12 +62,14 @@ import signal
 import stat
 import struct
 import sys
+import threading
 import time
+import traceback
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 OUTPUT_BYTES = 256 * 1024
 CHANNEL_BYTES = 8 * 1024 * 1024
@@ -238,6 +245,12 @@ def preload(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(BaseException):
             importlib.import_module(name)
+    # gi's plugin asks where the standard library lies; the first answer reads the build's
+    # configuration (a few milliseconds in every child otherwise).
+    with contextlib.suppress(Exception):
+        import sysconfig
+
+        sysconfig.get_paths()
     # A module of the project's own must not stay imported here (named as a third-party one by
     # mistake, or imported by one): each child would find it and run it in place of its variant.
     project = os.path.join(os.getcwd(), "")
@@ -251,10 +264,19 @@ def _is_rewritten(name: str) -> bool:
     return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
 
 
+def tool_files() -> list[str]:
+    """gi's own modules in the tools folder beside this file (its report plugin and what that
+    imports), this worker aside: the same for every variant, like the project's tests."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    return sorted(os.path.join(folder, name) for name in os.listdir(folder)
+                  if name.endswith(".py") and name != os.path.basename(__file__))  # fmt: skip
+
+
 def cache_rewrites() -> int:
-    """Rewrite the asserts of the project's test modules and conftest.py files once, here in
-    the worker, and make pytest's rewriter take a file's code from this cache when its source
-    is the one rewritten (else, or with `enable_assertion_pass_hook`, it rewrites as usual).
+    """Rewrite the asserts of the project's test modules and conftest.py files, and of gi's
+    modules in the tools folder (pytest rewrites a plugin it loads with `-p`), once, here in the
+    worker, and make pytest's rewriter take a file's code from this cache when its source is
+    the one rewritten (else, or with `enable_assertion_pass_hook`, it rewrites as usual).
     Returns how many files were cached."""
     try:
         from _pytest.assertion import rewrite
@@ -262,17 +284,16 @@ def cache_rewrites() -> int:
         original = rewrite._rewrite_test
     except (ImportError, AttributeError):  # another pytest: children rewrite as usual
         return 0
-    cached: dict[str, tuple[Any, Any]] = {}
+    paths = list(tool_files())
     for folder, subfolders, names in os.walk(os.getcwd()):
         subfolders[:] = [name for name in subfolders if not name.startswith(".") and name != "__pycache__"]
-        for name in names:
-            if _is_rewritten(name):
-                path = os.path.join(folder, name)
-                with contextlib.suppress(Exception):  # a file that does not parse: pytest reports it in the child
-                    cached[path] = original(Path(path), None)  # type: ignore[arg-type]  # None: no pass hook
+        paths += [os.path.join(folder, name) for name in names if _is_rewritten(name)]
+    for path in paths:
+        with contextlib.suppress(Exception):  # a file that does not parse: pytest reports it in the child
+            REWRITTEN[path] = original(Path(path), None)  # type: ignore[arg-type]  # None: no pass hook
 
     def rewrite_test(fn: Any, config: Any) -> Any:
-        hit = cached.get(str(fn))
+        hit = REWRITTEN.get(str(fn))
         if hit is None or (config is not None and config.getini("enable_assertion_pass_hook")):
             return original(fn, config)
         if importlib.util.source_hash(fn.read_bytes()) != hit[0]:
@@ -280,7 +301,11 @@ def cache_rewrites() -> int:
         return hit
 
     rewrite._rewrite_test = rewrite_test
-    return len(cached)
+    return len(REWRITTEN)
+
+
+#: The rewritten code of each file `cache_rewrites` cached, by path: (source hash, code).
+REWRITTEN: dict[str, tuple[bytes, CodeType]] = {}
 
 
 #: gi's report plugin (gi.fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
@@ -309,62 +334,139 @@ def project_modules() -> list[str]:
     return found
 
 
+def stdio_duplicates() -> dict[int, int]:
+    """The descriptors, other than 0-2, that are copies of this process's stdout or stderr (as
+    pytest's faulthandler plugin makes one of stderr as it is configured), each with the one it
+    copies: a child gives them its own stdout and stderr, as a cold run's are."""
+    found: dict[int, int] = {}
+    try:
+        standard = {(os.fstat(fd).st_dev, os.fstat(fd).st_ino): fd for fd in (1, 2)}
+        descriptors = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return found
+    for descriptor in descriptors:
+        if descriptor > 2 and descriptor not in (REQUEST, RESPONSE):
+            with contextlib.suppress(OSError):
+                status = os.fstat(descriptor)
+                if (status.st_dev, status.st_ino) in standard:
+                    found[descriptor] = standard[(status.st_dev, status.st_ino)]
+    return found
+
+
+class Session:
+    """A pytest session prepared in the worker, up to the tests' collection: the children of one
+    command line continue it (`join`)."""
+
+    def __init__(self, config: Any, session: Any, duplicates: dict[int, int]) -> None:
+        self.config = config
+        self.session = session
+        self.duplicates = duplicates
+
+    def join(self) -> None:
+        """In a child: take its own stdout and stderr where the configuration copied the worker's,
+        load gi's plugin (which reads its key from stdin now, as under `-p`), start output
+        capturing afresh and run the session start of what is the child's alone: gi's plugin (it
+        freezes pytest's machinery) and the terminal reporter (the session's clock and header)."""
+        for descriptor, standard in self.duplicates.items():
+            os.dup2(standard, descriptor)
+        manager = self.config.pluginmanager
+        manager.import_plugin(REPORT_PLUGIN)
+        capture = manager.getplugin("capturemanager")
+        capture.start_global_capturing()
+        capture.suspend_global_capture()  # as pytest leaves it after its start-up
+        own = [manager.get_plugin(REPORT_PLUGIN), manager.get_plugin("terminalreporter")]
+        others = [plugin for plugin in manager.get_plugins() if plugin not in own]
+        manager.subset_hook_caller("pytest_sessionstart", others)(session=self.session)
+
+
 class Prepared:
-    """pytest configurations prepared in the worker, one per command line (see the module's
-    docstring); empty when the project has a conftest.py or preparing imported its code."""
+    """pytest's start-up prepared in the worker, for one command line at a time (see the module's
+    docstring); unusable when the project has a conftest.py, or when preparing imported the
+    project's code, started a thread or failed."""
 
     def __init__(self) -> None:
-        self.configs: dict[tuple[str, ...], Any] = {}
         self.usable = not any("conftest.py" in files for _, _, files in os.walk(os.getcwd()))
 
-    def config(self, argv: Sequence[str]) -> Any:
-        """The prepared configuration for `argv` (made now, in the worker), or None."""
-        key = tuple(argv)
-        if not self.usable or REPORT_PLUGIN not in key:
-            return None
-        if key not in self.configs:
-            self.configs[key] = self._prepare(without_report_plugin(argv))
-        return self.configs[key]
+    def serve(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """Serve `request` and those after it with the same command line; return the first one
+        left (another command line), or None when gi closed the pipe."""
+        if self.usable and REPORT_PLUGIN in request["argv"]:
+            left = self._in_session(request)
+            if left is not request:
+                return left
+        answer = serve(request, None)  # (a child without a prepared session never returns)
+        assert answer is not None
+        send(RESPONSE, answer)
+        return receive(REQUEST)
 
-    def _prepare(self, argv: list[str]) -> Any:
+    def _in_session(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """Run `pytest.main` on the request's command line (without gi's plugin: each child loads
+        its own) and serve from inside its session: pytest calls `serving` where it would collect
+        and run the tests, and each child returns from it into pytest's own collection, test
+        loop, session end and exit status. The worker's session ends at the first request of
+        another command line. Returns the first request not served."""
         import pytest
-        from _pytest.assertion.rewrite import AssertionRewritingHook
-        from _pytest.config import _prepareconfig
+        from _pytest import main as pytest_main
 
-        before = set(project_modules())
-        os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest.main sets it
-        try:
-            config = _prepareconfig(argv)
+        argv = request["argv"]
+        before, threads = set(project_modules()), threading.active_count()
+        state: dict[str, Any] = {"left": request, "child": False}
+        real = pytest_main._main
+
+        def serving(config: Any, session: Any) -> Any:
+            pytest_main._main = real
+            if [name for name in project_modules() if name not in before] or threading.active_count() != threads:
+                self.usable = False  # a child would run the original's code, or miss a thread
+                return 0
             # Capturing is started afresh in each child: its files must be the child's own.
             config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
-        except BaseException:  # (with `-p no:capture` there is no capture manager: not prepared)
-            config = None
-        leaked = [name for name in project_modules() if name not in before]
-        if config is None or leaked:
+            prepared = Session(config, session, stdio_duplicates())
+            gc.collect()
+            gc.freeze()
+            current: dict[str, Any] | None = request
+            while current is not None and current["argv"] == argv:
+                answer = serve(current, prepared)
+                if answer is None:  # the child, joined: its session goes on into pytest's own
+                    state["child"] = True
+                    return real(config, session)
+                send(RESPONSE, answer)
+                current = receive(REQUEST)
+            state["left"] = current
+            return 0
+
+        status: Any = 3
+        pytest_main._main = serving
+        try:
+            status = pytest.main(without_report_plugin(argv))
+        except BaseException:  # pytest's own failure, as `python -m pytest` would show it
+            if state["child"]:
+                traceback.print_exc()
+                status = 3
+        finally:
+            pytest_main._main = real
+        if state["child"]:
+            finish_child(int(status))
+        if state["left"] is request:  # nothing served: preparing failed, or may not be used
             self.usable = False
-            for name in leaked:
-                del sys.modules[name]
-            sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, AssertionRewritingHook)]
-            return None
-        gc.collect()
-        gc.freeze()
-        return config
+            for name in project_modules():
+                if name not in before:
+                    del sys.modules[name]
+        left: dict[str, Any] | None = state["left"]
+        return left
 
 
-def run_prepared(config: Any) -> int:
-    """pytest.main's session on a prepared configuration, with gi's plugin loaded now."""
-    config.pluginmanager.import_plugin(REPORT_PLUGIN)
-    capture = config.pluginmanager.getplugin("capturemanager")
-    capture.start_global_capturing()
-    capture.suspend_global_capture()  # as preparing leaves it
-    try:
-        return int(config.hook.pytest_cmdline_main(config=config))
-    finally:
-        config._ensure_unconfigure()
+def finish_child(status: int) -> NoReturn:
+    """End a child with pytest's exit status, its output flushed; never returns."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
 
 
-def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: int, config: Any) -> None:
-    """In the forked child: become a fresh pytest run of the variant; never returns."""
+def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: int, prepared: Session | None) -> None:
+    """In the forked child: become a fresh pytest run of the variant. Without a prepared session
+    it runs `pytest.main` and never returns; with one, it joins it and returns (to go on with
+    the session's collection, in `Prepared._in_session`)."""
     os.setpgid(0, 0)
     os.dup2(key_read, 0)
     os.dup2(out, 1)
@@ -377,15 +479,21 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     sys.meta_path.insert(0, VariantFinder(sources))
     if sources:
         serve_spawned(sources)
+    if prepared is not None:
+        try:
+            prepared.join()
+        except BaseException:  # pytest's own failure, as `python -m pytest` would show it
+            traceback.print_exc()
+            finish_child(3)
+        return
     import pytest
 
     try:
-        status = int(pytest.main(list(request["argv"]))) if config is None else run_prepared(config)
+        status = int(pytest.main(list(request["argv"])))
     except BaseException:
+        traceback.print_exc()
         status = 3
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+    finish_child(status)
 
 
 def descendants() -> set[int]:
@@ -480,12 +588,12 @@ def clean_slate() -> None:
         remove_ipc()
 
 
-def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
-    """Run one request in a forked child; return what gi reads from a run."""
+def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] | None:
+    """Run one request in a forked child; return what gi reads from a run (None in the child,
+    which goes on with the `prepared` session)."""
     key_read, key_write = os.pipe()
     os.write(key_write, request["key"].encode())
     os.close(key_write)
-    config = prepared.config(request["argv"])
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
     started = time.perf_counter()
     pid = os.fork()
@@ -494,7 +602,8 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
             os.close(reading)
         for descriptor in (REQUEST, RESPONSE):
             os.close(descriptor)
-        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], config)
+        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], prepared)
+        return None
     os.close(key_read)
     for _, writing in pipes:
         os.close(writing)
@@ -550,7 +659,7 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
         "channel_overflow": overflow,
         "timed_out": timed_out,
         "seconds": time.perf_counter() - started,
-        "prepared": config is not None,
+        "prepared": prepared is not None,
     }
 
 
@@ -567,15 +676,17 @@ def main() -> None:
     sys.path.insert(0, os.getcwd())
     preload(sys.argv[1:])
     cache_rewrites()
-    serve_compiled_originals(filter(None, os.environ.pop("GI_EDITABLE", "").split(os.pathsep)))
+    editable = filter(None, os.environ.pop("GI_EDITABLE", "").split(os.pathsep))
+    serve_compiled_originals([*editable, *tool_files()])
     # What is loaded now is shared by every child: keep the collector away from it (pytest
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()
     gc.freeze()
     prepared = Prepared()
     send(RESPONSE, {"ready": True})
-    while (request := receive(REQUEST)) is not None:
-        send(RESPONSE, serve(request, prepared))
+    request = receive(REQUEST)
+    while request is not None:
+        request = prepared.serve(request)
 
 
 if __name__ == "__main__":
