@@ -64,7 +64,8 @@ class RealProject:
 
     @property
     def folder_name(self) -> str:
-        return f"{self.name}-{self.version}"
+        """The sdist's name and the folder it unpacks to (PEP 625 spells the name with underscores)."""
+        return f"{self.name.replace('-', '_')}-{self.version}"
 
 
 PROJECTS = (
@@ -84,6 +85,8 @@ PROJECTS = (
         "tests inside the package; hypothesis (writes its database where it runs) and pytz",
         (PYTEST, "hypothesis==6.170.17", "pytz==2026.6"),
     ),
+    RealProject("more-itertools", "11.2.1", "one package beside tests/, 600 tests of a 5,000-line module"),
+    RealProject("python-slugify", "9.1.3", "src layout, warnings are errors (filterwarnings = error)"),
 )
 
 
@@ -95,7 +98,7 @@ def gi_command() -> list[str]:
 def fetch(project: RealProject, cache: Path) -> Path:
     """The project's sdist in the cache, downloaded with pip the first time."""
     folder = cache / "sdists"
-    for candidate in folder.glob(f"{project.name}-{project.version}.tar.gz"):
+    for candidate in folder.glob(f"{project.folder_name}.tar.gz"):
         return candidate
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
@@ -103,7 +106,7 @@ def fetch(project: RealProject, cache: Path) -> Path:
          "--dest", str(folder), f"{project.name}=={project.version}"],
         check=True,
     )  # fmt: skip
-    found = sorted(folder.glob(f"{project.name}-{project.version}.tar.gz"))
+    found = sorted(folder.glob(f"{project.folder_name}.tar.gz"))
     if not found:
         raise SystemExit(f"pip downloaded no {project.folder_name}.tar.gz into {folder}")
     return found[0]

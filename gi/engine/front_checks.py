@@ -7,7 +7,7 @@ Both read a finished search's store and services; neither steers the search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gi.engine.held_out import HeldOut
@@ -75,27 +75,41 @@ def plausible_patches(
     held_out: HeldOut | None,
     baseline: Evaluation,
     suspicious: Mapping[tuple[str, int], float],
+    confirm: Callable[[Sequence[Variant]], Sequence[Evaluation]] | None = None,
 ) -> list[dict[str, Any]]:
     """When repairing: the programs the search found that pass every training test (the
     first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
     that took no effect, ranked against overfitting (gi.model.plausible: fewest
     anti-patterns, smallest diff, fewest edits, fewest tokens changed, the most suspicious line
-    edited by `suspicious`, first found); the first ranked are checked on the held-out tests."""
+    edited by `suspicious`, first found); the first ranked are checked on the held-out tests.
+    A program whose evaluation ran only the tests selected by coverage is listed once every
+    training test passed on it (`confirm`: the evaluation service's)."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
-    found: list[str] = []
-    for _, individual, _, evaluation in store.evaluation_log():
+
+    def passes(evaluation: Mapping[str, Any]) -> bool:
         measures = evaluation["measures"]
-        passes = evaluation["status"] == Status.OK.value and measures.get("failed_tests") == 0
-        if individual != "baseline" and passes and measures.get("test_count") == tests:
+        ok = evaluation["status"] == Status.OK.value
+        return bool(ok and measures.get("failed_tests") == 0 and measures.get("test_count") == tests)
+
+    found: list[str] = []
+    partial: set[str] = set()
+    for _, individual, _, evaluation in store.evaluation_log():
+        if individual != "baseline" and passes(evaluation):
             found.append(individual)
+            partial |= {individual} if evaluation.get("partial") else set()
         if len(found) >= PLAUSIBLE_LISTED:
             break
     variants = {}
     for record in store.individuals(found):
         variant = apply(program, Patch.from_json(record.patch))
         variants[record.id] = apply(program, variant.minimal())
+    if partial:
+        pending = sorted(partial)
+        confirmed = confirm([variants[i] for i in pending]) if confirm is not None else []
+        failing = {i for i, evaluation in zip(pending, confirmed, strict=True) if not passes(evaluation.to_json())}
+        found = [i for i in found if i not in failing and (i not in partial or confirm is not None)]
     sizes = []
     for i in found:
         edited = {file: variants[i].sources[file] for file in variants[i].changed_files}

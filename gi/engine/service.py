@@ -3,6 +3,12 @@
 Programs are evaluated once: the cache holds the search's evaluations by tree hash (what a
 program measure depends on). A candidate takes the measures of its own patch and text on top
 (`gi.engine.measures`). A replay takes the recorded run's evaluations instead of measuring.
+
+With tests.select = "coverage" a variant's evaluation runs only the training tests that can
+see its edits (`Evaluation.partial`); `confirm` runs every training test on a program before
+anything counts it as passing (the front, a report), and records that run as a measurement of
+its own (`confirmation:<tree hash>`), so the search's partial evaluation stays what it was, a
+resumed run and a replay find the confirmation, and the cache holds the confirmed one.
 Studies after the search (minimisation, ablation) evaluate through the same backend, kept apart
 from the search's evaluations; with an objective measured against the run's timing of the
 original (`Basis.TIMING`), a study measures every program itself, against its own timing.
@@ -29,6 +35,15 @@ from gi.model.results import Evaluation, Status
 
 if TYPE_CHECKING:
     from gi.engine.backends.base import Backend
+
+
+#: The measurement key (with `:<tree hash>`) of a program's run of every training test.
+CONFIRMATION = "confirmation"
+
+
+def _verdict(evaluation: Evaluation) -> tuple[str, float | None]:
+    """What a confirmation may overturn: the status and the failed tests."""
+    return evaluation.status.value, evaluation.measures.get("failed_tests")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +77,8 @@ class EvaluationService:
         self.progress = progress
         self.on_progress = on_progress
         self.choice = choice
-        #: The search's evaluations, by tree hash.
+        #: The search's evaluations, by tree hash (a program's confirmation in place of its
+        #: partial evaluation).
         self.cache: dict[str, Evaluation] = store.evaluations()
         #: The measures of the run's objectives beyond the registered ones (a user's function).
         self.own_measures = RunMeasures(self.objectives)
@@ -71,6 +87,12 @@ class EvaluationService:
         self.failure_order = FailureOrder()
         for evaluation in self.cache.values():
             self.failure_order.note(evaluation.tests)
+        for key, data in store.measurements(f"{CONFIRMATION}:").items():
+            self.cache[key.partition(":")[2]] = Evaluation.from_json(data)
+        #: Confirmations this session ran (every training test on a program whose partial
+        #: evaluation would count as passing), and those whose verdict the full run changed.
+        self.confirmed = 0
+        self.overturned = 0
         #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
         self.studied: dict[str, Evaluation] | None = None
         self._backend: Backend | None = None
@@ -151,6 +173,27 @@ class EvaluationService:
         progress.batch_size = len(batch)
         return batch, [self._own(self.cache[c.variant.tree_hash], c.variant) for c in batch]
 
+    def confirm(self, variants: Sequence[Variant]) -> list[Evaluation]:
+        """Every training test on each program (once a program), for a partial evaluation that
+        would count as passing: the evaluation that replaces it in the cache, with each variant's
+        own measures. Recorded (`confirmation:<tree hash>`) and found again on a resume or replay."""
+        found: dict[str, Evaluation] = {}
+        fresh: dict[str, Variant] = {}
+        for variant in variants:
+            recorded = self.measurements.found(f"{CONFIRMATION}:{variant.tree_hash}")
+            if recorded is not None:
+                found[variant.tree_hash] = Evaluation.from_json(recorded)
+            else:
+                fresh.setdefault(variant.tree_hash, variant)
+        for evaluation in self.backend().evaluate_many(fresh.values(), every_test=True):
+            self.measurements.record(f"{CONFIRMATION}:{evaluation.tree_hash}", evaluation.to_json())
+            before = self.cache.get(evaluation.tree_hash)
+            self.confirmed += 1
+            self.overturned += before is not None and _verdict(before) != _verdict(evaluation)
+            found[evaluation.tree_hash] = evaluation
+        self.cache.update(found)
+        return [self._own(found[variant.tree_hash], variant) for variant in variants]
+
     def timed(self) -> bool:
         """Whether an objective of the run is measured against the run's timing of the original."""
         return any(objective.basis is Basis.TIMING for objective in self.objectives)
@@ -175,9 +218,9 @@ class EvaluationService:
             original = self.evaluator.program.tree_hash
             known = {**self.studied, **({original: self.cache[original]} if original in self.cache else {})}
         else:
-            known = {**self.studied, **self.cache}
+            known = {**self.studied, **{tree_hash: e for tree_hash, e in self.cache.items() if not e.partial}}
         fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
-        results = self.backend().evaluate_many(fresh)
+        results = self.backend().evaluate_many(fresh, every_test=True)  # a study's verdicts are every test's
         with self.store.transaction():
             for evaluation in results:
                 known[evaluation.tree_hash] = self.studied[evaluation.tree_hash] = evaluation

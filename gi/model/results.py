@@ -98,6 +98,10 @@ class Evaluation:
     seconds: float = 0.0
     #: Seconds each training test took (setup, call and teardown), by node id.
     durations: dict[str, float] = field(default_factory=dict)
+    #: Only the training tests that can see the variant's edits ran (tests.select = "coverage");
+    #: the others keep the original's outcomes in `tests` and the measures. Such an evaluation
+    #: steers the search; nothing counts as passing on it until every test confirmed it.
+    partial: bool = False
 
     @property
     def ok(self) -> bool:
@@ -112,6 +116,7 @@ class Evaluation:
             "detail": self.detail,
             "seconds": self.seconds,
             "durations": {test: round(seconds, 4) for test, seconds in self.durations.items()},
+            **({"partial": True} if self.partial else {}),
         }
 
     @classmethod
@@ -124,4 +129,5 @@ class Evaluation:
             detail=str(data.get("detail", "")),
             seconds=float(data.get("seconds", 0.0)),
             durations={str(k): float(v) for k, v in data.get("durations", {}).items()},
+            partial=bool(data.get("partial", False)),
         )

@@ -161,6 +161,7 @@ class Experiment:
             secrets=_secrets(config),
             fail_fast=config.tests.fail_fast,
             first_failure=config.tests.fail_fast and section.shortcuts,
+            select=config.tests.select == "coverage",
             pytest=self.pytest,
             measures=measures_read(self.objectives),
             **workload_settings(config),

@@ -85,6 +85,7 @@ class RunLoop:
                 stop = "nothing new"  # the search has no program left to propose
                 break
             self._note_stops()
+            evaluations = self._confirmed(candidates, evaluations)
             children = search.tell(candidates, evaluations)
             self._teach(candidates, evaluations, children, baseline, cached, counted)
             gap = None
@@ -96,6 +97,20 @@ class RunLoop:
             self._checkpoint(children, gap, new_programs=len(fresh))
             self.on_progress(self.progress, True)
         self.stopped = {"reason": stop, "generation": search.generation, "evaluations": len(self.known - {original})}
+
+    def _confirmed(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Evaluation]:
+        """The batch's evaluations, those that would make a candidate a feasible member of the
+        archive (the front) run again with every training test first when they ran only the
+        tests that can see its edits (tests.select): no verdict on the front rests on the
+        selection. A confirmation that fails lets another candidate join: it is confirmed too."""
+        evaluations = list(evaluations)
+        while waiting := [i for i in self.search.joining(candidates, evaluations) if evaluations[i].partial]:
+            confirmed = self.evaluations.confirm([candidates[i].variant for i in waiting])
+            by_program = {evaluation.tree_hash: evaluation for evaluation in confirmed}
+            for position, candidate in enumerate(candidates):
+                if evaluations[position].partial and candidate.variant.tree_hash in by_program:
+                    evaluations[position] = self.evaluations.measured(candidate.variant) or evaluations[position]
+        return evaluations
 
     def _stop(self, limits: SearchSection, elapsed: float) -> str | None:
         """Why the run stops before its next generation, or None: its generations are done
