@@ -248,13 +248,14 @@ def run_tests(
     first_failure: bool = False,
     setup: PytestSetup = DEFAULT_SETUP,
     checks: Checks = NO_CHECKS,
-    selected: Collection[str] | None = None,
+    selected: Sequence[str] | None = None,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
     `timeout` bounds the whole run; `limits` (by node id) and `default_limit` (for the other
     tests; 0 for none) bound each test, which then fails alone as `timed_out`. Only the tests
-    `selected` names run, when it names them (the others are deselected: not in the outcomes).
+    `selected` names run, when it names them: pytest collects those node ids in place of `paths`
+    (the plugin deselects anything else), and the others are not in the outcomes.
     The tests `order` names run first, in that order; with `first_failure` the run stops at the
     first test that fails, and the tests it did not reach are `not_run`. The plugin makes the
     `checks`.
@@ -264,7 +265,7 @@ def run_tests(
     files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir),
                          selected)  # fmt: skip
     run_env = {**(env or {}), "PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir), **files}
-    command = pytest_command(paths, prefix, first_failure=first_failure, setup=setup)
+    command = pytest_command(paths if selected is None else selected, prefix, first_failure=first_failure, setup=setup)
     process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True)
     return read_report(process, key, checks)
 

@@ -111,7 +111,7 @@ class SuiteRuns:
         run = _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
                                          setup=self.settings.pytest, default_limit=self.settings.test_timeout,
                                          order=order, first_failure=first_failure, checks=checks,
-                                         selected=selected))  # fmt: skip
+                                         selected=self._in_order(selected)))  # fmt: skip
         planted = sorted(loadable_files(sandbox.workdir) - before)
         if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
             run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
@@ -188,6 +188,12 @@ class SuiteRuns:
         selected = None if lines is None else self.coverage.selected(lines, baseline)
         return None if selected is None or len(selected) == len(baseline) else selected
 
+    def _in_order(self, selected: frozenset[str] | None) -> tuple[str, ...] | None:
+        """The `selected` training tests in the original's order (what pytest is given to collect)."""
+        if selected is None:
+            return None
+        return tuple(test for test in self.baseline_tests or () if test in selected)
+
     def edited_lines(self, variant: Variant) -> list[tuple[str, int]] | None:
         """The lines of the original that the variant's edits change (`gi.fitness.selection.EditedLines`)."""
         if self._edited is None:
@@ -217,7 +223,7 @@ class SuiteRuns:
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
                                                limits=limits, default_limit=settings.test_timeout, order=order,
                                                first_failure=first_failure, checks=checks,
-                                               selected=selected))  # fmt: skip
+                                               selected=self._in_order(selected)))  # fmt: skip
 
     @property
     def warm_started(self) -> int:
