@@ -333,12 +333,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one gi run may take")
     parser.add_argument("--reference", default="", help="projects also run cold with every test (gi before issue 33)")
     parser.add_argument("--no-every-test", action="store_true", help="skip the runs with every test (tests.select)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to every `gi run` (e.g. evaluation.engine='\"cold\"')")  # fmt: skip
     args = parser.parse_args()
     known = {project.name: project for project in PROJECTS}
     wanted = [name.strip() for name in args.projects.split(",") if name.strip()]
     if unknown := [name for name in wanted if name not in known]:
         raise SystemExit(f"--projects: unknown {', '.join(unknown)}; known: {', '.join(known)}")
     cache = args.cache.expanduser().resolve()
+    given = tuple(word for pair in args.set for word in ("--set", pair))
     print(f"cache {cache}; gi {' '.join(gi_command())}; load {os.getloadavg()[0]:.2f} at the start")
     outcomes = []
     for name in wanted:
@@ -350,15 +353,17 @@ def main() -> None:
         outcome.init_ok, outcome.init = gi_init(folder)
         print(f"  gi init: {'ok' if outcome.init_ok else outcome.init}", flush=True)
         if outcome.init_ok:
-            outcome.selected = gi_run(folder, args.generations, args.population, args.timeout)
+            outcome.selected = gi_run(folder, args.generations, args.population, args.timeout, given)
             print(f"  gi run (as written, tests selected by coverage): {outcome.selected.said}", flush=True)
             if outcome.selected.folder is not None and not args.no_every_test:
-                outcome.every = gi_run(folder, args.generations, args.population, args.timeout, EVERY_TEST)
+                outcome.every = gi_run(folder, args.generations, args.population, args.timeout, (*given, *EVERY_TEST))
                 print(f"  gi run with every test (tests.select = 'all'): {outcome.every.said}", flush=True)
                 if outcome.every.folder is not None:
                     outcome.selection_compared = agreement(outcome.selected.folder, outcome.every.folder)
             if outcome.selected.folder is not None and name in args.reference.split(","):
-                outcome.reference = gi_run(folder, args.generations, args.population, args.timeout, REFERENCE)
+                outcome.reference = gi_run(
+                    folder, args.generations, args.population, args.timeout, (*given, *REFERENCE)
+                )
                 print(f"  reference run (cold, every test): {outcome.reference.said}", flush=True)
                 if outcome.reference.folder is not None:
                     outcome.compared = agreement(outcome.selected.folder, outcome.reference.folder)

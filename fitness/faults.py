@@ -51,8 +51,10 @@ def covered_test_run(
     runner: CommandRunner,
     default_limit: float = 0.0,
     setup: PytestSetup = DEFAULT_SETUP,
+    on_test: Callable[[int], None] | None = None,
 ) -> tuple[TestRun, LineCoverage]:
-    """Run the tests under coverage.py with a context per test; return outcomes and coverage."""
+    """Run the tests under coverage.py with a context per test; return outcomes and coverage
+    (`on_test` as for `gi.fitness.tests.run_tests`)."""
     if setup.lend_coverage:
         setup = dataclasses.replace(setup, lent=(*setup.lent, lend_coverage(runner)))
     runner.clear_output(COVERAGE_FILE)
@@ -60,7 +62,7 @@ def covered_test_run(
     prefix = ["-m", "coverage", "run", f"--data-file={runner.outputs / COVERAGE_FILE}", f"--include={include}", "-m",
               "pytest"]  # fmt: skip
     run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix,
-                    default_limit=default_limit, setup=setup)  # fmt: skip
+                    default_limit=default_limit, setup=setup, on_test=on_test)  # fmt: skip
     coverage: LineCoverage = {}
     data = runner.read_output(COVERAGE_FILE)
     if data is None:

@@ -249,6 +249,7 @@ def run_tests(
     setup: PytestSetup = DEFAULT_SETUP,
     checks: Checks = NO_CHECKS,
     selected: Sequence[str] | None = None,
+    on_test: Callable[[int], None] | None = None,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
@@ -258,7 +259,8 @@ def run_tests(
     (the plugin deselects anything else), and the others are not in the outcomes.
     The tests `order` names run first, in that order; with `first_failure` the run stops at the
     first test that fails, and the tests it did not reach are `not_run`. The plugin makes the
-    `checks`.
+    `checks`. `on_test` is told how many tests have finished as the report arrives (for a
+    display; the report is checked at the end).
     """
     runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
     key = secrets.token_hex(32).encode()
@@ -266,7 +268,15 @@ def run_tests(
                          selected)  # fmt: skip
     run_env = {**(env or {}), "PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir), **files}
     command = pytest_command(paths if selected is None else selected, prefix, first_failure=first_failure, setup=setup)
-    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True)
+    finished = [0]
+
+    def count(chunk: bytes) -> None:
+        if on_test is not None and (done := chunk.count(b'"finish"')):
+            finished[0] += done
+            on_test(finished[0])
+
+    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True,
+                     on_channel=count if on_test is not None else None)  # fmt: skip
     return read_report(process, key, checks)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from gi.algorithms.variation import Candidate
@@ -93,6 +94,9 @@ class EvaluationService:
         #: evaluation would count as passing), and those whose verdict the full run changed.
         self.confirmed = 0
         self.overturned = 0
+        #: Confirmations started while their batch runs, by tree hash (`evaluate`'s `early`).
+        self._early: dict[str, Future[Evaluation]] = {}
+        self._early_pool: ThreadPoolExecutor | None = None
         #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
         self.studied: dict[str, Evaluation] | None = None
         self._backend: Backend | None = None
@@ -127,12 +131,20 @@ class EvaluationService:
         self.cache[evaluation.tree_hash] = evaluation
 
     def evaluate(
-        self, candidates: Iterable[Candidate], generation: int, expected: int
+        self,
+        candidates: Iterable[Candidate],
+        generation: int,
+        expected: int,
+        early: Callable[[Candidate, Evaluation], bool] | None = None,
     ) -> tuple[list[Candidate], list[Evaluation]]:
         """Evaluate a batch (of about `expected` candidates, for the display), each candidate as
         soon as `candidates` yields it, skipping programs already measured; a replay takes the
         recorded run's evaluations. Returns the batch and its evaluations (each with its
-        candidate's own measures), in the batch's order."""
+        candidate's own measures), in the batch's order.
+
+        A partial evaluation `early` says may join the front starts its confirmation by every
+        test at once, beside the rest of the batch (`confirm` takes it; `settle` waits for
+        those it did not take)."""
         batch: list[Candidate] = []
         measured: list[Candidate] = []
         recorded: dict[str, Evaluation] = {}
@@ -142,11 +154,18 @@ class EvaluationService:
         if self.evaluator.settings.fail_fast:  # fixed for the batch, whatever finishes first
             self.evaluator.test_order = self.failure_order.order(list(self.evaluator.baseline_tests or {}))
 
+        bred: dict[str, Candidate] = {}
+
         def done(evaluation: Evaluation) -> None:
             progress.evaluations += 1
             progress.timed_out += evaluation.status is Status.TIMED_OUT or "timed_out" in evaluation.tests.values()
             progress.done_in_generation += 1
             self.on_progress(progress, False)
+            candidate = bred.get(evaluation.tree_hash)
+            if early is None or candidate is None or not evaluation.partial:
+                return
+            if early(candidate, self._own(evaluation, candidate.variant)):
+                self._confirm_early(candidate.variant)
 
         def to_measure() -> Iterator[Variant]:
             for candidate in candidates:
@@ -160,6 +179,7 @@ class EvaluationService:
                     done(evaluation)
                 else:
                     measured.append(candidate)
+                    bred.setdefault(tree_hash, candidate)
                     yield candidate.variant
 
         results = self.backend().evaluate_many(to_measure(), on_done=done)
@@ -185,14 +205,42 @@ class EvaluationService:
                 found[variant.tree_hash] = Evaluation.from_json(recorded)
             else:
                 fresh.setdefault(variant.tree_hash, variant)
-        for evaluation in self.backend().evaluate_many(fresh.values(), every_test=True):
-            self.measurements.record(f"{CONFIRMATION}:{evaluation.tree_hash}", evaluation.to_json())
-            before = self.cache.get(evaluation.tree_hash)
-            self.confirmed += 1
-            self.overturned += before is not None and _verdict(before) != _verdict(evaluation)
-            found[evaluation.tree_hash] = evaluation
+        started = {tree_hash: self._early.pop(tree_hash) for tree_hash in list(fresh) if tree_hash in self._early}
+        others = [variant for tree_hash, variant in fresh.items() if tree_hash not in started]
+        confirmed = self.backend().evaluate_many(others, every_test=True) if others else []
+        for evaluation in [*confirmed, *(future.result() for future in started.values())]:
+            found[evaluation.tree_hash] = self._record(evaluation)
         self.cache.update(found)
         return [self._own(found[variant.tree_hash], variant) for variant in variants]
+
+    def _record(self, confirmation: Evaluation) -> Evaluation:
+        self.measurements.record(f"{CONFIRMATION}:{confirmation.tree_hash}", confirmation.to_json())
+        before = self.cache.get(confirmation.tree_hash)
+        self.confirmed += 1
+        self.overturned += before is not None and _verdict(before) != _verdict(confirmation)
+        return confirmation
+
+    def _confirm_early(self, variant: Variant) -> None:
+        """Start every training test on `variant` in a thread of its own, on this machine's
+        evaluator (with a Dask backend, confirmations wait for the batch)."""
+        tree_hash = variant.tree_hash
+        if tree_hash in self._early or self.backend() is not self.evaluator:
+            return
+        if self.measurements.lookup(f"{CONFIRMATION}:{tree_hash}") is not None:
+            return  # a resumed run's or a replay's: recorded
+        if self._early_pool is None:
+            self._early_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gi-confirming")
+        self._early[tree_hash] = self._early_pool.submit(self.evaluator.evaluate, variant, every_test=True)
+
+    def settle(self) -> None:
+        """Wait for the confirmations started early that `confirm` did not take (a candidate
+        that would have joined the front alone, but another of its batch came first), and
+        record them: which ones start depends on the batch alone, so a resumed run and a replay
+        find the same."""
+        while self._early:
+            tree_hash, future = next(iter(self._early.items()))
+            self.cache[tree_hash] = self._record(future.result())
+            del self._early[tree_hash]
 
     def timed(self) -> bool:
         """Whether an objective of the run is measured against the run's timing of the original."""
@@ -228,7 +276,10 @@ class EvaluationService:
         return [self._own(known[variant.tree_hash], variant) for variant in variants]
 
     def close(self) -> None:
-        """Stop the backend and the evaluator's warm workers."""
+        """Stop the backend and the evaluator's warm workers (and confirmations under way)."""
+        if self._early_pool is not None:
+            self._early_pool.shutdown(wait=True, cancel_futures=True)
+            self._early_pool = None
         if self._backend is not None and self._backend is not self.evaluator:
             self._backend.close()
         self._backend = None

@@ -62,6 +62,8 @@ class SuiteRuns:
         self.original_types: dict[str, str] = {}
         #: Set on a worker whose host judged each variant's code before sending its sources.
         self.judged = False
+        #: Told how many tests of a cold run have finished, as they finish (the run's start shows it).
+        self.on_test: Callable[[int], None] | None = None
         self._canary_lock = threading.Lock()
 
     @property
@@ -111,7 +113,7 @@ class SuiteRuns:
         run = _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
                                          setup=self.settings.pytest, default_limit=self.settings.test_timeout,
                                          order=order, first_failure=first_failure, checks=checks,
-                                         selected=self._in_order(selected)))  # fmt: skip
+                                         selected=self._in_order(selected), on_test=self.on_test))  # fmt: skip
         planted = sorted(loadable_files(sandbox.workdir) - before)
         if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
             run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
@@ -283,6 +285,7 @@ class SuiteRuns:
                 runner=sandbox,
                 default_limit=self.settings.test_timeout * 3,
                 setup=self.settings.pytest,
+                on_test=self.on_test,
             )
 
     def suspiciousness(self, variant: Variant, formula: str = "ochiai") -> dict[tuple[str, int], float]:

@@ -7,7 +7,7 @@ An `Evaluation` is a tagged result: its `status` says whether the variant could 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,6 +66,7 @@ class CommandRunner(Protocol):
         cwd: Path | None = None,
         stdin: bytes = b"",
         channel: bool = False,
+        on_channel: Callable[[bytes], None] | None = None,
     ) -> ProcessOutcome: ...
 
 

@@ -105,12 +105,18 @@ class RunLoop:
         selection. A confirmation that fails lets another candidate join: it is confirmed too."""
         evaluations = list(evaluations)
         while waiting := [i for i in self.search.joining(candidates, evaluations) if evaluations[i].partial]:
-            confirmed = self.evaluations.confirm([candidates[i].variant for i in waiting])
-            by_program = {evaluation.tree_hash: evaluation for evaluation in confirmed}
-            for position, candidate in enumerate(candidates):
-                if evaluations[position].partial and candidate.variant.tree_hash in by_program:
-                    evaluations[position] = self.evaluations.measured(candidate.variant) or evaluations[position]
-        return evaluations
+            self.evaluations.confirm([candidates[i].variant for i in waiting])
+            evaluations = [
+                self.evaluations.measured(c.variant) or e for c, e in zip(candidates, evaluations, strict=True)
+            ]
+        self.evaluations.settle()
+        # Every program the batch confirmed counts by its confirmation, as when the run resumes.
+        return [self.evaluations.measured(c.variant) or e for c, e in zip(candidates, evaluations, strict=True)]
+
+    def _would_join(self, candidate: Candidate, evaluation: Evaluation) -> bool:
+        """Whether the candidate would join the front were it the only one of its batch: its
+        confirmation may start while the batch runs (`EvaluationService.evaluate`)."""
+        return bool(self.search.joining([candidate], [evaluation]))
 
     def _stop(self, limits: SearchSection, elapsed: float) -> str | None:
         """Why the run stops before its next generation, or None: its generations are done
@@ -216,7 +222,7 @@ class RunLoop:
         operator waits on a server: gi's own work would compete with a timing for the cores."""
         expected = self.search.settings.population
         if self.timing.active and not any(operator.waits for operator in self.operators):
-            return self.evaluations.evaluate(self._ask(generation), generation, expected)
+            return self.evaluations.evaluate(self._ask(generation), generation, expected, self._would_join)
         bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
@@ -241,7 +247,7 @@ class RunLoop:
         breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
         breeder.start()
         try:
-            return self.evaluations.evaluate(arriving(), generation, expected)
+            return self.evaluations.evaluate(arriving(), generation, expected, self._would_join)
         finally:
             # Never leave breeding running (asking the model, drawing from the generator)
             # after the generation: it ends at its next candidate, or its current request.
