@@ -180,6 +180,8 @@ class Arm:
     rate: float | None = None
     #: Seconds from the start of `gi run` to generation 0 (reading, the original's runs, coverage).
     setup: float | None = None
+    #: The machine's load (1-minute average) when the run ended.
+    load: float = 0.0
     summary: dict[str, Any] | None = None
     folder: Path | None = None
 
@@ -253,10 +255,11 @@ def gi_run(folder: Path, generations: int, population: int, timeout: float, extr
         rate = (arrivals[-1][1] - arrivals[0][1]) / (arrivals[-1][0] - arrivals[0][0])
     said = next((line for line in lines if "error" in line), lines[-1] if lines else "")
     run_folder = next((Path(line.split()[2]) for line in lines if line.startswith("run folder: ")), None)
+    load = os.getloadavg()[0]
     if process.returncode != 0 or run_folder is None:
-        return Arm(f"exit {process.returncode}: {said.strip()}", rate, setup)
+        return Arm(f"exit {process.returncode}: {said.strip()}", rate, setup, load=load)
     summary = json.loads((run_folder / "summary.json").read_text(encoding="utf-8"))
-    return Arm("ok", rate, setup, summary, run_folder)
+    return Arm(f"ok (load {load:.2f} at its end)", rate, setup, load, summary, run_folder)
 
 
 def verdicts(run_folder: Path) -> dict[str, tuple[str, float | None]]:

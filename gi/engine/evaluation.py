@@ -75,16 +75,17 @@ class Evaluator(WorkloadRuns):
 
     # --- one variant --------------------------------------------------------------------------
 
-    def evaluate(self, variant: Variant, *, every_test: bool = False) -> Evaluation:
+    def evaluate(self, variant: Variant, *, every_test: bool = False, timed: bool = True) -> Evaluation:
         """Measure one variant; whatever the variant does becomes the evaluation's status, never
         an exception. An exception is gi's own failure (a full disk, no more open files, a
         measure that broke): raised as EvaluationError, it stops the run, and scores nothing.
 
         With tests.select = "coverage", only the training tests that can see the variant's
-        edits run (`selection`), unless `every_test`; the evaluation is then `partial`."""
-        return self._evaluate(variant, None if every_test else self.selection(variant))
+        edits run (`selection`), unless `every_test`; the evaluation is then `partial`. Without
+        `timed`, the workload is not run (a confirmation by every test keeps the search's timing)."""
+        return self._evaluate(variant, None if every_test else self.selection(variant), timed)
 
-    def _evaluate(self, variant: Variant, selected: frozenset[str] | None) -> Evaluation:
+    def _evaluate(self, variant: Variant, selected: frozenset[str] | None, timed: bool = True) -> Evaluation:
         """`evaluate`, running only the `selected` training tests when given (the others take
         the original's outcomes)."""
         started = time.perf_counter()
@@ -141,7 +142,7 @@ class Evaluator(WorkloadRuns):
                 if self.settings.fail_fast and failed:
                     status, detail = self._fails(run, status, detail, measures)
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
-                if status is Status.OK and self.settings.workload is not None and wanted:
+                if status is Status.OK and self.settings.workload is not None and wanted and timed:
                     # The behaviour check and the timings run cold, in a read-only copy of their
                     # own: nothing the test run wrote in its copy reaches them.
                     sandbox = stack.enter_context(self._sandbox(variant, tests=False))
@@ -186,19 +187,21 @@ class Evaluator(WorkloadRuns):
         on_done: Callable[[Evaluation], None] | None = None,
         *,
         every_test: bool = False,
+        timed: bool = True,
     ) -> list[Evaluation]:
         """Evaluate in parallel (threads: each evaluation is a subprocess), each variant as soon
-        as `variants` yields it; results keep input order. `every_test` as for `evaluate`."""
+        as `variants` yields it; results keep input order. `every_test` and `timed` as for
+        `evaluate`."""
         if self.settings.workers <= 1:
             results = []
             for variant in variants:
-                results.append(self.evaluate(variant, every_test=every_test))
+                results.append(self.evaluate(variant, every_test=every_test, timed=timed))
                 if on_done:
                     on_done(results[-1])
             return results
         pool = ThreadPoolExecutor(max_workers=self.settings.workers)
         try:
-            futures = [pool.submit(self.evaluate, variant, every_test=every_test) for variant in variants]
+            futures = [pool.submit(self.evaluate, variant, every_test=every_test, timed=timed) for variant in variants]
             results = []
             for future in futures:
                 results.append(future.result())
@@ -209,7 +212,9 @@ class Evaluator(WorkloadRuns):
             # On Ctrl-C or SIGTERM, drop the queued variants instead of evaluating them first.
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def evaluate_sources(self, sources: Mapping[str, str], selected: Iterable[str] | None = None) -> Evaluation:
+    def evaluate_sources(
+        self, sources: Mapping[str, str], selected: Iterable[str] | None = None, timed: bool = True
+    ) -> Evaluation:
         """`evaluate` the program that `sources` (editable file -> text; a file left out keeps the
         original's text) make: for a backend that ships sources, not patches. The variant's patch
         is empty, so `size` is 0; the engine takes the patch's own measures (gi.engine.measures).
@@ -221,4 +226,4 @@ class Evaluator(WorkloadRuns):
         if unknown:
             raise ValueError(f"not editable files of the program: {', '.join(unknown)}")
         variant = Variant(self.program, Patch(), {**self.program.sources, **sources}, ())
-        return self._evaluate(variant, None if selected is None else frozenset(selected))
+        return self._evaluate(variant, None if selected is None else frozenset(selected), timed)

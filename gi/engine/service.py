@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 #: The measurement key (with `:<tree hash>`) of a program's run of every training test.
 CONFIRMATION = "confirmation"
+#: What the workload's runs measure of a variant (gi.engine.workload_runs): a confirmation keeps them.
+TIMING_MEASURES = frozenset({"runtime", "runtime_seconds", "output_differs", "workload_failed"})
 
 
 def _verdict(evaluation: Evaluation) -> tuple[str, float | None]:
@@ -90,10 +92,6 @@ class EvaluationService:
             self.failure_order.note(evaluation.tests)
         for key, data in store.measurements(f"{CONFIRMATION}:").items():
             self.cache[key.partition(":")[2]] = Evaluation.from_json(data)
-        #: Confirmations this session ran (every training test on a program whose partial
-        #: evaluation would count as passing), and those whose verdict the full run changed.
-        self.confirmed = 0
-        self.overturned = 0
         #: Confirmations started while their batch runs, by tree hash (`evaluate`'s `early`).
         self._early: dict[str, Future[Evaluation]] = {}
         self._early_pool: ThreadPoolExecutor | None = None
@@ -207,17 +205,20 @@ class EvaluationService:
                 fresh.setdefault(variant.tree_hash, variant)
         started = {tree_hash: self._early.pop(tree_hash) for tree_hash in list(fresh) if tree_hash in self._early}
         others = [variant for tree_hash, variant in fresh.items() if tree_hash not in started]
-        confirmed = self.backend().evaluate_many(others, every_test=True) if others else []
+        confirmed = self.backend().evaluate_many(others, every_test=True, timed=False) if others else []
         for evaluation in [*confirmed, *(future.result() for future in started.values())]:
             found[evaluation.tree_hash] = self._record(evaluation)
         self.cache.update(found)
         return [self._own(found[variant.tree_hash], variant) for variant in variants]
 
     def _record(self, confirmation: Evaluation) -> Evaluation:
-        self.measurements.record(f"{CONFIRMATION}:{confirmation.tree_hash}", confirmation.to_json())
+        """Record a confirmation, with the search's timing of the program (the workload is not
+        run again: the timing is the search's, its tests every test's)."""
         before = self.cache.get(confirmation.tree_hash)
-        self.confirmed += 1
-        self.overturned += before is not None and _verdict(before) != _verdict(confirmation)
+        if before is not None and _verdict(before) == _verdict(confirmation):
+            timing = {name: value for name, value in before.measures.items() if name in TIMING_MEASURES}
+            confirmation = dataclasses.replace(confirmation, measures={**confirmation.measures, **timing})
+        self.measurements.record(f"{CONFIRMATION}:{confirmation.tree_hash}", confirmation.to_json())
         return confirmation
 
     def _confirm_early(self, variant: Variant) -> None:
@@ -230,7 +231,7 @@ class EvaluationService:
             return  # a resumed run's or a replay's: recorded
         if self._early_pool is None:
             self._early_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gi-confirming")
-        self._early[tree_hash] = self._early_pool.submit(self.evaluator.evaluate, variant, every_test=True)
+        self._early[tree_hash] = self._early_pool.submit(self.evaluator.evaluate, variant, every_test=True, timed=False)
 
     def settle(self) -> None:
         """Wait for the confirmations started early that `confirm` did not take (a candidate
