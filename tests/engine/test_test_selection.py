@@ -203,3 +203,18 @@ def test_a_replay_measures_neither_the_coverage_nor_a_confirmation_again(
     assert main(["run", str(config)]) == 0
     said = capsys.readouterr().out
     assert "coverage of the original by its training tests: recorded" in said
+
+
+def test_the_projects_coverage_settings_do_not_hide_its_coverage(project: Path) -> None:
+    """A project's own coverage.py settings (python-slugify's: `source`, `parallel`,
+    `relative_files`) would leave gi without per-test coverage, so without selection: gi's
+    coverage run reads its own settings alone."""
+    (project / "pyproject.toml").write_text(
+        '[tool.coverage.run]\nsource = ["elsewhere"]\nparallel = true\nrelative_files = true\nbranch = true\n'
+    )
+    program = Program.load(project, ["tally.py"], protected=["tests"])
+    evaluator = Evaluator(program, EvaluationSettings(train=("tests",), timeout=60))
+    run, lines = evaluator.line_coverage(apply(program, Patch()))
+    assert run.passed == 4
+    add = program.sources["tally.py"].splitlines().index("    TOTAL.append(x)") + 1
+    assert lines["tally.py"][add] == {ADD}
