@@ -19,11 +19,11 @@ from gi.fitness.size import diff_lines, tokens_changed
 from gi.fitness.tests import NOT_FAILING
 from gi.model.describe import describe
 from gi.model.patch import Patch, Variant, apply
-from gi.model.plausible import rank
+from gi.model.plausible import Ranked, rank
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 
-#: Plausible patches summary.json lists (the first found), and those whose held-out tests it runs (the first ranked).
+#: Plausible patches summary.json lists (the first ranked), and those whose held-out tests it runs (the first ranked).
 PLAUSIBLE_LISTED = 20
 PLAUSIBLE_HELD_OUT = 3
 
@@ -77,13 +77,13 @@ def plausible_patches(
     suspicious: Mapping[tuple[str, int], float],
     confirm: Callable[[Sequence[Variant]], Sequence[Evaluation]] | None = None,
 ) -> list[dict[str, Any]]:
-    """When repairing: the programs the search found that pass every training test (the
-    first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
-    that took no effect, ranked against overfitting (gi.model.plausible: fewest
-    anti-patterns, smallest diff, fewest edits, fewest tokens changed, the most suspicious line
-    edited by `suspicious`, first found); the first ranked are checked on the held-out tests.
-    A program whose evaluation ran only the tests selected by coverage is listed once every
-    training test passed on it (`confirm`: the evaluation service's)."""
+    """When repairing: the programs the search found that pass every training test, each by the
+    patch that first made it without the edits that took no effect, ranked against overfitting
+    (gi.model.plausible: fewest anti-patterns, smallest diff, fewest edits, fewest tokens
+    changed, the most suspicious line edited by `suspicious`, first found); the first
+    PLAUSIBLE_LISTED ranked, the first of them checked on the held-out tests. A program whose
+    evaluation ran only the tests selected by coverage is listed once every training test
+    passed on it (`confirm`: the evaluation service's; without it, it is not listed)."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
@@ -98,24 +98,25 @@ def plausible_patches(
     for _, individual, _, evaluation in store.evaluation_log():
         if individual != "baseline" and passes(evaluation):
             found.append(individual)
-            partial |= {individual} if evaluation.get("partial") else set()
-        if len(found) >= PLAUSIBLE_LISTED:
-            break
+            if evaluation.get("partial"):
+                partial.add(individual)
     variants = {}
     for record in store.individuals(found):
         variant = apply(program, Patch.from_json(record.patch))
         variants[record.id] = apply(program, variant.minimal())
-    if partial:
-        pending = sorted(partial)
-        confirmed = confirm([variants[i] for i in pending]) if confirm is not None else []
-        failing = {i for i, evaluation in zip(pending, confirmed, strict=True) if not passes(evaluation.to_json())}
-        found = [i for i in found if i not in failing and (i not in partial or confirm is not None)]
     sizes = []
     for i in found:
         edited = {file: variants[i].sources[file] for file in variants[i].changed_files}
         sizes.append((variants[i].patch, int(diff_lines(variants[i].diff())), tokens_changed(program.sources, edited)))
-    ranked = rank(program, sizes, suspicious)
     by_patch = {variants[i].patch: i for i in reversed(found)}
+    ranked: list[Ranked] = []
+    for entry in rank(program, sizes, suspicious):
+        if len(ranked) >= PLAUSIBLE_LISTED:
+            break
+        unconfirmed = by_patch[entry.patch] in partial
+        if unconfirmed and (confirm is None or not passes(confirm([apply(program, entry.patch)])[0].to_json())):
+            continue
+        ranked.append(entry)
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []
     listed = []
