@@ -134,10 +134,27 @@ class Coverage:
                       sources, measured)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=256)
+def statement_lines(text: str) -> frozenset[int] | None:
+    """The lines of a file where coverage.py can see a statement run (a docstring is none);
+    None when coverage.py cannot parse the file."""
+    parser = PythonParser(text=text)
+    try:
+        parser.parse_source()
+    except Exception:  # coverage.py's NotPython and the like
+        return None
+    return frozenset(parser.statements)
+
+
 class EditedLines:
     """The lines of the original program a patch's edits change: over the whole span of each
     site an edit replaces, removes, rewrites or inserts before (a part of a site, such as one
-    side of an operation, over the span of the smallest site holding it)."""
+    side of an operation, over the span of the smallest site holding it).
+
+    A statement coverage.py never sees run (a docstring) tells nothing of who reaches its place,
+    yet what an edit puts there runs whenever the block gets there: its lines are those of the
+    next statement of its block that coverage.py does see (a docstring swapped with a `return`
+    makes the function return before anything else)."""
 
     def __init__(self, program: Program) -> None:
         spans: dict[Location, tuple[int, int]] = {}
@@ -145,25 +162,44 @@ class EditedLines:
             first, last = spans.get(site.location, (site.line, site.line))
             spans[site.location] = (min(first, site.line), max(last, site.last_line, site.line))
         self.spans = spans
+        self.statements = {file: statement_lines(text) for file, text in program.sources.items()}
 
     def of(self, patch: Patch) -> list[tuple[str, int]] | None:
-        """(file, line) pairs; None when an edit names a place no site holds (which lines it
-        changes is not known)."""
+        """(file, line) pairs; None when an edit names a place no site holds, or a place no
+        statement coverage.py sees is reached after (which tests reach it is not known)."""
         lines: list[tuple[str, int]] = []
         for edit in patch.edits:
             for location in {edit.target, *edit.positions(), *edit.removes(), *edit.rewrites(), *edit.supersedes()}:
-                span = self._span(location)
+                span = self._reached(location)
                 if span is None:
                     return None
                 lines += [(location.file, line) for line in range(span[0], span[1] + 1)]
         return lines
 
-    def _span(self, location: Location) -> tuple[int, int] | None:
+    def _reached(self, location: Location) -> tuple[int, int] | None:
+        """The span whose coverage says who reaches `location`: its site's, or when coverage.py
+        sees no statement there, the next statement's of the same block."""
+        found = self._site(location)
+        while found is not None:
+            site, span = found
+            statements = self.statements.get(site.file)
+            if statements is None or any(line in statements for line in range(span[0], span[1] + 1)):
+                return span
+            indexed = re.fullmatch(r"(.*)\[(\d+)\]", site.path)
+            if indexed is None:
+                return None
+            following = Location(site.file, f"{indexed.group(1)}[{int(indexed.group(2)) + 1}]")
+            found = (following, self.spans[following]) if following in self.spans else None
+        return None
+
+    def _site(self, location: Location) -> tuple[Location, tuple[int, int]] | None:
+        """The smallest site holding `location`, with its span."""
         path = location.path
         while path:
-            span = self.spans.get(Location(location.file, path))
+            site = Location(location.file, path)
+            span = self.spans.get(site)
             if span is not None:
-                return span
+                return site, span
             path = re.sub(r"(\.[A-Za-z_]\w*|\[\d+\])$", "", path) if re.search(r"[.\[]", path) else ""
         return None
 

@@ -75,17 +75,18 @@ class Evaluator(WorkloadRuns):
 
     # --- one variant --------------------------------------------------------------------------
 
-    def evaluate(self, variant: Variant, *, every_test: bool = False, timed: bool = True) -> Evaluation:
+    def evaluate(self, variant: Variant, *, every_test: bool = False, measured: bool = True) -> Evaluation:
         """Measure one variant; whatever the variant does becomes the evaluation's status, never
         an exception. An exception is gi's own failure (a full disk, no more open files, a
         measure that broke): raised as EvaluationError, it stops the run, and scores nothing.
 
         With tests.select = "coverage", only the training tests that can see the variant's
         edits run (`selection`), unless `every_test`; the evaluation is then `partial`. Without
-        `timed`, the workload is not run (a confirmation by every test keeps the search's timing)."""
-        return self._evaluate(variant, None if every_test else self.selection(variant), timed)
+        `measured`, only the tests run: neither the workload nor the program's static measures are
+        taken (a confirmation by every test keeps the search's, `EvaluationService.confirm`)."""
+        return self._evaluate(variant, None if every_test else self.selection(variant), measured)
 
-    def _evaluate(self, variant: Variant, selected: frozenset[str] | None, timed: bool = True) -> Evaluation:
+    def _evaluate(self, variant: Variant, selected: frozenset[str] | None, measured: bool = True) -> Evaluation:
         """`evaluate`, running only the `selected` training tests when given (the others take
         the original's outcomes)."""
         started = time.perf_counter()
@@ -103,7 +104,7 @@ class Evaluator(WorkloadRuns):
             refused = self.refusal(variant)
             if refused is not None:
                 return result(Status.TAMPERED, refused)
-            measures = static_measures(variant, names=self.settings.measures)
+            measures = static_measures(variant, names=self.settings.measures) if measured else {}
             warm = self.settings.engine == "warm"
             checks = self._checks(variant)
             if selected is not None and checks.canaries:  # a canary is the clone of a test that runs
@@ -142,7 +143,7 @@ class Evaluator(WorkloadRuns):
                 if self.settings.fail_fast and failed:
                     status, detail = self._fails(run, status, detail, measures)
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
-                if status is Status.OK and self.settings.workload is not None and wanted and timed:
+                if status is Status.OK and self.settings.workload is not None and wanted and measured:
                     # The behaviour check and the timings run cold, in a read-only copy of their
                     # own: nothing the test run wrote in its copy reaches them.
                     sandbox = stack.enter_context(self._sandbox(variant, tests=False))
@@ -187,21 +188,23 @@ class Evaluator(WorkloadRuns):
         on_done: Callable[[Evaluation], None] | None = None,
         *,
         every_test: bool = False,
-        timed: bool = True,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate in parallel (threads: each evaluation is a subprocess), each variant as soon
-        as `variants` yields it; results keep input order. `every_test` and `timed` as for
+        as `variants` yields it; results keep input order. `every_test` and `measured` as for
         `evaluate`."""
         if self.settings.workers <= 1:
             results = []
             for variant in variants:
-                results.append(self.evaluate(variant, every_test=every_test, timed=timed))
+                results.append(self.evaluate(variant, every_test=every_test, measured=measured))
                 if on_done:
                     on_done(results[-1])
             return results
         pool = ThreadPoolExecutor(max_workers=self.settings.workers)
         try:
-            futures = [pool.submit(self.evaluate, variant, every_test=every_test, timed=timed) for variant in variants]
+            futures = [
+                pool.submit(self.evaluate, variant, every_test=every_test, measured=measured) for variant in variants
+            ]
             results = []
             for future in futures:
                 results.append(future.result())
@@ -213,7 +216,7 @@ class Evaluator(WorkloadRuns):
             pool.shutdown(wait=True, cancel_futures=True)
 
     def evaluate_sources(
-        self, sources: Mapping[str, str], selected: Iterable[str] | None = None, timed: bool = True
+        self, sources: Mapping[str, str], selected: Iterable[str] | None = None, measured: bool = True
     ) -> Evaluation:
         """`evaluate` the program that `sources` (editable file -> text; a file left out keeps the
         original's text) make: for a backend that ships sources, not patches. The variant's patch
@@ -226,4 +229,4 @@ class Evaluator(WorkloadRuns):
         if unknown:
             raise ValueError(f"not editable files of the program: {', '.join(unknown)}")
         variant = Variant(self.program, Patch(), {**self.program.sources, **sources}, ())
-        return self._evaluate(variant, None if selected is None else frozenset(selected), timed)
+        return self._evaluate(variant, None if selected is None else frozenset(selected), measured)

@@ -212,19 +212,24 @@ class EvaluationService:
                 fresh.setdefault(variant.tree_hash, variant)
         started = {tree_hash: self._early.pop(tree_hash) for tree_hash in list(fresh) if tree_hash in self._early}
         others = [variant for tree_hash, variant in fresh.items() if tree_hash not in started]
-        confirmed = self.backend().evaluate_many(others, every_test=True, timed=False) if others else []
+        confirmed = self.backend().evaluate_many(others, every_test=True, measured=False) if others else []
         for evaluation in [*confirmed, *(future.result() for future in started.values())]:
             found[evaluation.tree_hash] = self._record(evaluation)
         self.cache.update(found)
         return [self._own(found[variant.tree_hash], variant) for variant in variants]
 
     def _record(self, confirmation: Evaluation) -> Evaluation:
-        """Record a confirmation, with the search's timing of the program (the workload is not
-        run again: the timing is the search's, its tests every test's)."""
+        """Record a confirmation, with the search's static measures of the program and, when the
+        verdict stands, its timing (neither is taken again: a confirmation runs only the tests)."""
         before = self.cache.get(confirmation.tree_hash)
-        if before is not None and _verdict(before) == _verdict(confirmation):
-            timing = {name: value for name, value in before.measures.items() if name in TIMING_MEASURES}
-            confirmation = dataclasses.replace(confirmation, measures={**confirmation.measures, **timing})
+        if before is not None:
+            same = _verdict(before) == _verdict(confirmation)
+            kept = {
+                name: value
+                for name, value in before.measures.items()
+                if name not in confirmation.measures and (same or name not in TIMING_MEASURES)
+            }
+            confirmation = dataclasses.replace(confirmation, measures={**kept, **confirmation.measures})
         self.measurements.record(f"{CONFIRMATION}:{confirmation.tree_hash}", confirmation.to_json())
         return confirmation
 
@@ -238,7 +243,9 @@ class EvaluationService:
             return  # a resumed run's or a replay's: recorded
         if self._early_pool is None:
             self._early_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gi-confirming")
-        self._early[tree_hash] = self._early_pool.submit(self.evaluator.evaluate, variant, every_test=True, timed=False)
+        self._early[tree_hash] = self._early_pool.submit(
+            self.evaluator.evaluate, variant, every_test=True, measured=False
+        )
 
     def settle(self) -> None:
         """Wait for the confirmations started early that `confirm` did not take (a candidate

@@ -17,7 +17,7 @@ from gi.config import load_config
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.fitness.selection import Coverage
-from gi.model.edits import DeleteStatement
+from gi.model.edits import DeleteStatement, ReplaceStatement, SwapStatements
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.sites import SiteKind
@@ -108,6 +108,44 @@ def test_a_variant_runs_only_the_tests_that_execute_its_edits(project: Path, eng
         assert selected.measures["failed_tests"] == 0
         full = evaluator.evaluate(unseen, every_test=True)
         assert not full.partial and full.tests[TOTAL] == "failed" and full.measures["failed_tests"] == 1
+    finally:
+        evaluator.close()
+
+
+GRADE = '''\
+def grade(score):
+    """The letter for a score."""
+    if score > 100:  # never: no test gives one
+        return "A+"
+    return "A" if score >= 90 else "B"
+'''
+
+
+def test_an_edit_where_coverage_sees_no_statement_runs_the_tests_that_reach_its_place(tmp_path: Path) -> None:
+    """A docstring never shows in coverage, and an unreached `return` is run by no test: yet
+    either put in the other's place changes what every call of the function does."""
+    folder = tmp_path / "grade"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "grade.py").write_text(GRADE)
+    (folder / "tests" / "test_grade.py").write_text(
+        "from grade import grade\n\n\ndef test_a():\n    assert grade(95) == 'A'\n\n\n"
+        "def test_b():\n    assert grade(80) == 'B'\n"
+    )
+    program = Program.load(folder, ["grade.py"], protected=["tests"])
+    evaluator = Evaluator(program, EvaluationSettings(train=("tests",), timeout=60, select=True))
+    try:
+        original = apply(program, Patch())
+        evaluator.baseline_tests = evaluator.evaluate(original).tests
+        run, lines = evaluator.line_coverage(original)
+        evaluator.coverage = Coverage.of(lines, program.sources, run.outcomes)
+        statements = {program.sources["grade.py"].splitlines()[s.line - 1].strip(): s.location
+                      for s in program.sites_of(SiteKind.STATEMENT)}  # fmt: skip
+        docstring, unreached = statements['"""The letter for a score."""'], statements['return "A+"']
+        for patch in (Patch((SwapStatements(docstring, other=unreached),)),
+                      Patch((ReplaceStatement(docstring, ingredient=unreached),))):  # fmt: skip
+            evaluation = evaluator.evaluate(apply(program, patch))
+            assert evaluation.measures["tests_run"] == 2, patch
+            assert evaluation.measures["failed_tests"] == 2, patch
     finally:
         evaluator.close()
 

@@ -21,7 +21,7 @@ class BackendError(GIError):
 class Backend(Protocol):
     """Evaluates batches of variants; results keep input order. Each runs the training tests
     the evaluator selects for it (tests.select), or with `every_test` all of them; without
-    `timed`, no workload runs (a confirmation keeps the search's timing)."""
+    `measured`, only the tests run (a confirmation keeps the search's timing and static measures)."""
 
     def evaluate_many(
         self,
@@ -29,7 +29,7 @@ class Backend(Protocol):
         on_done: Callable[[Evaluation], None] | None = None,
         *,
         every_test: bool = False,
-        timed: bool = True,
+        measured: bool = True,
     ) -> list[Evaluation]: ...
 
     def close(self) -> None: ...
@@ -47,10 +47,10 @@ class LocalBackend:
         on_done: Callable[[Evaluation], None] | None = None,
         *,
         every_test: bool = False,
-        timed: bool = True,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch in this process's threads."""
-        return self.evaluator.evaluate_many(variants, on_done, every_test=every_test, timed=timed)
+        return self.evaluator.evaluate_many(variants, on_done, every_test=every_test, measured=measured)
 
     def close(self) -> None:
         """Nothing to release."""

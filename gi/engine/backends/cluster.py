@@ -182,12 +182,13 @@ class DaskBackend:
         on_done: Callable[[Evaluation], None] | None = None,
         *,
         every_test: bool = False,
-        timed: bool = True,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch on the workers, one task a variant submitted as soon as `variants`
         yields it; `on_done` is called as each result comes in, and the results keep input order.
         Each runs the training tests the host selects for it (`Evaluator.selection`, from its
-        patch), or every test with `every_test`; the workload too unless not `timed`."""
+        patch), or every test with `every_test`; the workload and the static measures too unless
+        not `measured`."""
         from distributed import as_completed
 
         job: Any = None
@@ -221,7 +222,7 @@ class DaskBackend:
                         variant.tree_hash,
                         list(order) if order != self.evaluator.test_order else None,
                         None if selected is None else sorted(selected),
-                        timed,
+                        measured,
                         pure=False,
                     )
                 )

@@ -267,13 +267,13 @@ def evaluate_on_worker(
     tree_hash: str,
     order: Sequence[str] | None = None,
     selected: Sequence[str] | None = None,
-    timed: bool = True,
+    measured: bool = True,
 ) -> dict[str, Any]:
     """A Dask task: evaluate the variant whose changed `sources` are given, on this worker, with
     the evaluator's state in `job_text` (JSON), its training tests in `order` (the host's, where
     the patch is: those covering its edited lines first; None: the job's), only the `selected`
-    ones when given (the host's selection by coverage; None: every test), the workload unless not
-    `timed`; the `Evaluation` as JSON."""
+    ones when given (the host's selection by coverage; None: every test), the workload and the
+    static measures unless not `measured`; the `Evaluation` as JSON."""
     job = json.loads(job_text)
     program = _worker_program(job)
     timing = job["baseline_timing"]
@@ -294,7 +294,7 @@ def evaluate_on_worker(
             host = Timing(tuple(timing["process_means"]), int(timing["loops"]))
             same_machine = job["timing_host"] == timing_lock_name()
             evaluator.baseline_timing = host if same_machine else _original_timing(evaluator, host)
-        evaluation = evaluator.evaluate_sources(sources, selected, timed)
+        evaluation = evaluator.evaluate_sources(sources, selected, measured)
     if evaluation.tree_hash != tree_hash:
         raise BackendError(
             f"a worker made the program {evaluation.tree_hash[:12]} of sources this machine hashes as {tree_hash[:12]}"
