@@ -24,6 +24,10 @@ from gi.fitness.tests import DEFAULT_SETUP, NOT_FAILING, PytestSetup, TestRun, r
 from gi.model.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"
+#: coverage.py's settings in gi's coverage runs, in place of the project's own (.coveragerc,
+#: setup.cfg, tox.ini, pyproject.toml): a project's `parallel = true` writes the data under
+#: another name, `relative_files` stores other paths, `source` overrides the editable files.
+COVERAGE_SETTINGS = "gi_coveragerc"
 
 #: Per file, per line: the node ids of the tests that executed it, and "" when it also ran
 #: outside any test (while modules were imported for collection).
@@ -57,8 +61,9 @@ def covered_test_run(
         setup = dataclasses.replace(setup, lent=(*setup.lent, lend_coverage(runner)))
     runner.clear_output(COVERAGE_FILE)
     include = ",".join(str(runner.workdir / file) for file in files)
-    prefix = ["-m", "coverage", "run", f"--data-file={runner.outputs / COVERAGE_FILE}", f"--include={include}", "-m",
-              "pytest"]  # fmt: skip
+    settings = runner.install_tool(COVERAGE_SETTINGS, "[run]\n")
+    prefix = ["-m", "coverage", "run", f"--rcfile={settings}", f"--data-file={runner.outputs / COVERAGE_FILE}",
+              f"--include={include}", "-m", "pytest"]  # fmt: skip
     run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix,
                     default_limit=default_limit, setup=setup)  # fmt: skip
     coverage: LineCoverage = {}

@@ -32,6 +32,12 @@ def init_command(args: argparse.Namespace, console: Console) -> int:
     path, project, original = write_starter_config(args.project, before_tests=say_isolation)
     say(console, f"wrote {path}")
     say(console, f"  editable files: {', '.join(project.files)}")
+    if project.scripts:
+        folders = ", ".join(f"{folder}/" for folder in project.scripts)
+        say(
+            console,
+            f"  left out: {folders} (scripts beside the program; add them to program.files to edit them)",
+        )
     say(console, f"  training tests: {', '.join(project.train)}")
     if project.holdout:
         say(console, f"  held-out tests: {', '.join(project.holdout)}")

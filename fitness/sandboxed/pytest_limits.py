@@ -1,0 +1,178 @@
+"""The per-test time limits of gi's pytest plugin (fitness/sandboxed/pytest_plugin.py), copied
+beside it into a test run's tools folder as `gi_pytest_limits`; only the standard library and
+pytest.
+
+A test runs under its own limit so that one that hangs fails alone as `timed_out` and the rest
+of the run still counts. Two mechanisms, the second a backstop for the first:
+
+- **The alarm** (SIGALRM), in the test's own process, raises `TestTimeout` in the test's code
+  (`in_tests_code`): only while one of its phases runs (setup, call, teardown), and never in
+  pytest's machinery around it nor in the plugin's own code, where an exception would leave a
+  report that contradicts pytest's. Run out there, it comes back `ALARM_RETRY_SECONDS` later.
+- **The watchdog**, a process forked from the test's at the start of the session, stops a test
+  the alarm cannot: C code that never returns to Python, a loop in pytest's own code. At the
+  test's hard deadline (`hard_grace` past its limit) it stops the test's process, writes the
+  report's records (the test timed out, the run was stopped) and kills it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import signal
+import time
+import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import pytest
+
+#: Writes one signed record to gi's channel; `at` puts it at that place in the report's sequence.
+Writer = Callable[..., None]
+
+
+class TestTimeout(BaseException):
+    """Raised in a test that runs past its own time limit (a BaseException, so that a test's
+    `except Exception` does not swallow it)."""
+
+
+#: When a test's time limit runs out while pytest's machinery runs (reading the captured
+#: output, reporting, gi's plugin writing a record) or between the test's phases, the alarm
+#: comes back this much later; after it raised in the test, too, while the test runs on (a
+#: bare `except:` swallowed it).
+ALARM_RETRY_SECONDS = 0.02
+#: The hard deadline of a test: its limit and this much more (seconds, at least, or this share
+#: of its limit). A test the alarm cannot stop (C code that never returns to Python, a loop in
+#: pytest's own code) is stopped there by the watchdog, from another process.
+HARD_GRACE_SECONDS = 5.0
+HARD_GRACE_SHARE = 0.25
+
+
+def hard_grace(limit: float) -> float:
+    """Seconds past a test's limit before the watchdog stops it."""
+    return max(HARD_GRACE_SECONDS, HARD_GRACE_SHARE * limit)
+
+
+def start_watchdog(descriptor: int, write: Writer) -> Callable[[dict[str, Any]], None]:
+    """Start the watchdog, a process of its own forked from this one that writes to gi's
+    channel (`descriptor`) with `write`, and return how to tell
+    it of each test: {"at": a time.monotonic() deadline, "records": what to write at the place
+    `sequence` of the report}, or {} when the test ended. At a deadline it stops this process
+    (SIGSTOP: no record of ours can be on its way then, since we tell it first), writes the
+    records (the test timed out, the run was stopped) and kills it. A test's code cannot hold
+    it back: it needs no interpreter lock of ours, and C code never returning to Python does not
+    reach it."""
+    parent = os.getpid()
+    commands, tell = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the watchdog
+        try:
+            os.close(tell)
+            _only(descriptor, commands)
+            _watch(commands, parent, write)
+        finally:
+            os._exit(0)
+    os.close(commands)
+
+    def send(message: dict[str, Any]) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        while data:
+            data = data[os.write(tell, data) :]
+
+    return send
+
+
+def _only(*kept: int) -> None:
+    """In the watchdog: no descriptor open but `kept` (stdout and stderr go to /dev/null), so
+    nobody waits on a pipe only the watchdog holds."""
+    nothing = os.open(os.devnull, os.O_RDWR)
+    for standard in (0, 1, 2):
+        os.dup2(nothing, standard)
+    bounds = [2, *sorted(kept), max(os.sysconf("SC_OPEN_MAX"), max(kept) + 1)]
+    for low, high in itertools.pairwise(bounds):
+        os.closerange(low + 1, high)
+
+
+def _watch(commands: int, parent: int, write: Writer) -> None:
+    """The watchdog's loop: read deadlines; at one, stop the test's process, write the records
+    and kill it; return when the test's process is gone (its end of the pipe closed)."""
+    armed: dict[str, Any] = {}
+    pending = b""
+    while True:
+        wait = max(0.0, float(armed["at"]) - time.monotonic()) if armed else None
+        if select.select([commands], [], [], wait)[0]:
+            chunk = os.read(commands, 65536)
+            if not chunk:
+                return
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                armed = json.loads(line)
+            continue
+        if os.getppid() != parent:  # the test's process is gone; its children hold the pipe
+            return
+        os.kill(parent, signal.SIGSTOP)
+        if select.select([commands], [], [], 0)[0]:  # the test ended as the deadline struck
+            os.kill(parent, signal.SIGCONT)
+            continue
+        for place, record in enumerate(armed["records"]):
+            write(record, at=int(armed["sequence"]) + place)
+        os.kill(parent, signal.SIGKILL)
+        return
+
+
+class Places(NamedTuple):
+    """Where the code lives that the per-test alarm tells apart from the test's."""
+
+    #: pytest's, pluggy's and gi's plugin's folders and files.
+    machinery: tuple[str, ...]
+    #: gi's plugin's files: where the alarm never raises.
+    ours: tuple[str, ...]
+    #: What runs on behalf of whichever called it: the standard library, frozen modules, code
+    #: compiled from text (a dataclass's __init__).
+    on_behalf: tuple[str, ...]
+    #: The code of the function that runs each phase of a test and makes what it raised the
+    #: test's failure: the frames it calls are the phase's.
+    runner: types.CodeType
+
+
+def machinery_places(plugin: str) -> Places:
+    """Where pytest's, pluggy's and gi's plugin's code lives (`plugin`: the plugin's file), and
+    the rest of `Places`."""
+    import sysconfig
+
+    import _pytest
+    import pluggy
+    from _pytest.runner import CallInfo
+
+    folders = (os.path.dirname(module.__file__) + os.sep for module in (pytest, _pytest, pluggy) if module.__file__)
+    ours = (__file__, plugin)
+    runner = getattr(CallInfo.from_call, "__func__", CallInfo.from_call).__code__
+    return Places((*folders, *ours), ours, ("<", sysconfig.get_paths()["stdlib"] + os.sep), runner)
+
+
+#: Code compiled from text that is the test's own, not run on behalf of its caller: a doctest's
+#: examples (run by the standard library's doctest, for pytest).
+_TESTS_TEXT = "<doctest "
+
+
+def in_tests_code(frame: types.FrameType | None, places: Places) -> bool:
+    """Whether the interrupted code (`frame`, and its callers up to the phase's runner) is the
+    test's, where its time limit may raise: its own code runs, or pytest's or the standard
+    library's that its own code called (`pytest.approx`, a doctest's examples). Not so in this
+    plugin's code (a record cut in half), nor in pytest's machinery around the test (reading the
+    captured output, making the report), nor outside a phase: a test timed out there would
+    leave a report that contradicts pytest's, scored as tampered with."""
+    innermost = True
+    while frame is not None and frame.f_code is not places.runner:
+        file = frame.f_code.co_filename
+        if innermost and file in places.ours:
+            return False
+        if not file.startswith(places.machinery) and (
+            not file.startswith(places.on_behalf) or file.startswith(_TESTS_TEXT)
+        ):
+            return True
+        innermost = innermost and file.startswith(places.on_behalf)
+        frame = frame.f_back
+    return False
