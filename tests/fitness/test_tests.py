@@ -315,6 +315,15 @@ def test_swallows_its_timeout():
         pass
 
 
+class SlowToFinalise:
+    def __del__(self):
+        time.sleep(3)
+
+
+def test_times_out_in_a_finaliser():
+    SlowToFinalise()  # its __del__ runs here, where Python prints what it raises and goes on
+
+
 @pytest.mark.xfail(reason="expected to fail, and slow")
 def test_expected_to_fail_runs_out_of_time():
     time.sleep(3)
@@ -340,15 +349,18 @@ def pytest_runtest_logreport(report):
 
 
 def test_a_test_past_its_limit_is_a_timeout_and_pytest_counts_it_failed(tmp_path: Path) -> None:
-    """A test that swallowed its timeout, one expected to fail that ran out of time: timeouts,
-    counted failed by pytest too, so the report agrees with pytest (never tampered); a test
-    whose report a hook of the project's makes slowly is not timed out in the hook's code."""
+    """A test that swallowed its timeout, one that timed out in a finaliser (whose exceptions
+    Python prints and drops), one expected to fail that ran out of time: timeouts, counted
+    failed by pytest too, so the report agrees with pytest (never tampered: a hostile run under
+    load was, once); a test whose report a hook of the project's makes slowly is not timed out
+    in the hook's code."""
     (tmp_path / "limits" / "tests").mkdir(parents=True)
     (tmp_path / "limits" / "tests" / "conftest.py").write_text(SLOW_REPORTING)
     run = _run_with_a_second_per_test(tmp_path / "limits", "test_limits.py", OUT_OF_THE_ALARMS_REACH)
     assert not run.forged and not run.timed_out
     assert run.outcomes == {
         "tests/test_limits.py::test_swallows_its_timeout": "timed_out",
+        "tests/test_limits.py::test_times_out_in_a_finaliser": "timed_out",
         "tests/test_limits.py::test_expected_to_fail_runs_out_of_time": "timed_out",
         "tests/test_limits.py::test_quick_but_reported_slowly": "passed",
         "tests/test_limits.py::test_after": "passed",
