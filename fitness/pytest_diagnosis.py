@@ -54,7 +54,7 @@ def cannot_run(run: TestRun, paths: Sequence[str], python: str, limit: float) ->
     if run.forged:
         return f"gi cannot trust the training tests' report: {run.forged}"
     if run.timed_out:
-        return f"the training tests did not finish in {limit:g} s (timed out)"
+        return run.stopped or f"the training tests did not finish in {limit:g} s (timed out)"
     if run.collect_errors:
         where, message = sorted(run.collect_errors.items())[0]
         more = len(run.collect_errors) - 1

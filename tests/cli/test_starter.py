@@ -264,6 +264,24 @@ def test_init_calls_a_hanging_test_timed_out_and_writes_limits_that_agree(
     assert "tests/test_code.py::test_hangs timed out after 2 s" in (project / "gi.toml").read_text()
 
 
+def test_init_names_a_test_its_time_limit_cannot_interrupt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that spends its time in C code never returns to Python for its time limit to
+    raise: it is stopped at its hard deadline, and gi init names it rather than waiting for the
+    whole run's limit."""
+    from gi.cli import starter
+
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 1.0)
+    project = write_broken(
+        tmp_path / "c", "from code import one\n\n\ndef test_in_c():\n    assert sum(range(10**12)) == one()\n"
+    )
+    assert main(["init", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "tests/test_code.py::test_in_c ran past its time limit of 1 s in code the limit could not interrupt" in err
+    assert not (project / "gi.toml").exists()
+
+
 def test_init_writes_limits_gi_run_takes_as_they_are(tmp_path: Path) -> None:
     """more-itertools' figures (its slowest test 22 s, the run 45.7 s) once gave test_timeout = 441
     beside timeout = 457, which gi run warned about: one test may take at most TEST_SHARE of a
