@@ -249,7 +249,8 @@ def test_init_calls_a_hanging_test_timed_out_and_writes_limits_that_agree(
 ) -> None:
     from gi.cli import starter
 
-    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 2.0)
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 1.0)
+    monkeypatch.setattr(starter, "RETRY_TEST_TIMEOUT", 2.0)
     project = write_broken(
         tmp_path / "hangs",
         "import time\n\nfrom code import one\n\n\ndef test_one():\n    assert one() == 1\n\n\n"
@@ -294,6 +295,27 @@ def test_init_writes_limits_gi_run_takes_as_they_are(tmp_path: Path) -> None:
         tests = parse_config(tomllib.loads(text), tmp_path / "gi.toml").tests
         assert tests.test_timeout > 20 * slowest, "what the slowest test took, with room to spare"
         assert one_test_limit(tests.test_timeout, tests.timeout) == tests.test_timeout, (slowest, seconds)
+
+
+def test_init_runs_a_test_past_its_limit_again_alone_to_tell_slow_from_hanging(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test past gi init's limit on one test (more-itertools' test_primes on a loaded machine)
+    runs again alone with a longer one: slow, it passes, and the limits written fit its time."""
+    from gi.cli import starter
+
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 1.0)
+    monkeypatch.setattr(starter, "RETRY_TEST_TIMEOUT", 30.0)
+    project = write_broken(
+        tmp_path / "slow",
+        "import time\n\nfrom code import one\n\n\ndef test_one():\n    assert one() == 1\n\n\n"
+        "def test_slow():\n    time.sleep(2)\n    assert one() == 1\n",
+    )
+    assert main(["init", str(project)]) == 0
+    assert "the original passes all 2 training tests" in capsys.readouterr().out
+    config = load_config(project / "gi.toml")
+    assert config.objectives.constraint is Constraint.TRAIN_PASS
+    assert config.tests.test_timeout >= 20 * 2, "its time, with room to spare"
 
 
 def test_a_projects_environment_is_the_one_the_tests_run_in(tmp_path: Path) -> None:
