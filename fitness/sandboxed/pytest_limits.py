@@ -55,15 +55,27 @@ def hard_grace(limit: float) -> float:
     return max(HARD_GRACE_SECONDS, HARD_GRACE_SHARE * limit)
 
 
+def deadline_records(test: str, limit: float, canary: bool) -> list[dict[str, Any]]:
+    """What the watchdog writes into the report when it stops `test` at its hard deadline: the
+    test timed out (a canary's clone: it failed), and the run was stopped."""
+    stopped = (f"{test} ran past its time limit of {limit:.3g} s in code the limit could not interrupt (C code,"
+               " or pytest's own): it was stopped, and the rest of the test run with it")  # fmt: skip
+    if canary:
+        return [{"canary": test, "outcome": "error"}, {"stopped": stopped}]
+    ended = {"finish": test, "outcome": "timed_out", "duration": limit + hard_grace(limit), "failure": stopped}
+    return [ended, {"stopped": stopped}]
+
+
 def start_watchdog(descriptor: int, write: Writer) -> Callable[[dict[str, Any]], None]:
     """Start the watchdog, a process of its own forked from this one that writes to gi's
-    channel (`descriptor`) with `write`, and return how to tell
-    it of each test: {"at": a time.monotonic() deadline, "records": what to write at the place
-    `sequence` of the report}, or {} when the test ended. At a deadline it stops this process
-    (SIGSTOP: no record of ours can be on its way then, since we tell it first), writes the
-    records (the test timed out, the run was stopped) and kills it. A test's code cannot hold
-    it back: it needs no interpreter lock of ours, and C code never returning to Python does not
-    reach it."""
+    channel (`descriptor`) with `write`, and return how to tell it of each test: {"at": its
+    hard deadline (time.monotonic()), "sequence": the place of the report's next record,
+    "test": its node id, "limit": its limit, "canary": whether it is a canary's clone}, or {}
+    when the test ended. At a deadline it stops this process (SIGSTOP: no record of ours can be
+    on its way then, since we tell it first), writes the `deadline_records` and kills it. A
+    test's code cannot hold it back: it needs no interpreter lock of ours, and C code never
+    returning to Python does not reach it. What it writes, it makes itself: code that finds its
+    pipe can move its deadline, never have it sign a record of its choosing."""
     parent = os.getpid()
     commands, tell = os.pipe()
     pid = os.fork()
@@ -95,29 +107,41 @@ def _only(*kept: int) -> None:
         os.closerange(low + 1, high)
 
 
+def _deadline(line: bytes) -> tuple[float, int, list[dict[str, Any]]] | None:
+    """A deadline the watchdog was told, as (when, the report's place, the records to write),
+    or None (the test ended, or a line it cannot read)."""
+    try:
+        told = json.loads(line)
+        at, sequence, test = float(told["at"]), int(told["sequence"]), str(told["test"])
+        return at, sequence, deadline_records(test, float(told["limit"]), bool(told["canary"]))
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def _watch(commands: int, parent: int, write: Writer) -> None:
     """The watchdog's loop: read deadlines; at one, stop the test's process, write the records
     and kill it; return when the test's process is gone (its end of the pipe closed)."""
-    armed: dict[str, Any] = {}
+    armed: tuple[float, int, list[dict[str, Any]]] | None = None
     pending = b""
     while True:
-        wait = max(0.0, float(armed["at"]) - time.monotonic()) if armed else None
+        wait = max(0.0, armed[0] - time.monotonic()) if armed else None
         if select.select([commands], [], [], wait)[0]:
             chunk = os.read(commands, 65536)
             if not chunk:
                 return
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
-                armed = json.loads(line)
+                armed = _deadline(line)
             continue
-        if os.getppid() != parent:  # the test's process is gone; its children hold the pipe
+        if armed is None or os.getppid() != parent:  # the test's process is gone; its children hold the pipe
             return
         os.kill(parent, signal.SIGSTOP)
         if select.select([commands], [], [], 0)[0]:  # the test ended as the deadline struck
             os.kill(parent, signal.SIGCONT)
             continue
-        for place, record in enumerate(armed["records"]):
-            write(record, at=int(armed["sequence"]) + place)
+        _, sequence, records = armed
+        for place, record in enumerate(records):
+            write(record, at=sequence + place)
         os.kill(parent, signal.SIGKILL)
         return
 

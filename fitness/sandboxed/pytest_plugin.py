@@ -487,20 +487,10 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         return test_limits.get(item.nodeid, default_limit)
 
     def arm(item: pytest.Item, at: float) -> None:
-        """Tell the watchdog the running test's hard deadline (a time.monotonic() time) and what
-        it then writes, next in the report: the test timed out (a canary's clone: it failed),
-        and the run was stopped."""
-        if not watchdog:
-            return
-        limit = limit_of(item)
-        stopped = (f"{item.nodeid} ran past its time limit of {limit:.3g} s in code the limit could not interrupt"
-                   " (C code, or pytest's own): it was stopped, and the rest of the test run with it")  # fmt: skip
-        if running[0] in canaries:
-            ended: dict[str, Any] = {"canary": item.nodeid, "outcome": "error"}
-        else:
-            ended = {"finish": item.nodeid, "outcome": "timed_out", "duration": limit + time_limits.hard_grace(limit),
-                     "failure": stopped}  # fmt: skip
-        watchdog[0]({"at": at, "sequence": channel.position(), "records": [ended, {"stopped": stopped}]})
+        """Tell the watchdog the running test's hard deadline (a time.monotonic() time)."""
+        if watchdog:
+            watchdog[0]({"at": at, "sequence": channel.position(), "test": item.nodeid, "limit": limit_of(item),
+                         "canary": running[0] in canaries})  # fmt: skip
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
