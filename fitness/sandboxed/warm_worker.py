@@ -243,7 +243,7 @@ def rewriting_as_pytest_does() -> Any:
         return None
     try:
         config._mark_plugins_for_rewrite(hook, False)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # pytest before 8.4 takes the hook alone
+    except TypeError:  # an older pytest takes the hook alone
         try:
             config._mark_plugins_for_rewrite(hook)  # type: ignore[call-arg,unused-ignore]
         except Exception:
