@@ -5,10 +5,12 @@ pytest.
 A test runs under its own limit so that one that hangs fails alone as `timed_out` and the rest
 of the run still counts. Two mechanisms, the second a backstop for the first:
 
-- **The alarm** (SIGALRM), in the test's own process, raises `TestTimeout` in the test's code
-  (`in_tests_code`): only while one of its phases runs (setup, call, teardown), and never in
-  pytest's machinery around it nor in the plugin's own code, where an exception would leave a
-  report that contradicts pytest's. Run out there, it comes back `ALARM_RETRY_SECONDS` later.
+- **The alarm** (`Timer`: a thread of its own signalling the main one, so that neither a
+  test's own alarm nor pytest-timeout's SIGALRM cancels it), in the test's own process, raises
+  `TestTimeout` in the test's code (`in_tests_code`): only while one of its phases runs (setup,
+  call, teardown), and never in pytest's machinery around it nor in the plugin's own code,
+  where an exception would leave a report that contradicts pytest's. Run out there, it comes
+  back `ALARM_RETRY_SECONDS` later.
 - **The watchdog**, a process forked from the test's at the start of the session, stops a test
   the alarm cannot: C code that never returns to Python, a loop in pytest's own code. At the
   test's hard deadline (`hard_grace` past its limit) it stops the test's process, writes the
@@ -17,6 +19,7 @@ of the run still counts. Two mechanisms, the second a backstop for the first:
 
 from __future__ import annotations
 
+import _thread
 import itertools
 import json
 import os
@@ -48,6 +51,74 @@ ALARM_RETRY_SECONDS = 0.02
 #: pytest's own code) is stopped there by the watchdog, from another process.
 HARD_GRACE_SECONDS = 5.0
 HARD_GRACE_SHARE = 0.25
+
+
+#: The signal a test's time limit arrives by: not SIGALRM, which a test (or pytest-timeout in
+#: signal mode) may take for itself and cancel.
+TIMER_SIGNAL: int = getattr(signal, "SIGRTMAX", signal.SIGUSR2)
+
+
+class Timer:
+    """A per-test timer of its own: a thread (started with `_thread`, so `threading.enumerate()`
+    does not list it) waits for the deadline and then signals the main thread with TIMER_SIGNAL,
+    whose handler stays gi's plugin's for the whole session. A test that sets and cancels an
+    alarm, or pytest-timeout timing the test with SIGALRM, leaves it alone; the signal interrupts
+    a sleeping or blocked test as an alarm would.
+
+    Its state is one tuple swapped whole, and a pipe wakes the thread, so neither side ever
+    waits on a lock the other may hold when the signal lands."""
+
+    def __init__(self) -> None:
+        self._pid = -1
+        self._main = 0
+        self._wake = (-1, -1)
+        #: (test number, deadline on the monotonic clock, what to call when it passes), or None.
+        self._armed: tuple[int, float, Callable[[types.FrameType | None], None]] | None = None
+        self._tests = 0
+        #: The test number whose deadline the thread signalled last.
+        self._fired = -1
+
+    def start(self, seconds: float, expire: Callable[[types.FrameType | None], None]) -> None:
+        """Time a test: `expire(frame)` runs in the main thread `seconds` from now."""
+        if self._pid != os.getpid():  # the first test, or a process forked since: a thread of its own
+            self._pid, self._main = os.getpid(), _thread.get_ident()
+            self._wake = os.pipe()
+            signal.signal(TIMER_SIGNAL, self._signalled)
+            _thread.start_new_thread(self._watch, ())
+        self._tests += 1
+        self._armed = (self._tests, time.monotonic() + seconds, expire)
+        self._poke()
+
+    def again(self, seconds: float) -> None:
+        """Signal the same test once more, `seconds` from now (called from `expire`)."""
+        armed = self._armed
+        if armed is not None:
+            self._armed = (armed[0], time.monotonic() + seconds, armed[2])
+            self._poke()
+
+    def stop(self) -> None:
+        self._armed = None
+        self._poke()
+
+    def _poke(self) -> None:
+        os.write(self._wake[1], b".")
+
+    def _signalled(self, signum: int, frame: types.FrameType | None) -> None:
+        armed = self._armed
+        if armed is not None and armed[0] == self._fired:  # (a late signal for a test that ended: nothing)
+            armed[2](frame)
+
+    def _watch(self) -> None:
+        signalled = None
+        while True:
+            armed = self._armed
+            wait = None if armed is None or armed is signalled else max(0.0, armed[1] - time.monotonic())
+            if select.select([self._wake[0]], [], [], wait)[0]:
+                os.read(self._wake[0], 4096)
+                continue
+            if armed is not None and armed is self._armed and armed[1] <= time.monotonic():
+                signalled, self._fired = armed, armed[0]
+                signal.pthread_kill(self._main, TIMER_SIGNAL)
 
 
 def hard_grace(limit: float) -> float:

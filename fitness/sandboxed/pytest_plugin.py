@@ -41,7 +41,6 @@ import importlib
 import json
 import os
 import random
-import signal
 import sys
 import time
 import types
@@ -470,6 +469,8 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     phase = {"now": "", "expired": ""}
     #: The running test and when its protocol started (time.monotonic()).
     current: dict[str, Any] = {}
+    #: The per-test timer (a thread signalling this one), and the watchdog process, once started.
+    timer = time_limits.Timer()
     watchdog: list[Callable[[dict[str, Any]], None]] = []
 
     def check(where: str) -> None:
@@ -548,25 +549,23 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             yield
             return
 
-        def expire(signum: int, frame: types.FrameType | None) -> None:
+        def expire(frame: types.FrameType | None) -> None:
             if phase["expired"] and phase["now"] != phase["expired"]:
                 return  # the phase it timed out in has ended: the alarm is done
             if not phase["now"] or not time_limits.in_tests_code(frame, places):
-                signal.setitimer(signal.ITIMER_REAL, time_limits.ALARM_RETRY_SECONDS)
+                timer.again(time_limits.ALARM_RETRY_SECONDS)
                 return
             if id(item) not in canaries:
                 timed_out.add(item.nodeid)
             phase["expired"] = phase["now"]
-            signal.setitimer(signal.ITIMER_REAL, time_limits.ALARM_RETRY_SECONDS)  # again, should the test swallow it
+            timer.again(time_limits.ALARM_RETRY_SECONDS)  # again, should the test swallow it
             raise time_limits.TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
 
-        previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, limit)
+        timer.start(limit, expire)
         try:
             yield
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            timer.stop()
             if watchdog:
                 watchdog[0]({})
 
