@@ -304,8 +304,10 @@ def _comments(text: str) -> str:
 
 
 def _seconds(value: float) -> str:
-    """A measured time for a comment: '0.93 s', or 'under 0.01 s'."""
-    return "under 0.01 s" if value < 0.01 else f"{value:.2g} s"
+    """A measured time for a comment: '0.93 s', '154 s', or 'under 0.01 s'."""
+    if value < 0.01:
+        return "under 0.01 s"
+    return f"{value:.2g} s" if value < 10 else f"{value:.0f} s"
 
 
 def _failing_words(original: OriginalRun) -> str:
