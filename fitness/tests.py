@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,10 +214,12 @@ def plugin_files(
     default_limit: float,
     order: Sequence[str],
     modules: Mapping[str, str] | None = None,
+    selected: Collection[str] | None = None,
 ) -> dict[str, str]:
     """The environment that hands gi's plugin its per-test limits, the order to run the tests
-    in and the editable modules' files (module -> absolute path), each as a file `install`
-    writes into the run's read-only tools folder."""
+    in, the tests to run (`selected`; None: every test collected) and the editable modules'
+    files (module -> absolute path), each as a file `install` writes into the run's read-only
+    tools folder."""
     env: dict[str, str] = {}
     if modules:
         env["GI_PROJECT_MODULES"] = str(install("gi_project_modules.json", json.dumps(dict(modules))))
@@ -226,6 +228,8 @@ def plugin_files(
         env["GI_TEST_LIMITS"] = str(install("gi_test_limits.json", table))
     if order:
         env["GI_TEST_ORDER"] = str(install("gi_test_order.json", json.dumps(list(order))))
+    if selected is not None:
+        env["GI_TEST_SELECT"] = str(install("gi_test_select.json", json.dumps(sorted(selected))))
     return env
 
 
@@ -257,20 +261,35 @@ def run_tests(
     first_failure: bool = False,
     setup: PytestSetup = DEFAULT_SETUP,
     checks: Checks = NO_CHECKS,
+    selected: Sequence[str] | None = None,
+    on_test: Callable[[int], None] | None = None,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
     `timeout` bounds the whole run; `limits` (by node id) and `default_limit` (for the other
-    tests; 0 for none) bound each test, which then fails alone as `timed_out`. The tests `order`
-    names run first, in that order; with `first_failure` the run stops at the first test that
-    fails, and the tests it did not reach are `not_run`. The plugin makes the `checks`.
+    tests; 0 for none) bound each test, which then fails alone as `timed_out`. Only the tests
+    `selected` names run, when it names them: pytest collects those node ids in place of `paths`
+    (the plugin deselects anything else), and the others are not in the outcomes.
+    The tests `order` names run first, in that order; with `first_failure` the run stops at the
+    first test that fails, and the tests it did not reach are `not_run`. The plugin makes the
+    `checks`. `on_test` is told how many tests have finished as the report arrives (for a
+    display; the report is checked at the end).
     """
     install_plugin(runner.install_tool)
     key = secrets.token_hex(32).encode()
-    files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir))
+    files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir),
+                         selected)  # fmt: skip
     run_env = {**(env or {}), "PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir), **files}
-    command = pytest_command(paths, prefix, first_failure=first_failure, setup=setup)
-    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True)
+    command = pytest_command(paths if selected is None else selected, prefix, first_failure=first_failure, setup=setup)
+    finished = [0]
+
+    def count(chunk: bytes) -> None:
+        if on_test is not None and (done := chunk.count(b'"finish"')):
+            finished[0] += done
+            on_test(finished[0])
+
+    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True,
+                     on_channel=count if on_test is not None else None)  # fmt: skip
     return read_report(process, key, checks)
 
 

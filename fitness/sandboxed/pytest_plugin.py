@@ -121,6 +121,16 @@ def _order() -> list[str]:
         return [str(nodeid) for nodeid in json.load(stream)]
 
 
+def _selection() -> set[str] | None:
+    """The node ids to run, from the JSON list GI_TEST_SELECT names (the training tests that can
+    see a variant's edits); None: every collected test."""
+    path = os.environ.pop("GI_TEST_SELECT", "")
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as stream:
+        return {str(nodeid) for nodeid in json.load(stream)}
+
+
 def _project_modules() -> dict[str, str]:
     """The editable files by the module name the tests import them as (from the JSON file
     GI_PROJECT_MODULES names), as absolute paths in this copy of the project."""
@@ -453,6 +463,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     test_limits, default_limit = _limits()
     places = time_limits.machinery_places(__file__)
     first = {nodeid: position for position, nodeid in enumerate(_order())}
+    selected = _selection()
     loaded = _machinery()
     project_modules = _project_modules()
     timed_out: set[str] = set()
@@ -513,8 +524,14 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """The tests GI_TEST_ORDER names first, in its order; the others after, as collected;
+        """Only the tests GI_TEST_SELECT names, if it names any (the others deselected, as `-k`
+        would); those GI_TEST_ORDER names first, in its order; the others after, as collected;
         then the canaries the plan asks for."""
+        if selected is not None:
+            left_out = [item for item in items if item.nodeid not in selected]
+            if left_out:
+                items[:] = [item for item in items if item.nodeid in selected]
+                config.hook.pytest_deselected(items=left_out)
         if first:
             items[:] = sorted(items, key=lambda item: first.get(item.nodeid, len(first)))
         canaries.update(_place_canaries(items, plan, str(config.rootpath)))

@@ -419,7 +419,12 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     import pytest
 
     try:
-        status = int(pytest.main(list(request["argv"]))) if config is None else run_prepared(config)
+        if config is None:
+            status = int(pytest.main(list(request.get("selected_argv") or request["argv"])))
+        else:
+            if request.get("args"):  # the selected tests, in place of the training paths
+                config.args = list(request["args"])
+            status = run_prepared(config)
     except BaseException:  # pytest's own failure, as `python -m pytest` would show it
         traceback.print_exc()
         status = 3

@@ -304,18 +304,25 @@ class WarmPool:
         order: Sequence[str] = (),
         first_failure: bool = False,
         checks: Checks = NO_CHECKS,
+        selected: Sequence[str] | None = None,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `gi.fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
-        `checks` as there)."""
+        what `gi.fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure`, `checks`
+        and `selected` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)
         with self._worker() as worker:
             modules = self.setup.module_files(worker.sandbox.workdir)
-            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order, modules)
+            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order, modules, selected)
             argv = pytest_arguments(paths, first_failure=first_failure, options=self.setup.options)
-            request = {"sources": changed, "argv": argv, "env": env,
-                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
+            request: dict[str, Any] = {"sources": changed, "argv": argv, "env": env,
+                                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
+            if selected is not None:
+                # Only the selected tests are collected: the worker's prepared configuration (the
+                # training paths' rootdir and settings) takes them as its arguments.
+                request["args"] = list(selected)
+                request["selected_argv"] = pytest_arguments(selected, first_failure=first_failure,
+                                                            options=self.setup.options)  # fmt: skip
             before = worker.prepared_runs
             outcome = worker.run(request, timeout)
             with self._lock:

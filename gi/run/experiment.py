@@ -60,6 +60,9 @@ from gi.run.steering import Steering
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
 REPLAY_FOLDER = "replay"
 
+#: Seconds between two reports of how far a test run before generation 0 is.
+PROGRESS_SECONDS = 10.0
+
 #: Words in an environment variable's name that mark its value as a secret to redact.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
@@ -126,6 +129,8 @@ class Experiment:
             self.on_progress, BackendChoice(section.backend, section.scheduler, section.workers),
         )  # fmt: skip
         self.operators: list[Operator] = []
+        self._phase_said = (self.progress.phase, 0.0)
+        self.evaluator.on_test = self._tests_done
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
             HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
@@ -161,6 +166,7 @@ class Experiment:
             secrets=_secrets(config),
             fail_fast=config.tests.fail_fast,
             first_failure=config.tests.fail_fast and section.shortcuts,
+            select=config.tests.select == "coverage",
             pytest=self.pytest,
             measures=measures_read(self.objectives),
             **workload_settings(config),
@@ -233,6 +239,17 @@ class Experiment:
     def phase(self, text: str) -> None:
         """Say what the run does before its first generation: each phase, as it starts."""
         self.progress.phase = text
+        self._phase_said = (text, time.monotonic())
+        self.on_progress(self.progress, False)
+
+    def _tests_done(self, count: int) -> None:
+        """How far a long test run before generation 0 is (the original's, its coverage's):
+        said again with the tests finished, every PROGRESS_SECONDS."""
+        phase, said = self._phase_said
+        if not phase or time.monotonic() - said < PROGRESS_SECONDS:
+            return
+        self.progress.phase = f"{phase}: {count} tests done"
+        self._phase_said = (phase, time.monotonic())
         self.on_progress(self.progress, False)
 
     def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
@@ -353,6 +370,7 @@ class Experiment:
             self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
         self.phase(f"generation 0: {self.config.search.population} programs, the original among them")
         self.progress.phase = ""
+        self.evaluator.on_test = None
         loop = RunLoop(
             search, self.evaluations, self.storage, self.timing, self.held_out, self.operators, self.on_progress,
             replay_of=self.replay_of,

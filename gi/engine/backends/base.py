@@ -19,10 +19,17 @@ class BackendError(GIError):
 
 
 class Backend(Protocol):
-    """Evaluates batches of variants; results keep input order."""
+    """Evaluates batches of variants; results keep input order. Each runs the training tests
+    the evaluator selects for it (tests.select), or with `every_test` all of them; without
+    `timed`, no workload runs (a confirmation keeps the search's timing)."""
 
     def evaluate_many(
-        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self,
+        variants: Iterable[Variant],
+        on_done: Callable[[Evaluation], None] | None = None,
+        *,
+        every_test: bool = False,
+        timed: bool = True,
     ) -> list[Evaluation]: ...
 
     def close(self) -> None: ...
@@ -35,10 +42,15 @@ class LocalBackend:
         self.evaluator = evaluator
 
     def evaluate_many(
-        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self,
+        variants: Iterable[Variant],
+        on_done: Callable[[Evaluation], None] | None = None,
+        *,
+        every_test: bool = False,
+        timed: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch in this process's threads."""
-        return self.evaluator.evaluate_many(variants, on_done)
+        return self.evaluator.evaluate_many(variants, on_done, every_test=every_test, timed=timed)
 
     def close(self) -> None:
         """Nothing to release."""
