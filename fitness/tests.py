@@ -117,10 +117,20 @@ class Checks:
 NO_CHECKS = Checks()
 
 
+#: The plugin's files, as copied into a workspace's tools folder: the module pytest loads, and
+#: its per-test time limits beside it.
+PLUGIN_FILES = ((f"{PLUGIN_MODULE}.py", "pytest_plugin.py"), ("gi_pytest_limits.py", "pytest_limits.py"))
+
+
 @functools.cache
-def plugin_source() -> str:
-    """The plugin's source, copied into each workspace's tools folder."""
-    return (SANDBOXED / "pytest_plugin.py").read_text(encoding="utf-8")
+def _plugin_source(name: str) -> str:
+    return (SANDBOXED / name).read_text(encoding="utf-8")
+
+
+def install_plugin(install: Callable[[str, str], Path]) -> None:
+    """Copy gi's plugin into a run's tools folder with `install` (name, text)."""
+    for installed, source in PLUGIN_FILES:
+        install(installed, _plugin_source(source))
 
 
 @dataclass(frozen=True)
@@ -154,6 +164,9 @@ class TestRun:
     #: With an audit: the types of the values the editable code returned to the tests
     #: ("module.Type"), each with the method of its own that decides a check ("" for none).
     returned: dict[str, str] = field(default_factory=dict)
+    #: Why the plugin's watchdog stopped the run before its end ("" when it did not): a test
+    #: ran past its hard deadline in code its time limit could not interrupt.
+    stopped: str = ""
 
     @property
     def passed(self) -> int:
@@ -262,7 +275,7 @@ def run_tests(
     `checks`. `on_test` is told how many tests have finished as the report arrives (for a
     display; the report is checked at the end).
     """
-    runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
+    install_plugin(runner.install_tool)
     key = secrets.token_hex(32).encode()
     files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir),
                          selected)  # fmt: skip
@@ -293,6 +306,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
     exit_status: int | None = None
     clones: dict[str, str] = {}
     returned: dict[str, str] = {}
+    stopped = ""
     forged = "the test report overflowed" if process.channel_overflow else ""
     # Line by line, never all at once: a flood of empty lines must cost no memory.
     complete = (raw for raw in io.BytesIO(b"" if forged else process.channel) if raw.endswith(b"\n"))
@@ -324,19 +338,22 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
             returned = dict(record["returned"])
         elif "tampered" in record:
             forged = f"the test run was tampered with: {record['tampered']}"
+        elif "stopped" in record:
+            stopped = str(record["stopped"])
+    timed_out = process.timed_out or bool(stopped)
     for test in started:
-        outcomes.setdefault(test, "timed_out" if process.timed_out else "error")
+        outcomes.setdefault(test, "timed_out" if timed_out else "error")
     for test in collected:
         outcomes.setdefault(test, "not_run")
-    if not forged and not process.timed_out:
+    if not forged and not timed_out:
         forged = _contradiction(process, exit_status, outcomes)
     if not forged and not checks.learn:
         forged = _canaries_betrayed(checks, clones, collected, outcomes, exit_status == process.returncode)
-    finished = exit_status is not None and exit_status == process.returncode and not process.timed_out
+    finished = exit_status is not None and exit_status == process.returncode and not timed_out
     return TestRun(
         outcomes=outcomes,
         durations=durations,
-        timed_out=process.timed_out,
+        timed_out=timed_out,
         exit_status=exit_status if finished and exit_status is not None else -1,
         collect_errors=collect_errors,
         failures=failures,
@@ -347,6 +364,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
         canaries=clones,
         returned=returned,
         resource=process.resource,
+        stopped=stopped,
     )
 
 

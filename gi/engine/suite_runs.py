@@ -248,6 +248,13 @@ class SuiteRuns:
         with self._sandbox(variant) as sandbox:
             return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True, variant=variant)
 
+    def collected(self, variant: Variant) -> TestRun:
+        """The training tests pytest collects on a variant (the original), cold and without running
+        them (`--collect-only`): each `not_run`, and the collection errors."""
+        setup = dataclasses.replace(self.settings.pytest, options=(*self.settings.pytest.options, "--collect-only"))
+        with self._sandbox(variant) as sandbox:
+            return run_tests(self.settings.train, timeout=self.settings.timeout, runner=sandbox, setup=setup)
+
     def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
             return self._run_tests(sandbox, paths, limits)

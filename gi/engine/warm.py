@@ -34,19 +34,20 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from gi.engine.project import own_modules
 from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
 from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
 from gi.engine.sandbox.workspace import Workspace, workspace
+from gi.fitness.pytest_diagnosis import last_error_line
 from gi.fitness.sandboxed import FOLDER as SANDBOXED
 from gi.fitness.tests import (
     DEFAULT_SETUP,
     NO_CHECKS,
-    PLUGIN_MODULE,
     Checks,
     PytestSetup,
     TestRun,
+    install_plugin,
     plugin_files,
-    plugin_source,
     pytest_arguments,
     read_report,
 )
@@ -64,6 +65,22 @@ ANSWER_MARGIN = 10.0
 #: and serves the variant through its import system (to the Python processes the tests start
 #: too, see fitness/sandboxed/warm_worker.py), so such a project keeps the cold path.
 _SPAWNS = re.compile(r"\b(runpy|spec_from_file_location|SourceFileLoader|run_path)\b|[\"']-[IE]S?[\"']")
+
+
+def disagreement(cold: Mapping[str, str], warm: TestRun) -> str:
+    """How the warm path's run of the original differs from the cold path's outcomes (`cold`),
+    in a few words naming the first test that differs; "" when they agree."""
+    if warm.forged:
+        return f"its report could not be trusted: {warm.forged}"
+    if cold and not warm.outcomes:
+        why = last_error_line(warm.failure_report() or warm.output_tail)
+        return f"it collected no test of {len(cold)}: {why}"
+    for test in [*cold, *(test for test in warm.outcomes if test not in cold)]:
+        if cold.get(test) != warm.outcomes.get(test):
+            said = last_error_line(warm.failures[test]) if test in warm.failures else ""
+            return (f"{test}: {cold.get(test, 'not collected')} cold, {warm.outcomes.get(test, 'not collected')} warm"
+                    + (f": {said}" if said else ""))  # fmt: skip
+    return ""
 
 
 class WarmError(Exception):
@@ -85,10 +102,7 @@ def third_party_imports(program: Program, test_texts: Sequence[str], import_root
     (the project's own modules never are: a child would find the original's already imported,
     and run it in place of its variant). Its own: what lies in the root and in each import
     root (`src` of a src layout)."""
-    own = {path.split("/")[0].removesuffix(".py") for path in program.files}
-    for folder in (program.root, *(program.root / root for root in import_roots)):
-        if folder.is_dir():
-            own |= {entry.name.removesuffix(".py") for entry in folder.iterdir()}
+    own = own_modules(program.root, program.files, import_roots)
     found: set[str] = set()
     for text in [*program.sources.values(), *test_texts]:
         try:
@@ -117,7 +131,7 @@ class WarmWorker:
         """Start a worker in `space` (the original's copy); it imports `preload` and compiles the
         `editable` files (relative paths) once."""
         self.sandbox = Sandbox(limits, space)
-        self.sandbox.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
+        install_plugin(self.sandbox.install_tool)
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
         # What the worker empties between variants: what a variant may write, and in the sandbox

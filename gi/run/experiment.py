@@ -42,7 +42,7 @@ from gi.engine.storage import RunStorage
 from gi.engine.store import RunStore
 from gi.engine.summary import RunSetup, SummaryBuilder
 from gi.engine.timing import OriginalTiming, workload_settings
-from gi.engine.warm import third_party_imports, warm_unsafe
+from gi.engine.warm import disagreement, third_party_imports, warm_unsafe
 from gi.fitness.objectives import measures_read, reference_point
 from gi.fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
 from gi.fitness.pytest_diagnosis import READ_ONLY
@@ -259,10 +259,11 @@ class Experiment:
             return
         self.phase("checking that the warm path gives the original the cold path's outcomes")
 
-        def agrees() -> dict[str, bool]:
+        def agrees() -> dict[str, Any]:
             warm = self.evaluator.warm_training(original)
             writes = bool(READ_ONLY.search(warm.failure_report()))
-            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes}
+            how = disagreement(baseline.tests, warm)
+            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes, "how": how}
 
         check = self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)
         if not check["agrees"]:
@@ -271,6 +272,8 @@ class Experiment:
             why = "the warm path gave the original other outcomes than the cold"
             if check.get("writes"):
                 why += " (its tests write where they stand: the warm workers' copy is read-only, a cold one is not)"
+            elif check.get("how"):
+                why += f" ({check['how']})"
             self.engine, self.engine_reason = "cold", why
             self.progress.warnings.append(f"evaluation.engine: {self.engine_reason}; the run uses the cold path")
 
