@@ -3,7 +3,7 @@ a warm worker), in the order and with the stop that tests.fail_fast and the orig
 give them; the canaries and the front's second run; the held-out tests, the differential checks'
 cases and the original's coverage runs.
 
-`SuiteRuns` is the first floor of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
+`SuiteRuns` is the base class of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
 workload's runs, `Evaluator` the scoring of a variant from both.
 """
 
