@@ -635,6 +635,11 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     os.write(key_write, request["key"].encode())
     os.close(key_write)
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
+    # What the worker wrote and has not flushed (a prepared session's end prints its summary)
+    # must not reach the child's output with the copy of the buffers it inherits.
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:

@@ -139,7 +139,9 @@ class HeldOut:
         held-out outcomes the cold path gave it; else they stay cold. The verdict is recorded: a
         resumed run and a replay keep it."""
         evaluator = self.evaluator
-        if self._warm_checked or self.measurements is None or evaluator.settings.engine != "warm":
+        settings = evaluator.settings
+        folders = settings.holdout or settings.holdout_files  # (ids split off run warm already)
+        if self._warm_checked or self.measurements is None or settings.engine != "warm" or not folders:
             return
         self._warm_checked = True
         cold = self.runs[self.original.tree_hash][0]

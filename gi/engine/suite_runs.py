@@ -281,17 +281,22 @@ class SuiteRuns:
         self, variant: Variant, limits: Mapping[str, float] | None = None, *, warm: bool | None = None
     ) -> TestRun:
         """Run the held-out tests on a variant (only on front members and the original);
-        `limits` are per-test limits from the original's held-out run. With the warm engine,
-        `warm` (by default `held_out_warm`) runs them in the held-out warm workers, else cold."""
+        `limits` are per-test limits from the original's held-out run. With the warm engine, ids
+        split off the training files run in the training warm workers (their copies hold them);
+        held-out folders and files in warm workers of their own when `warm` (by default
+        `held_out_warm`) says so, else cold."""
         settings = self.settings
         paths = (*settings.holdout, *settings.holdout_ids)
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
-        if settings.engine == "warm" and (self.held_out_warm if warm is None else warm):
+        if settings.engine == "warm" and not settings.holdout and not settings.holdout_files:
+            pool, each = self._warm_pool(), limits or {}  # split off the training files: in their copies
+        elif settings.engine == "warm" and (self.held_out_warm if warm is None else warm):
             pool, each = self._held_out_pool(), limits or {}
-            return _retried(lambda: pool.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
-                                                   default_limit=settings.test_timeout))  # fmt: skip
-        return self._tests(variant, paths, limits or {})
+        else:
+            return self._tests(variant, paths, limits or {})
+        return _retried(lambda: pool.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
+                                               default_limit=settings.test_timeout))  # fmt: skip
 
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
         """The differential checks' cases, recorded on `variant` (the original) from its training
