@@ -116,11 +116,11 @@ def instrument() -> None:
     timed(evaluation.Evaluator, "evaluate", "evaluate")
     evaluate = evaluation.Evaluator.evaluate
 
-    def keep_variant(self: Any, variant: Any) -> Any:
+    def keep_variant(self: Any, variant: Any, *args: Any, **kwargs: Any) -> Any:
         if SEARCHING.is_set():
             with _LOCK:
                 VARIANTS.append({file: variant.sources[file] for file in variant.changed_files})
-        return evaluate(self, variant)
+        return evaluate(self, variant, *args, **kwargs)
 
     evaluation.Evaluator.evaluate = keep_variant
     timed(evaluation.Evaluator, "refusal", "the guard")
