@@ -191,12 +191,12 @@ def print_breakdown(program: str, runs: dict[str, dict[str, Any]]) -> None:
           + "".join(f"{value:>16.1f}" for value in walls))  # fmt: skip
 
 
-def floor(program: str, result: dict[str, Any]) -> dict[str, float]:
-    """The floor and pytest in a warm fork on the variants `result` evaluated."""
+def floor(program: str, result: dict[str, Any], count: int) -> dict[str, float]:
+    """The floor and pytest in a warm fork on the first `count` variants `result` evaluated."""
     root, file = PROGRAMS[program]
     folder = Path(result["folder"])
     request = {"root": str(root), "files": [file], "train": ["tests"], "exclude": ["holdout"],
-               "variants": result["variants"]}  # fmt: skip
+               "variants": result["variants"][:count]}  # fmt: skip
     (folder / "floor.json").write_text(json.dumps(request), encoding="utf-8")
     subprocess.run([sys.executable, str(HERE / "floor_harness.py"), str(folder / "floor.json"),
                     str(folder / "floor-out.json")], check=True, cwd=folder)  # fmt: skip
@@ -237,6 +237,7 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=9, help="after generation 0 (20 + 9 x 20 candidates)")
     parser.add_argument("--population", type=int, default=20)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="the breakdown's workers")
+    parser.add_argument("--floor-variants", type=int, default=50, help="the variants the floor is measured on")
     parser.add_argument("--skip", nargs="*", default=[], choices=["breakdown", "side-by-side"])
     args = parser.parse_args()
     baseline = args.baseline.resolve()
@@ -251,9 +252,10 @@ def main() -> None:
                     runs[f"{label}, {workers}w"] = result
             print(f"\n[{load()} after the breakdown's runs]")
             print_breakdown(program, runs)
-            measured = floor(program, runs["after, 1w"])
+            measured = floor(program, runs["after, 1w"], args.floor_variants)
             one = 1000 * runs["after, 1w"]["search_seconds"] / max(1, runs["after, 1w"]["evaluations"])
-            print(f"\nthe floor ({program}, the same {len(runs['after, 1w']['variants'])} variants, {load()}):"
+            shown = min(args.floor_variants, len(runs["after, 1w"]["variants"]))
+            print(f"\nthe floor ({program}, the first {shown} of the same variants, {load()}):"
                   f" the tests in a warm forked interpreter, nothing else: {measured['floor']:.1f} ms"
                   f" (median {measured['floor median']:.1f}); pytest.main in a warm fork, without gi's plugin:"
                   f" {measured['pytest']:.1f} ms (median {measured['pytest median']:.1f}); gi, 1 worker:"
