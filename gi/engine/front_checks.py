@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gi.engine.held_out import HeldOut
+from gi.engine.oracle import Oracle
 from gi.engine.store import RunStore
 from gi.engine.timing import OriginalTiming, riders
 from gi.fitness.objectives import Objective
@@ -75,12 +76,14 @@ def plausible_patches(
     held_out: HeldOut | None,
     baseline: Evaluation,
     suspicious: Mapping[tuple[str, int], float],
+    oracle: Oracle | None = None,
 ) -> list[dict[str, Any]]:
     """When repairing: the programs the search found that pass every training test (the
     first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
     that took no effect, ranked against overfitting (gi.model.plausible: fewest
     anti-patterns, smallest diff, fewest edits, fewest tokens changed, the most suspicious line
-    edited by `suspicious`, first found); the first ranked are checked on the held-out tests."""
+    edited by `suspicious`, first found); the first ranked are checked on the held-out tests,
+    and by the behaviour `oracle` if there is one."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
@@ -104,6 +107,7 @@ def plausible_patches(
     by_patch = {variants[i].patch: i for i in reversed(found)}
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []
+    behaviours = oracle.check(checked) if oracle is not None else {}
     listed = []
     for place, entry in enumerate(ranked):
         row: dict[str, Any] = {
@@ -118,5 +122,7 @@ def plausible_patches(
             row["holdout"] = {**test_counts(held[place]), "failing": sorted(
                 test for test, outcome in held[place].items() if outcome not in NOT_FAILING
             )}  # fmt: skip
+        if place < len(checked) and checked[place].tree_hash in behaviours:
+            row["behaviour"] = behaviours[checked[place].tree_hash].to_json()
         listed.append(row)
     return listed

@@ -29,7 +29,8 @@ from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.run_folder import gap_rate
 from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
-from gi.fitness.differential import DifferentialError, checks_module
+from gi.fitness.differential import checks_module
+from gi.fitness.oracle.record import RecordingError
 from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
 from gi.fitness.tests import TestRun
 from gi.model.errors import ConfigError, ProgramError
@@ -81,7 +82,7 @@ def configure_held_out(
         def record_cases() -> list[list[str]]:
             try:
                 return evaluator.differential_cases(original, config.tests.differential_inputs)
-            except DifferentialError as error:
+            except RecordingError as error:
                 raise ProgramError(f"{config.source}: tests.differential: {error}") from None
 
         cases = measurements.get("differential_cases", record_cases, encode=as_is, decode=as_is)

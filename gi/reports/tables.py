@@ -40,6 +40,42 @@ def changed_members(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def behaviour_cell(behaviour: Mapping[str, Any] | None) -> str:
+    """A member's behaviour verdict in a table's cell: "same", "changed", "-" (not checked)."""
+    if not behaviour or behaviour.get("verdict") not in ("same", "changed"):
+        return "-"
+    return str(behaviour["verdict"])
+
+
+def describe_behaviour(behaviour: Mapping[str, Any] | None) -> str:
+    """A member's behaviour verdict in a sentence: what the oracle found, on how many calls, or
+    why it did not check."""
+    if not behaviour:
+        return "not checked"
+    verdict = behaviour.get("verdict")
+    if verdict == "changed":
+        confirmed = behaviour.get("confirmed")
+        said = "" if confirmed is None else "; pytest confirms it" if confirmed else "; pytest did not confirm it"
+        return f"changed: {behaviour.get('why', '')}{said}"
+    if verdict == "same":
+        return f"same on every call tried: {behaviour.get('why', '')}"
+    return f"not checked: {behaviour.get('why') or '-'}"
+
+
+def oracle_line(summary: Mapping[str, Any]) -> str | None:
+    """The oracle's figures in one line (None when it was off): the members it found to change
+    behaviour, of those it checked, and the time it took of its budget."""
+    oracle = summary.get("oracle")
+    if not oracle:
+        return None
+    checked = oracle["same"] + oracle["changed"]
+    return (
+        f"behaviour oracle: {oracle['changed']} of {checked} member{'s' if checked != 1 else ''} checked change"
+        f" behaviour on inputs no test tries ({oracle['not_checked']} not checked); {oracle['seconds']:.1f} s of"
+        f" its {oracle['budget_seconds']:g} s"
+    )
+
+
 def front_table(summary: Mapping[str, Any]) -> Table:
     """The front as a table: one row per member that changes the program, the original first
     for comparison; `front_edits` spells out each member's edits and speed-up below it."""
@@ -49,12 +85,14 @@ def front_table(summary: Mapping[str, Any]) -> Table:
     for name in names:
         table.add_column(_header(name), justify="right", overflow="fold")
     table.add_column("held-out", justify="right")
+    table.add_column("behaviour", justify="right")
     table.add_column("edits", justify="right")
     baseline = summary["baseline"]
     table.add_row(
         "original",
         *(_number(baseline["objectives"].get(name)) for name in names),
         _tests(baseline.get("holdout")),
+        "-",
         "0",
         style="dim",
     )
@@ -66,6 +104,7 @@ def front_table(summary: Mapping[str, Any]) -> Table:
             member["id"],
             *(_number(member["objectives"].get(name)) for name in names),
             held,
+            behaviour_cell(member.get("behaviour")),
             str(len(member["descriptions"])),
         )
     if len(members) < len(summary["front"]):
@@ -83,6 +122,8 @@ def front_edits(summary: Mapping[str, Any]) -> Table:
         lines = list(member["descriptions"])
         if member.get("speedup"):
             lines.insert(0, f"speed-up {describe_speedup(member['speedup'], short=True)}")
+        if (member.get("behaviour") or {}).get("verdict") == "changed":
+            lines.append(f"behaviour {describe_behaviour(member['behaviour'])}")
         for index, line in enumerate(lines):
             grid.add_row(member["id"] if index == 0 else "", Text(line))
     return grid

@@ -32,6 +32,7 @@ from gi.config.sections import AUTO_NEIGHBOURHOOD
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut, configure_held_out
+from gi.engine.oracle import Oracle
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.project import pytest_setup
 from gi.engine.recorded import Measurements, as_is
@@ -316,6 +317,15 @@ class Experiment:
         """Evaluate programs after the search (minimisation, ablation); see `EvaluationService.measure`."""
         return self.evaluations.measure(variants, label)
 
+    def oracle(self, baseline: Evaluation) -> Oracle | None:
+        """The behaviour oracle of the run's front (None: tests.oracle is off); in a repair (the
+        original fails training tests) it leaves out the functions the failing tests reach."""
+        if self.config.tests.oracle == "off":
+            return None
+        repairing = baseline.measures.get("failed_tests", 0) > 0
+        return Oracle(self.evaluator, self.measurements, seconds=self.config.tests.oracle_seconds,
+                      repairing=repairing, seed=self.config.experiment.seed)  # fmt: skip
+
     def reopen(self) -> Evaluation:
         """Set the evaluator up as a run's start does (the original's tests, limits and timing)
         and return the original's evaluation: for studies of a finished run."""
@@ -370,7 +380,7 @@ class Experiment:
         )
         builder = SummaryBuilder(
             self.config, self.program, self.objectives, self.storage, self.evaluations, self.timing, self.held_out,
-            self.operators, setup,
+            self.operators, setup, self.oracle(baseline),
         )  # fmt: skip
         summary = builder.write(search, baseline, elapsed_before + time.perf_counter() - started)
         if self.config.experiment.report and (warning := write_report_or_warn(self.folder)) is not None:
