@@ -129,13 +129,22 @@ def simpler_values(value: Encoded) -> Iterator[Encoded]:
     tag = value[0]
     if tag == "int":
         number = int(value[1])
+        sign = -1 if number < 0 else 1
         for magnitude in range(min(abs(number), 64)):
-            for candidate in (magnitude, -magnitude) if magnitude else (0,):
-                if abs(candidate) < abs(number) or (candidate == -number and number < 0):
-                    yield ["int", str(candidate)]
-        if abs(number) > 64:
+            yield ["int", str(magnitude)]
+            if magnitude and sign < 0:
+                yield ["int", str(-magnitude)]
+        if number < 0:
+            yield ["int", str(-number)]
+        if abs(number) > 64:  # rounder numbers first: one significant digit, then halves
+            scale = 10
+            while scale < abs(number):
+                for digit in range(1, 10):
+                    if 64 <= digit * scale < abs(number):
+                        yield ["int", str(sign * digit * scale)]
+                scale *= 10
             yield ["int", str(number // 2)]
-            yield ["int", str(number - (1 if number > 0 else -1))]
+            yield ["int", str(number - sign)]
     elif tag == "str" and value[1]:
         text = value[1]
         yield ["str", ""]

@@ -283,7 +283,7 @@ def counterexample(
         expected = _expectation(code, original["returned"], variant, imports)
         if expected is None:
             return None
-        if mutated and len(expected) > 1:  # the call once, its result in a variable
+        if sum(code in line for line in expected) > 1:  # the call once, its result in a variable
             lines.append(f"result = {code}")
             expected = _expectation("result", original["returned"], variant, imports)
             if expected is None:

@@ -209,6 +209,10 @@ class Oracle:
                 self.verdicts[variant.tree_hash] = not_checked("the original program")
             else:
                 missing.append(variant)
+        untouched = [v for v in missing if not self._public_changes(v)]
+        for variant in untouched:
+            self._keep(variant.tree_hash, not_checked("the patch changes no public top-level function"))
+        missing = [variant for variant in missing if variant not in untouched]
         if missing:
             try:
                 recording = self.recording()
@@ -239,6 +243,11 @@ class Oracle:
         self.verdicts[tree_hash] = behaviour
         if self.measurements is not None:
             self.measurements.record(f"oracle:{tree_hash}", behaviour.to_json())
+
+    def _public_changes(self, variant: Variant) -> list[str]:
+        """The public top-level functions the variant changes (known without the recording)."""
+        changed = changed_functions(self.original.sources, variant.sources, self.modules)
+        return [key for key in changed if not key.partition(":")[2].startswith("_")]
 
     def targets(self, variant: Variant, recording: Recording) -> tuple[list[FunctionProfile], list[str]]:
         """The functions to check on a variant, those its patch edits first, and why others it
