@@ -36,9 +36,11 @@ from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError
 from gi.fitness.oracle.record import WORKER_NAME, Recording, RecordingError, worker_source
 from gi.fitness.oracle.search import CHANGED, NOT_CHECKED, SAME, Behaviour, Difference, not_checked, search_difference
 from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, describe
+from gi.fitness.outcomes import regressions
 from gi.fitness.tests import NOT_FAILING, PytestSetup
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
+from gi.model.results import Evaluation
 
 #: Seconds one call may take in a worker; past it, the call has timed out.
 CALL_SECONDS = 1.0
@@ -375,6 +377,14 @@ class Oracle:
             "not_checked": sum(behaviour.verdict == NOT_CHECKED for behaviour in judged),
             "functions_recorded": len(recording.functions) if recording is not None else None,
         }
+
+
+def unchecked_because(evaluation: Evaluation, baseline: Evaluation) -> str:
+    """Why a program is not for the oracle ("": it is): one that fails a training test the
+    original passes already behaves otherwise, and the training tests say where."""
+    if not evaluation.ok or regressions(evaluation.tests, baseline.tests):
+        return "it fails training tests the original passes"
+    return ""
 
 
 def _words(difference: Difference) -> str:

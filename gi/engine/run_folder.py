@@ -223,6 +223,7 @@ class _Validation(_Shape):
     tests: list[str]
     baseline: _Tests | None = None
     front: _Share
+    behaviour: _Share | None = None
     feasible: _Share
     groups: dict[str, _Share]
     operators: dict[str, _Share]

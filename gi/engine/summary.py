@@ -17,7 +17,7 @@ from gi.algorithms import Search
 from gi.engine.accounting import count_by_operator
 from gi.engine.front_checks import plausible_patches, without_riders
 from gi.engine.held_out import HeldOut, front_members, generalisation_gap
-from gi.engine.oracle import Oracle
+from gi.engine.oracle import Oracle, unchecked_because
 from gi.engine.recorded import replay_comparison
 from gi.engine.service import EvaluationService
 from gi.engine.storage import RunStorage
@@ -334,8 +334,8 @@ class SummaryBuilder:
                 entry["behaviour"] = not_checked("the original program").to_json()
             elif self.oracle is None:
                 entry["behaviour"] = not_checked("tests.oracle is 'off'").to_json()
-            elif regressions(entry["evaluation"].tests, baseline.tests) or not entry["evaluation"].ok:
-                entry["behaviour"] = not_checked("it fails training tests the original passes").to_json()
+            elif why := unchecked_because(entry["evaluation"], baseline):
+                entry["behaviour"] = not_checked(why).to_json()
             else:
                 judged.append(entry)
         if self.oracle is None:

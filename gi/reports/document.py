@@ -23,6 +23,7 @@ from gi.reports.compare import compare, read_run, run_folders
 from gi.reports.tables import (
     VALIDATION_COLUMNS,
     behaviour_cell,
+    behaviour_split,
     changed_members,
     describe_behaviour,
     describe_speedup,
@@ -283,11 +284,15 @@ def _validation_section(doc: _Document, figures: Mapping[str, Any]) -> None:
     doc.heading("Revalidation")
     doc.paragraph(f"Overfitting under {', '.join(figures['tests'])} (gi validate): {validation_baseline(figures)}.")
     doc.table(["programs", *VALIDATION_COLUMNS], [[name.strip(), *cells] for name, cells in validation_rows(figures)])
+    if (split := behaviour_split(figures)) is not None:
+        doc.paragraph(split[0].upper() + split[1:] + ".")
     doc.paragraph(
         "overfit: the programs that keep every training test the original passes and fail a test of this suite"
         " it passes (the share of those checked); introduced: of those, the ones no parent of which overfits,"
         " out of the programs with no overfitting parent (the edit made the overfit; the language model and"
-        " the classic operators are compared on this share); inherited: a parent overfits already.",
+        " the classic operators are compared on this share); inherited: a parent overfits already. By"
+        " counterexamples: the front members the behaviour oracle checked, and those it found a call of a changed"
+        " function on which they do otherwise than the original.",
         note=True,
     )
 

@@ -212,7 +212,10 @@ def validation_rows(figures: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     """The rows of a validation, as `gi show` and the report print them: front, every feasible
     program, the language model's edits against the classic ones, then each operator; the cells
     are VALIDATION_COLUMNS'. A validation stored by an older gi has no introduced or inherited counts ("-")."""
-    rows = [("front", figures["front"]), ("every feasible program", figures["feasible"])]
+    rows = [("front", figures["front"])]
+    if figures.get("behaviour"):
+        rows.append(("front, by counterexamples", figures["behaviour"]))
+    rows.append(("every feasible program", figures["feasible"]))
     rows += [(f"{name} edits", share) for name, share in figures["groups"].items() if share["checked"]]
     rows += [(f"  by {name}", share) for name, share in figures["operators"].items()]
     shown = []
@@ -234,6 +237,18 @@ def validation_baseline(figures: Mapping[str, Any]) -> str:
     return (
         f"the original under this suite: {counts['passed']} passed, {counts['failed']} failed,"
         f" {counts.get('skipped', 0)} skipped (it is in no rate)"
+    )
+
+
+def behaviour_split(figures: Mapping[str, Any]) -> str | None:
+    """The front's overfitting by the suite and by the oracle's counterexamples, apart (None
+    without the oracle)."""
+    behaviour = figures.get("behaviour")
+    if not behaviour:
+        return None
+    return (
+        f"of the front members both judged: {behaviour['suite_only']} overfit by the suite only,"
+        f" {behaviour['oracle_only']} by counterexamples only (behaviour no test checks), {behaviour['both']} by both"
     )
 
 
