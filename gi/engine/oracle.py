@@ -28,6 +28,7 @@ from hashlib import sha256
 from typing import Any
 
 from gi.engine.evaluation import Evaluator
+from gi.engine.held_out import HeldOut
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.sandbox.limits import WATCH_INTERVAL
 from gi.engine.sandbox.runner import LiveCommand, Sandbox
@@ -41,6 +42,7 @@ from gi.fitness.tests import NOT_FAILING, PytestSetup
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation
+from gi.populations import Individual
 
 #: Seconds one call may take in a worker; past it, the call has timed out.
 CALL_SECONDS = 1.0
@@ -197,11 +199,11 @@ class Oracle:
             self._recording = Recording.from_json(found)
         return self._recording
 
-    def check(self, variants: Sequence[Variant]) -> dict[str, Behaviour]:
-        """The verdict of each variant (by tree hash): what is left of the budget is shared over
-        those not judged yet; verdicts recorded earlier are taken as they are."""
+    def check(self, variants: Sequence[Variant], seconds: float | None = None) -> dict[str, Behaviour]:
+        """The verdict of each variant (by tree hash): what is left of the budget (or `seconds`)
+        is shared over those not judged yet; verdicts recorded earlier are taken as they are."""
         started = time.monotonic()
-        budget = self.seconds - self.spent
+        budget = self.seconds - self.spent if seconds is None else seconds
         missing = []
         for variant in {v.tree_hash: v for v in variants}.values():
             known = self._known(variant.tree_hash)
@@ -377,6 +379,54 @@ class Oracle:
             "not_checked": sum(behaviour.verdict == NOT_CHECKED for behaviour in judged),
             "functions_recorded": len(recording.functions) if recording is not None else None,
         }
+
+
+#: Where a counterexample found during the run goes among the held-out tests (tests.oracle_feedback).
+FEEDBACK_FILE = "gi_oracle/test_gi_oracle_{number}.py"
+
+
+class OracleFeedback:
+    """tests.oracle_feedback: after each generation, the oracle judges the front's new members
+    (within tests.oracle_seconds a generation), and each counterexample pytest confirmed joins the
+    held-out tests, so the held-out verdicts of the run (its generalisation gap, the front's) count
+    it. The counterexamples are recorded (`oracle_counterexamples`): a resumed run has them too."""
+
+    def __init__(self, oracle: Oracle, held_out: HeldOut, measurements: Measurements) -> None:
+        self.oracle = oracle
+        self.held_out = held_out
+        self.measurements = measurements
+        self.tests: list[str] = list(measurements.found("oracle_counterexamples") or [])
+        self._install()
+
+    def _install(self) -> None:
+        self.held_out.extend(
+            [(FEEDBACK_FILE.format(number=number), test) for number, test in enumerate(self.tests, start=1)]
+        )
+
+    def generation(
+        self, new: Sequence[Individual], evaluations: Mapping[str, Evaluation], baseline: Evaluation
+    ) -> None:
+        """Judge the generation's new front members; add what was found to the held-out tests."""
+        variants = [
+            apply(self.oracle.program, member.patch)
+            for member in new
+            if member.tree_hash != self.oracle.original.tree_hash
+            and member.tree_hash in evaluations
+            and not unchecked_because(evaluations[member.tree_hash], baseline)
+        ]
+        if not variants:
+            return
+        verdicts = self.oracle.check(variants, seconds=self.oracle.seconds)
+        found = [
+            verdict.counterexample
+            for verdict in verdicts.values()
+            if verdict.verdict == CHANGED and verdict.confirmed and verdict.counterexample
+        ]
+        added = [test for test in dict.fromkeys(found) if test not in self.tests]
+        if added:
+            self.tests += added
+            self.measurements.record("oracle_counterexamples", self.tests)
+            self._install()
 
 
 def unchecked_because(evaluation: Evaluation, baseline: Evaluation) -> str:

@@ -193,6 +193,7 @@ files = ["arith.py"]
 train = ["tests"]
 holdout = ["holdout"]
 timeout = 60
+oracle_feedback = true
 
 [objectives]
 minimize = ["failed_tests", "complexity", "size"]
@@ -204,7 +205,7 @@ generations = 0
 
 
 @pytest.mark.slow
-def test_a_run_reports_each_members_behaviour_beside_its_held_out_verdict(
+def test_a_run_reports_each_members_behaviour_and_its_counterexamples_join_the_held_out_tests(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_program(tmp_path / "arith")
@@ -218,8 +219,13 @@ def test_a_run_reports_each_members_behaviour_beside_its_held_out_verdict(
     original = next(member for member in summary["front"] if member["id"] == "original")
     assert original["behaviour"] == {**original["behaviour"], "verdict": NOT_CHECKED, "why": "the original program"}
     changed = next(member for member in summary["front"] if member["behaviour"]["verdict"] == CHANGED)
-    assert changed["overfits"] is False, "the held-out tests pass it"
     assert changed["behaviour"]["confirmed"] is True
+    # tests.oracle_feedback: the counterexample joined the held-out tests, which now fail it.
+    assert changed["overfits"] is True
+    assert [f"test_gi_oracle_1.py::{changed['behaviour']['counterexample'].split('def ')[1].split('(')[0]}"] == [
+        test.rpartition("/")[2] for test in changed["holdout"]["regressions"]
+    ]
+    assert summary["held_out_tests"] == 3 + summary["oracle"]["changed"]
     assert main(["show", str(result.folder), changed["id"]]) == 0
     shown = capsys.readouterr().out
     assert changed["behaviour"]["counterexample"].splitlines()[-1].strip() in shown
