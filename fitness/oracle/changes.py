@@ -11,7 +11,7 @@ counts as using every editable `merge`. A changed module-level statement that bi
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 Definitions = dict[str, str]
 
@@ -73,11 +73,15 @@ def _definitions(text: str) -> tuple[Definitions, list[str], dict[str, set[str]]
 
 
 def changed_functions(
-    original: Mapping[str, str], variant: Mapping[str, str], modules: Mapping[str, str]
+    original: Mapping[str, str],
+    variant: Mapping[str, str],
+    modules: Mapping[str, str],
+    meant: Collection[str] = (),
 ) -> dict[str, str]:
     """The top-level functions of the editable files ("module:name", by `modules`: file ->
     module name) whose behaviour the variant's sources may change, each with why: "edited", or
-    the name of what it uses that changed ("uses merge")."""
+    the name of what it uses that changed ("uses merge"). The functions `meant` to change (a
+    repair's) are left out, and so are the changes that reach others only through them."""
     changed: dict[tuple[str, str], str] = {}
     uses: dict[tuple[str, str], set[str]] = {}
     functions: set[tuple[str, str]] = set()
@@ -97,12 +101,15 @@ def changed_functions(
                 changed[(module, name)] = "edited"
         for name, used in after[2].items():
             uses.setdefault((module, name), set()).update(used)
+    for key in meant:
+        module, _, name = key.partition(":")
+        changed.pop((module, name), None)
     grew = True
     while grew:
         grew = False
         names = {name for _, name in changed}
         for definition, used in uses.items():
-            if definition in changed:
+            if definition in changed or f"{definition[0]}:{definition[1]}" in meant:
                 continue
             reached = sorted(used & names)
             if reached:

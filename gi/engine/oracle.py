@@ -14,6 +14,7 @@ them; the time they take is bounded by tests.oracle_seconds over the front.
 
 from __future__ import annotations
 
+import ast
 import hmac
 import json
 import os
@@ -50,6 +51,8 @@ CALL_SECONDS = 1.0
 START_SECONDS = 60.0
 #: Beyond a call's limit, how long gi waits for the answer before it stops the worker.
 ANSWER_MARGIN = 2.0
+#: The longest answer gi reads from a worker (what a call returned, encoded, is bounded far below).
+ANSWER_BYTES = 64 * 1024 * 1024
 #: Where a counterexample goes in a copy of the program.
 COUNTEREXAMPLE_FILE = "gi_oracle/test_gi_counterexample.py"
 #: Differences whose counterexample gi tries to confirm with pytest, smallest first.
@@ -117,16 +120,24 @@ class OracleWorker:
         assert self.live is not None
         deadline = time.monotonic() + timeout
         header = self._read(4, deadline)
-        body = self._read(struct.unpack(">I", header)[0], deadline) if header is not None else None
+        if header is None:
+            return None
+        size = struct.unpack(">I", header)[0]
+        if size > ANSWER_BYTES:
+            raise OracleError("the worker's answers were not written by gi's worker (an answer too long)")
+        body = self._read(size, deadline)
         if body is None:
             return None
-        framed = json.loads(body)
-        text = str(framed.get("body", ""))
-        expected = hmac.new(self.key, f"{self.number}:{text}".encode(), sha256).hexdigest()
-        if not hmac.compare_digest(str(framed.get("mac", "")), expected):
-            raise OracleError("the worker's answers were not written by gi's worker")
+        try:
+            framed = json.loads(body)
+            text = str(framed["body"])
+            expected = hmac.new(self.key, f"{self.number}:{text}".encode(), sha256).hexdigest()
+            if not hmac.compare_digest(str(framed["mac"]), expected):
+                raise ValueError("a signature that does not match")
+            answer: dict[str, Any] = json.loads(text)
+        except (ValueError, KeyError, TypeError) as error:
+            raise OracleError(f"the worker's answers were not written by gi's worker ({error})") from None
         self.number += 1
-        answer: dict[str, Any] = json.loads(text)
         return answer
 
     def _read(self, size: int, deadline: float) -> bytes | None:
@@ -178,6 +189,7 @@ class Oracle:
         #: Seconds the checks made so far took, of `seconds`.
         self.spent = 0.0
         self._recording: Recording | None = None
+        self._reach: frozenset[str] | None = None
 
     @property
     def modules(self) -> dict[str, str]:
@@ -213,19 +225,19 @@ class Oracle:
                 self.verdicts[variant.tree_hash] = not_checked("the original program")
             else:
                 missing.append(variant)
-        untouched = [v for v in missing if not self._public_changes(v)]
-        for variant in untouched:
-            self._keep(variant.tree_hash, not_checked("the patch changes no public top-level function"))
-        missing = [variant for variant in missing if variant not in untouched]
-        if missing:
-            try:
-                recording = self.recording()
-            except RecordingError as error:
-                why = f"the training tests' calls could not be recorded ({error})"
-                self.warnings.append(f"tests.oracle: {why}")
-                for variant in missing:
+        try:
+            for variant in list(missing):
+                if why := self._nothing_to_check(variant):
                     self._keep(variant.tree_hash, not_checked(why))
-                return {variant.tree_hash: self.verdicts[variant.tree_hash] for variant in variants}
+                    missing.remove(variant)
+            recording = self.recording() if missing else None
+        except RecordingError as error:
+            why = f"the training tests' calls could not be recorded ({error})"
+            self.warnings.append(f"tests.oracle: {why}")
+            for variant in missing:
+                self._keep(variant.tree_hash, not_checked(why))
+            missing, recording = [], None
+        if recording is not None:
             with ExitStack() as stack:
                 original: list[OracleWorker] = []
                 for index, variant in enumerate(missing):
@@ -233,6 +245,50 @@ class Oracle:
                     self._keep(variant.tree_hash, self._member(variant, recording, original, stack, share))
         self.spent += time.monotonic() - started
         return {variant.tree_hash: self.verdicts[variant.tree_hash] for variant in variants}
+
+    def _meant(self) -> frozenset[str]:
+        """The functions a repair is meant to change, those its failing tests reach (none outside
+        a repair): from the recording once it is made, else from the original's coverage by the
+        training tests, else the recording is made. Raises RecordingError."""
+        if self._reach is None:
+            if not self.repairing:
+                self._reach = frozenset()
+            else:
+                reach = self._reach_from_coverage() if self._recording is None else None
+                self._reach = reach if reach is not None else self.recording().failing_reach
+        return self._reach
+
+    def _reach_from_coverage(self) -> frozenset[str] | None:
+        """The top-level functions ("module:name") with a line a failing training test ran, by the
+        original's coverage (None when the run has none)."""
+        coverage, outcomes = self.evaluator.coverage, self.evaluator.baseline_tests
+        if coverage is None or outcomes is None:
+            return None
+        failing = {test for test, outcome in outcomes.items() if outcome not in NOT_FAILING}
+        reached = set()
+        for file, module in self.modules.items():
+            lines = {line for line, tests in coverage.lines.get(file, {}).items() if tests & failing}
+            for node in ast.parse(self.original.sources[file]).body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    last = node.end_lineno or node.lineno
+                    if any(node.lineno <= line <= last for line in lines):
+                        reached.add(f"{module}:{node.name}")
+        return frozenset(reached)
+
+    def _nothing_to_check(self, variant: Variant) -> str:
+        """Why the oracle has nothing to check on a variant ("": it has). Raises RecordingError."""
+        public = self._public_changes(variant)
+        if not public:
+            return "the patch changes no public top-level function"
+        meant = self._meant()
+        changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        if any(not key.partition(":")[2].startswith("_") for key in changed):
+            return ""
+        reached = [key.partition(":")[2] for key in public if key in meant]
+        return (
+            "; ".join(f"{name}: the failing tests reach it" for name in reached)
+            or "it changes only what the failing tests reach"
+        )
 
     def _known(self, tree_hash: str) -> Behaviour | None:
         if tree_hash in self.verdicts:
@@ -256,15 +312,17 @@ class Oracle:
     def targets(self, variant: Variant, recording: Recording) -> tuple[list[FunctionProfile], list[str]]:
         """The functions to check on a variant, those its patch edits first, and why others it
         changes are not checked."""
-        changed = changed_functions(self.original.sources, variant.sources, self.modules)
-        skipped: list[str] = []
+        meant = self._meant()
+        changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        skipped = [
+            f"{key.partition(':')[2]}: the failing tests reach it"
+            for key in self._public_changes(variant)
+            if key in meant
+        ]
         chosen: list[tuple[bool, FunctionProfile]] = []
         for key, why in changed.items():
             name = key.partition(":")[2]
             if name.startswith("_"):
-                continue
-            if self.repairing and key in recording.failing_reach:
-                skipped.append(f"{name}: the failing tests reach it")
                 continue
             profile = recording.functions.get(key)
             if profile is None:

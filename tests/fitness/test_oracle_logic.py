@@ -57,6 +57,8 @@ def test_a_patch_changes_the_functions_it_edits_and_those_that_use_them() -> Non
         "helpers:clip": "edited",
         "helpers:total": "uses clip",
     }
+    # A repair whose failing tests reach clip is meant to change it, and total through it.
+    assert changed_functions({"helpers.py": ORIGINAL}, {"helpers.py": edited}, modules, {"helpers:clip"}) == {}
     constant = ORIGINAL.replace("LIMIT = 10", "LIMIT = 11")
     assert set(changed_functions({"helpers.py": ORIGINAL}, {"helpers.py": constant}, modules)) == {
         "helpers:clip",
