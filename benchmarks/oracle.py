@@ -5,7 +5,8 @@ every training and held-out test passes it, and is_prime(18) raises AssertionErr
 original returns False. A search reaches it slowly today, so this script builds that patch (gi's
 own edit, `keep_operand` on the quick check) and checks it the way a run's front validation does,
 on the project as `gi init` sets it up (README's new-user path, as benchmarks/real_projects.py
-takes it: the sdist from PyPI, its own environment, `gi init`):
+takes it: the sdist from PyPI, its own environment, `gi init`), with the issue's objectives (a
+simplification) and time limits no loaded machine trips:
 
 - the training tests on the member (they must all pass), the held-out tests (the share `gi init`
   holds out) and whether they call it overfitting;
@@ -16,6 +17,9 @@ takes it: the sdist from PyPI, its own environment, `gi init`):
   deleted), which the oracle must find "not checked" (no function changes), never "changed".
 
     python benchmarks/oracle.py [--cache ~/.cache/gi-benchmarks] [--seconds 60]
+
+Run it with an absolute path to the interpreter: the project's environment is made from it, and
+the sandbox shows only the folders an interpreter's real path names.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 from real_projects import RealProject, gi_init, prepare
 
 from gi.config import load_config
+from gi.fitness.objectives import Constraint
 from gi.fitness.outcomes import overfits, test_counts
 from gi.model.edits import DeleteStatement, KeepOperand
 from gi.model.patch import Patch, Variant, apply
@@ -85,9 +90,15 @@ def main() -> None:
     if not ok:
         raise SystemExit(f"gi init failed: {said}")
     config = load_config(folder / "gi.toml")
-    config = config.model_copy(
-        update={"tests": config.tests.model_copy(update={"oracle_seconds": args.seconds, "oracle": "auto"})}
+    # The issue's run: a simplification (complexity 714 -> 709), so behaviour is to be kept; and
+    # time limits a loaded machine cannot trip (gi init sets them from the suite's times here).
+    tests = config.tests.model_copy(
+        update={"oracle_seconds": args.seconds, "oracle": "auto", "timeout": 3600.0, "test_timeout": 600.0}
     )
+    objectives = config.objectives.model_copy(
+        update={"minimize": ["failed_tests", "complexity", "size"], "constraint": Constraint.TRAIN_PASS}
+    )
+    config = config.model_copy(update={"tests": tests, "objectives": objectives})
     experiment = Experiment(config, fresh=True)
     try:
         started = time.perf_counter()
