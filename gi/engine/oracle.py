@@ -57,8 +57,9 @@ ANSWER_BYTES = 64 * 1024 * 1024
 COUNTEREXAMPLE_FILE = "gi_oracle/test_gi_counterexample.py"
 #: Differences whose counterexample gi tries to confirm with pytest, smallest first.
 CONFIRMATIONS = 2
-#: A member left less time than this is not checked.
+#: A member left less time than this is not checked, and why.
 MIN_SECONDS = 0.5
+SPENT = "the oracle's time (tests.oracle_seconds) was spent on the members before"
 
 
 class OracleError(Exception):
@@ -230,6 +231,10 @@ class Oracle:
                 if why := self._nothing_to_check(variant):
                     self._keep(variant.tree_hash, not_checked(why))
                     missing.remove(variant)
+            if budget < MIN_SECONDS:
+                for variant in missing:
+                    self._keep(variant.tree_hash, not_checked(SPENT))
+                missing = []
             recording = self.recording() if missing else None
         except RecordingError as error:
             why = f"the training tests' calls could not be recorded ({error})"
@@ -300,8 +305,10 @@ class Oracle:
         return None
 
     def _keep(self, tree_hash: str, behaviour: Behaviour) -> None:
+        """Keep a verdict, and record it but when only the budget kept it from being made (a
+        run judged again with more time judges that member)."""
         self.verdicts[tree_hash] = behaviour
-        if self.measurements is not None:
+        if self.measurements is not None and behaviour.why != SPENT:
             self.measurements.record(f"oracle:{tree_hash}", behaviour.to_json())
 
     def _public_changes(self, variant: Variant) -> list[str]:
@@ -338,7 +345,7 @@ class Oracle:
         deadline = started + seconds
         targets, skipped = self.targets(variant, recording)
         if targets and seconds < MIN_SECONDS:
-            return not_checked("the oracle's time (tests.oracle_seconds) was spent on the members before")
+            return not_checked(SPENT)
         if not targets:
             why = "; ".join(skipped) if skipped else "the patch changes no public top-level function"
             return not_checked(why)

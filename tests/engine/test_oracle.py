@@ -17,8 +17,10 @@ from gi.config import load_config
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut
-from gi.engine.oracle import Oracle
+from gi.engine.oracle import SPENT, Oracle
 from gi.engine.project import pytest_setup
+from gi.engine.recorded import Measurements
+from gi.engine.store import RunStore
 from gi.fitness.oracle import CHANGED, NOT_CHECKED, SAME
 from gi.fitness.outcomes import overfits
 from gi.model.edits import DeleteStatement, KeepOperand
@@ -232,3 +234,19 @@ def test_a_run_reports_each_members_behaviour_and_its_counterexamples_join_the_h
     assert "behaviour changed:" in shown
     report = (result.folder / "report.md").read_text()
     assert "Behaviour on inputs no test tries (the oracle): changed" in report
+
+
+def test_a_spent_budget_leaves_a_member_unchecked_and_unrecorded(tmp_path: Path) -> None:
+    program = write_program(tmp_path / "arith")
+    evaluator = evaluator_for(program)
+    store = RunStore(tmp_path / "store.sqlite")
+    measurements = Measurements(store)
+    variant = apply(program, Patch((QUICK_CHECK,)))
+    try:
+        verdict = Oracle(evaluator, measurements, seconds=0.01, repairing=False).check([variant])[variant.tree_hash]
+        assert measurements.found("oracle_calls") is None, "nothing was recorded for nothing"
+        assert measurements.found(f"oracle:{variant.tree_hash}") is None, "a run with more time judges it"
+    finally:
+        evaluator.close()
+        store.close()
+    assert (verdict.verdict, verdict.why) == (NOT_CHECKED, SPENT)
