@@ -16,7 +16,11 @@ simplification) and time limits no loaded machine trips:
 - the same for a member that changes nothing a caller sees (the docstring of `is_prime`
   deleted), which the oracle must find "not checked" (no function changes), never "changed".
 
-    python benchmarks/oracle.py [--cache ~/.cache/gi-benchmarks] [--seconds 60]
+    python benchmarks/oracle.py [--cache ~/.cache/gi-benchmarks] [--seconds 60] [--fresh]
+
+A second run reuses the project, its config and the run store (the original's training and
+held-out runs, the recorded calls); the oracle's verdicts are recorded there too, so to judge
+again, pass --fresh.
 
 Run it with an absolute path to the interpreter: the project's environment is made from it, and
 the sandbox shows only the folders an interpreter's real path names.
@@ -83,12 +87,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gi-benchmarks")
     parser.add_argument("--seconds", type=float, default=60.0, help="tests.oracle_seconds")
+    parser.add_argument("--fresh", action="store_true", help="a fresh copy, config and run store, as on a first run")
     args = parser.parse_args()
     print(f"load {os.getloadavg()[0]:.2f} at the start", flush=True)
-    folder = prepare(PROJECT, args.cache.expanduser().resolve())
-    ok, said = gi_init(folder)
-    if not ok:
-        raise SystemExit(f"gi init failed: {said}")
+    cache = args.cache.expanduser().resolve()
+    folder = cache / "projects" / PROJECT.folder_name
+    if args.fresh or not (folder / "gi.toml").is_file():
+        folder = prepare(PROJECT, cache)
+        ok, said = gi_init(folder)
+        if not ok:
+            raise SystemExit(f"gi init failed: {said}")
+    else:
+        print(f"reusing {folder}, its gi.toml and run store (--fresh: a new one)")
     config = load_config(folder / "gi.toml")
     # The run: a simplification (complexity 714 -> 709), so behaviour is to be kept; and
     # time limits a loaded machine cannot trip (gi init sets them from the suite's times here).
@@ -99,7 +109,7 @@ def main() -> None:
         update={"minimize": ["failed_tests", "complexity", "size"], "constraint": Constraint.TRAIN_PASS}
     )
     config = config.model_copy(update={"tests": tests, "objectives": objectives})
-    experiment = Experiment(config, fresh=True)
+    experiment = Experiment(config, fresh=args.fresh)
     try:
         started = time.perf_counter()
         baseline = experiment.reopen()

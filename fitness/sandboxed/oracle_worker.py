@@ -333,7 +333,9 @@ def record(output: str, text: str) -> None:
     for file in plan["files"]:
         files |= {file, os.path.realpath(file)}
     per_function, literal_limit = int(plan["per_function"]), int(plan["literal_per_function"])
-    functions: dict[str, dict[str, Any]] = {}
+    #: Per code object of the editable files: what was noted of its function, None for code
+    #: that is no top-level function; once enough was noted, only that it was reached.
+    states: dict[types.CodeType, dict[str, Any] | None] = {}
     literals: dict[str, list[str]] = {}
     current: list[str | None] = [None]
     reached: set[str] = set()
@@ -342,8 +344,6 @@ def record(output: str, text: str) -> None:
 
     def key_of(frame: types.FrameType) -> str | None:
         code = frame.f_code
-        if code.co_filename not in files:
-            return None
         module = frame.f_globals.get("__name__")
         function = frame.f_globals.get(code.co_name)
         if module == "__main__" or not isinstance(function, types.FunctionType) or function.__code__ is not code:
@@ -357,14 +357,28 @@ def record(output: str, text: str) -> None:
         except Exception:
             return None
 
-    def note(frame: types.FrameType) -> None:
+    def state_of(frame: types.FrameType) -> dict[str, Any] | None:
+        code = frame.f_code
         key = key_of(frame)
         if key is None:
-            return
-        reached.add(key)
+            return None
+        plain = not (code.co_flags & 0x0C or code.co_kwonlyargcount or code.co_name.startswith("_"))
+        return {"key": key, "calls": [], "texts": set(), "count": 0, "done": False,
+                "literals": literals.setdefault(key, []) if plain and literal_limit else None,
+                "tries": 0}  # fmt: skip
+
+    def note(frame: types.FrameType) -> None:
         code = frame.f_code
-        seen = functions.setdefault(key, {"calls": [], "texts": set(), "count": 0})
-        seen["count"] += 1
+        if code in states:
+            state = states[code]
+        else:
+            state = states[code] = state_of(frame)
+        if state is None:
+            return
+        reached.add(state["key"])
+        state["count"] += 1
+        if state["done"]:
+            return
         count = code.co_argcount + code.co_kwonlyargcount
         names = code.co_varnames[:count]
         values = frame.f_locals
@@ -375,21 +389,23 @@ def record(output: str, text: str) -> None:
             args += list(values[code.co_varnames[count]])
         if code.co_flags & 0x08:
             kwargs.update(values[code.co_varnames[count + varargs]])
-        if not (varargs or kwargs or code.co_flags & 0x08 or code.co_name.startswith("_")) and literal_limit:
-            texts = literals.setdefault(key, [])
-            text = literal(args) if len(texts) < literal_limit else None
-            if text is not None and text not in texts:
-                texts.append(text)
-        if len(seen["calls"]) >= per_function or seen["count"] > 50 * per_function:
-            return
-        try:
-            call = {"args": [encode(item) for item in args], "kwargs": {k: encode(v) for k, v in kwargs.items()}}
-        except Exception:
-            return
-        text = json.dumps(call, sort_keys=True)
-        if text not in seen["texts"]:
-            seen["texts"].add(text)
-            seen["calls"].append(call)
+        texts = state["literals"]
+        if texts is not None and len(texts) < literal_limit and state["tries"] < 10 * literal_limit:
+            state["tries"] += 1
+            made = literal(args)
+            if made is not None and made not in texts:
+                texts.append(made)
+        if len(state["calls"]) < per_function and state["count"] <= 50 * per_function:
+            try:
+                call = {"args": [encode(item) for item in args], "kwargs": {k: encode(v) for k, v in kwargs.items()}}
+                made = json.dumps(call, sort_keys=True)
+                if made not in state["texts"]:
+                    state["texts"].add(made)
+                    state["calls"].append(call)
+            except Exception:
+                pass
+        literal_done = texts is None or len(texts) >= literal_limit or state["tries"] >= 10 * literal_limit
+        state["done"] = literal_done and (len(state["calls"]) >= per_function or state["count"] > 50 * per_function)
 
     class Tracker:
         @pytest.hookimpl(tryfirst=True)
@@ -425,6 +441,7 @@ def record(output: str, text: str) -> None:
             except Exception as error:
                 result = "raises " + type(error).__name__
             cases.append([module, name, arguments, result])
+    functions = {state["key"]: state for state in states.values() if state is not None}
     for module in plan["modules"]:  # the functions no test called: their parameters and annotations
         try:
             names = vars(importlib.import_module(module))

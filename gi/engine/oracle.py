@@ -187,8 +187,10 @@ class Oracle:
         self.original = apply(self.program, Patch())
         self.verdicts: dict[str, Behaviour] = {}
         self.warnings: list[str] = []
-        #: Seconds the checks made so far took, of `seconds`.
+        #: Seconds the checks made so far took, of `seconds`, and the recording's (one run of the
+        #: training tests under a hook, bounded by 3 x tests.timeout, not charged to the budget).
         self.spent = 0.0
+        self.recording_seconds = 0.0
         self._recording: Recording | None = None
         self._reach: frozenset[str] | None = None
 
@@ -202,7 +204,11 @@ class Oracle:
         if self._recording is None:
 
             def record() -> dict[str, Any]:
-                return self.evaluator.record_calls(self.original)
+                started = time.monotonic()
+                try:
+                    return self.evaluator.record_calls(self.original)
+                finally:
+                    self.recording_seconds = time.monotonic() - started
 
             found = (
                 record()
@@ -215,7 +221,7 @@ class Oracle:
     def check(self, variants: Sequence[Variant], seconds: float | None = None) -> dict[str, Behaviour]:
         """The verdict of each variant (by tree hash): what is left of the budget (or `seconds`)
         is shared over those not judged yet; verdicts recorded earlier are taken as they are."""
-        started = time.monotonic()
+        started, recorded_before = time.monotonic(), self.recording_seconds
         budget = self.seconds - self.spent if seconds is None else seconds
         missing = []
         for variant in {v.tree_hash: v for v in variants}.values():
@@ -243,12 +249,13 @@ class Oracle:
                 self._keep(variant.tree_hash, not_checked(why))
             missing, recording = [], None
         if recording is not None:
+            begun = time.monotonic()  # the recording is not charged to the budget
             with ExitStack() as stack:
                 original: list[OracleWorker] = []
                 for index, variant in enumerate(missing):
-                    share = (budget - (time.monotonic() - started)) / (len(missing) - index)
+                    share = (budget - (time.monotonic() - begun)) / (len(missing) - index)
                     self._keep(variant.tree_hash, self._member(variant, recording, original, stack, share))
-        self.spent += time.monotonic() - started
+        self.spent += time.monotonic() - started - (self.recording_seconds - recorded_before)
         return {variant.tree_hash: self.verdicts[variant.tree_hash] for variant in variants}
 
     def _meant(self) -> frozenset[str]:
@@ -438,7 +445,8 @@ class Oracle:
         return {
             "mode": mode,
             "budget_seconds": self.seconds,
-            "seconds": round(self.spent, 3),
+            "seconds": round(self.spent + self.recording_seconds, 3),
+            "recording_seconds": round(self.recording_seconds, 3),
             "same": sum(behaviour.verdict == SAME for behaviour in judged),
             "changed": sum(behaviour.verdict == CHANGED for behaviour in judged),
             "not_checked": sum(behaviour.verdict == NOT_CHECKED for behaviour in judged),

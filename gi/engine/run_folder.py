@@ -163,6 +163,7 @@ class _Oracle(_Shape):
     not_checked: int
     seconds: float
     budget_seconds: float
+    recording_seconds: float | None = None
 
 
 class _Member(_Shape):

@@ -69,10 +69,11 @@ def oracle_line(summary: Mapping[str, Any]) -> str | None:
     if not oracle:
         return None
     checked = oracle["same"] + oracle["changed"]
+    recording = oracle.get("recording_seconds") or 0.0
     return (
         f"behaviour oracle: {oracle['changed']} of {checked} member{'s' if checked != 1 else ''} checked change"
-        f" behaviour on inputs no test tries ({oracle['not_checked']} not checked); {oracle['seconds']:.1f} s of"
-        f" its {oracle['budget_seconds']:g} s"
+        f" behaviour on inputs no test tries ({oracle['not_checked']} not checked); {oracle['seconds']:.1f} s"
+        f" ({recording:.1f} s recording the training tests' calls, the checks within {oracle['budget_seconds']:g} s)"
     )
 
 
