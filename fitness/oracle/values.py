@@ -180,7 +180,7 @@ def call_source(call: Call, names: Sequence[str] = ()) -> str | None:
     return f"{call.name}({', '.join(parts)})"
 
 
-def test_name(call: Call) -> str:
+def counterexample_name(call: Call) -> str:
     """A test's name from the call: test_is_prime_18."""
     shown = ", ".join([source(value) or value[0] for value in call.args] + [key for key, _ in call.kwargs])
     slug = re.sub(r"\W+", "_", re.sub(r"-(?=\d)", "minus_", shown)).strip("_")[:40].strip("_")
@@ -296,4 +296,4 @@ def counterexample(
         lines.append(f"assert {names[index]} == {text}")
     header = [*sorted(imports), f"from {import_from} import {call.name}"]
     body = "\n".join(f"    {line}" for line in lines)
-    return "\n".join(header) + f"\n\n\ndef {test_name(call)}():\n{body}\n"
+    return "\n".join(header) + f"\n\n\ndef {counterexample_name(call)}():\n{body}\n"

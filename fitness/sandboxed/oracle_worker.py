@@ -249,6 +249,9 @@ def serve() -> None:
     loads, dumps, pack, unpack = json.loads, json.dumps, struct.pack, struct.unpack
     read, write, new_mac, sha = os.read, os.write, hmac.new, hashlib.sha256
     base_exception, isinstance_, type_, expired = BaseException, isinstance, type, _Expired
+    import random
+
+    reseed = random.seed
 
     def receive() -> Any:
         def exactly(size: int) -> bytes:
@@ -301,6 +304,7 @@ def serve() -> None:
             answer({"unavailable": f"{type_(error).__name__}: {error}"[:300]})
             continue
         outcome: dict[str, Any] = {}
+        reseed(0)  # both programs draw the same numbers, call by call
         signal.setitimer(signal.ITIMER_REAL, float(request["limit"]))
         try:
             try:

@@ -357,6 +357,7 @@ class Oracle:
             why = "; ".join(skipped) if skipped else "the patch changes no public top-level function"
             return not_checked(why)
         tried, checked, unmakeable = 0, [], []
+        unconfirmed: Behaviour | None = None
         try:
             if not original:
                 original.append(stack.enter_context(self._worker(self.original)))
@@ -378,14 +379,17 @@ class Oracle:
                     if search.difference is not None:
                         found = sorted(search.found.values(), key=lambda difference: len(difference.call.key()))
                         verdict = self._confirmed(variant, profile, [search.difference, *found], tried, checked)
-                        if verdict is not None:
+                        if verdict is not None and verdict.verdict == CHANGED:
                             return _timed(verdict, started)
+                        unconfirmed = unconfirmed or verdict
                     if search.cut_short:
                         skipped.append(f"{profile.key.partition(':')[2]}: the time ran out after {search.tried} calls")
         except OracleError as error:
             self.warnings.append(f"tests.oracle: {error}")
             return not_checked(str(error), time.monotonic() - started)
         skipped += unmakeable
+        if unconfirmed is not None:
+            return _timed(unconfirmed, started)
         if not checked:
             return not_checked("; ".join(skipped), time.monotonic() - started)
         names = ", ".join(key.partition(":")[2] for key in checked)
@@ -410,8 +414,10 @@ class Oracle:
         checked: Sequence[str],
     ) -> Behaviour | None:
         """The verdict "changed" with the first of `differences` whose counterexample pytest
-        confirms; None when none of them is confirmed and each was a call that timed out only
-        on the variant (the oracle's limit on a loaded machine, not a change)."""
+        confirms (or, when gi cannot write it as a test, with the difference in words); when
+        pytest confirms none, "not checked" and why (a result that depends on state or chance),
+        or None when each was a call that only ran out of the oracle's time on the variant (a
+        loaded machine, not a change)."""
         seen: set[str] = set()
         unconfirmed: Behaviour | None = None
         for difference in differences:
@@ -430,7 +436,13 @@ class Oracle:
                 return Behaviour(CHANGED, tried, test, said, tuple(checked), confirmed=True)
             if "timed_out" not in difference.variant:
                 unconfirmed = unconfirmed or Behaviour(
-                    CHANGED, tried, test, said + " (pytest did not confirm it)", tuple(checked), confirmed=False
+                    NOT_CHECKED,
+                    tried,
+                    test,
+                    f"{said} in the oracle's processes, but pytest did not confirm it (a result that depends on"
+                    " earlier calls or on chance?)",
+                    tuple(checked),
+                    confirmed=False,
                 )
         return unconfirmed
 
