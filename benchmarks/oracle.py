@@ -140,6 +140,8 @@ def main() -> None:
                 on_member = pytest_passes(folder, variant, verdict.counterexample, python)
                 print(f"pytest here on the counterexample: original {'passes' if on_original else 'FAILS'},"
                       f" member {'passes' if on_member else 'fails'}")  # fmt: skip
+        print(f"\noracle: {oracle.recording_seconds:.1f} s recording the training tests' calls (0: recorded"
+              f" before), {oracle.spent:.1f} s checking, of its {oracle.seconds:g} s")  # fmt: skip
     finally:
         experiment.close()
     print(f"\nload {os.getloadavg()[0]:.2f} at the end")
