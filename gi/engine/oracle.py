@@ -516,9 +516,13 @@ class OracleFeedback:
 
 def unchecked_because(evaluation: Evaluation, baseline: Evaluation) -> str:
     """Why a program is not for the oracle ("": it is): one that fails a training test the
-    original passes already behaves otherwise, and the training tests say where."""
+    original passes already behaves otherwise, and the training tests say where; one whose
+    evaluation ran only the tests selected by coverage (tests.select) is not known to pass the
+    others (its other outcomes are the original's), until every test confirmed it."""
     if not evaluation.ok or regressions(evaluation.tests, baseline.tests):
         return "it fails training tests the original passes"
+    if evaluation.partial:
+        return "only the training tests selected by coverage ran on it (no confirmation by every test)"
     return ""
 
 

@@ -17,12 +17,13 @@ from gi.config import load_config
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut
-from gi.engine.oracle import SPENT, Oracle
+from gi.engine.oracle import SPENT, Oracle, unchecked_because
 from gi.engine.project import pytest_setup
 from gi.engine.recorded import Measurements
 from gi.engine.store import RunStore
 from gi.fitness.oracle import CHANGED, NOT_CHECKED, SAME
 from gi.fitness.outcomes import overfits
+from gi.fitness.selection import Coverage
 from gi.model.edits import DeleteStatement, KeepOperand
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -250,3 +251,25 @@ def test_a_spent_budget_leaves_a_member_unchecked_and_unrecorded(tmp_path: Path)
         evaluator.close()
         store.close()
     assert (verdict.verdict, verdict.why) == (NOT_CHECKED, SPENT)
+
+
+def test_a_member_judged_by_the_tests_selected_by_coverage_waits_for_every_test(tmp_path: Path) -> None:
+    """With tests.select, a variant's evaluation runs only the tests that reach its edits and takes
+    the original's outcomes for the others: that is no proof it keeps them, so the oracle (which
+    judges only what keeps every training test) waits for the confirmation by every test."""
+    program = write_program(tmp_path / "arith")
+    evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, select=True))
+    try:
+        original = apply(program, Patch())
+        baseline = evaluator.evaluate(original)
+        evaluator.baseline_tests = baseline.tests
+        run, lines = evaluator.line_coverage(original)
+        evaluator.coverage = Coverage.of(lines, program.sources, run.outcomes)
+        variant = apply(program, Patch((NO_CENTURIES,)))
+        selected = evaluator.evaluate(variant)
+        confirmed = evaluator.evaluate(variant, every_test=True)
+    finally:
+        evaluator.close()
+    assert selected.partial and selected.measures["tests_run"] == 1 and selected.measures["failed_tests"] == 0
+    assert "selected by coverage" in unchecked_because(selected, baseline)
+    assert not confirmed.partial and unchecked_because(confirmed, baseline) == ""
