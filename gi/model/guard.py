@@ -42,13 +42,15 @@ from dataclasses import dataclass
 
 from gi.model.program import parse_quietly
 from gi.model.stdlib import (
+    ATTRIBUTE_WRITERS,
     NAMED_ACCESS,
     RISKY_MODULE_NAMES,
     import_label,
     judge_module_name,
+    learn,
+    module_facts,
     purity,
     resolve,
-    stdlib_module,
     value_label,
 )
 from gi.model.textcache import TextCache
@@ -149,6 +151,11 @@ class _Walker:
         self.quoted: set[str] = set()  # the text labels of its docstrings and bare strings
         self.judged: set[int] = set()  # ids of nodes already judged as part of a larger one
         self.ambiguous: set[str] = set()  # module names that may name something else (`_bindings`)
+        self.modules: set[str] = set()  # names bound by `import x` (a module, whoever's)
+        self.owned: set[str] = set()  # names bound by a def, a class or a lambda of the file's own
+        #: Names bound to what a module holds (`c = json.JSONEncoder`) -> its dotted name.
+        self.module_values: dict[str, str] = {}
+        self.decorators: set[int] = set()  # ids of decorator expressions
 
     def run(self) -> Uses:
         self._bindings()
@@ -162,11 +169,16 @@ class _Walker:
     def _bindings(self) -> None:
         """Every name the file binds, what its imports name, the attributes it defines, and its
         docstrings and bare strings (text that never runs)."""
+        learn(  # the standard-library modules the file imports, in one child process
+            [alias.name for node in self.nodes if isinstance(node, ast.Import) for alias in node.names]
+            + [node.module for node in self.nodes if isinstance(node, ast.ImportFrom) and node.module]
+        )
         for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     bound = alias.asname or alias.name.split(".")[0]
                     self.imports[bound] = alias.name if alias.asname else bound
+                    self.modules.add(bound)
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     if alias.name != "*":
@@ -179,6 +191,8 @@ class _Walker:
                 self.bound.add(node.id)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.bound.add(node.name)
+                self.owned.add(node.name)
+                self.decorators.update(id(decorator) for decorator in node.decorator_list)
             elif isinstance(node, ast.arg):
                 self.bound.add(node.arg)
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -205,11 +219,16 @@ class _Walker:
         aliases: dict[int, str] = {}  # the Name nodes that `m = os` binds -> the module
         for node in self.nodes:  # `m = os`: m names os wherever it is read
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = node.targets[0].id
+                if isinstance(node.value, ast.Lambda):
+                    self.owned.add(name)
                 value = self._dottedmodule(node.value)
                 if value is not None:
-                    self.imports.setdefault(node.targets[0].id, value)
+                    self.imports.setdefault(name, value)
                     aliases[id(node.targets[0])] = value
                     self.judged.update(id(part) for part in ast.walk(node.value))
+                elif (held := self._held_by_module(node.value)) is not None:
+                    self.module_values.setdefault(name, held)
         named: dict[str, set[str]] = {}
         for name, what in _bindings_of(self.nodes, aliases):
             named.setdefault(name, set()).add(what)
@@ -223,7 +242,15 @@ class _Walker:
         """The module an expression `a.b.c` names, when `a` is imported and the chain resolves
         to a standard-library module; None otherwise."""
         chain = self._resolved_chain(node)
-        return chain[0] if chain is not None and not chain[1] and stdlib_module(chain[0]) is not None else None
+        return chain[0] if chain is not None and not chain[1] and module_facts(chain[0]) is not None else None
+
+    def _held_by_module(self, node: ast.expr) -> str | None:
+        """The dotted name of what a module holds that `node` reads (`json.JSONEncoder`, a name
+        bound to one), or of the module itself (`json`): None for anything else."""
+        if isinstance(node, ast.Name) and node.id in self.module_values:
+            return self.module_values[node.id]
+        chain = self._resolved_chain(node)
+        return ".".join([chain[0], *chain[1]]) if chain is not None else None
 
     def _resolved_chain(self, node: ast.expr) -> tuple[str, list[str]] | None:
         """`a.b.c` with `a` imported, resolved: (the module reached, the attributes left); None
@@ -269,8 +296,8 @@ class _Walker:
             self._rebinding(node)
 
     def _import(self, module: str) -> str | None:
-        loaded = stdlib_module(module)
-        return import_label(loaded.__name__ if loaded is not None else module)
+        loaded = module_facts(module)
+        return import_label(loaded.name if loaded is not None else module)
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level:  # the project's own modules
@@ -313,18 +340,19 @@ class _Walker:
     def _module_chain(self, module: str, attributes: list[str]) -> None:
         resolved, rest, aliases = resolve(module, attributes)
         self.labels.update(aliases)
-        if stdlib_module(resolved.split(".")[0]) is None:  # the project's or a third party's module
+        if module_facts(resolved.split(".")[0]) is None:  # the project's or a third party's module
             for attribute in rest:
                 self._attribute(attribute, None)
             return
         if not rest:  # the chain ends at a module, held as a value
-            if label := value_label(resolved):
-                self.labels.add(label)
+            self.labels.add(value_label(resolved))
             return
-        if f"{resolved}.{rest[0]}" in NAMED_ACCESS and len(rest) == 1:
+        if f"{resolved}.{rest[0]}" in NAMED_ACCESS | ATTRIBUTE_WRITERS and len(rest) == 1:
             self.labels.add(f"{resolved}.{rest[0]} as a value")  # a call of it is judged in _call
         elif label := judge_module_name(resolved, rest[0]):
             self.labels.add(label)
+        elif rest[0].startswith("__") and rest[0].endswith("__"):
+            self._attribute(rest[0], None)  # a pure module's dunder (`json.__dict__`) is none of its names
         for attribute in rest[1:]:
             self._attribute(attribute, None)
 
@@ -349,11 +377,13 @@ class _Walker:
         imported = self._module_of(node)
         if imported is not None:
             resolved, rest, _ = resolve(imported, [])
-            if stdlib_module(resolved.split(".")[0]) is None:
-                label = None  # the project's or a third party's: its names are judged where read
+            if module_facts(resolved.split(".")[0]) is None:
+                # The project's or a third party's: a module (`import x`) held as a value, else
+                # its names are judged where read.
+                label = value_label(resolved) if name in self.modules else None
             elif not rest:
                 label = value_label(resolved)
-            elif f"{resolved}.{rest[0]}" in NAMED_ACCESS:
+            elif f"{resolved}.{rest[0]}" in NAMED_ACCESS | ATTRIBUTE_WRITERS:
                 label = f"{resolved}.{rest[0]} as a value"
             else:
                 label = None
@@ -385,11 +415,42 @@ class _Walker:
         elif (callee := self._callee(function)) in NAMED_ACCESS:
             self.judged.update(id(part) for part in ast.walk(function))
             self._named_access(callee, node)
+        elif callee in ATTRIBUTE_WRITERS:
+            self.judged.update(id(part) for part in ast.walk(function))
+            if callee == "functools.update_wrapper":
+                given = [*node.args[:1], *(keyword.value for keyword in node.keywords if keyword.arg == "wrapper")]
+                self._write(callee, given[0] if given else None)
+            elif id(node) not in self.decorators:  # wraps(f) on a def of the file's own is plain
+                self.labels.add(f"{callee}() held as a value")
+        elif isinstance(function, ast.Call) and self._callee(function.func) == "functools.wraps":
+            self.judged.add(id(function))  # wraps(f)(target): writes to target
+            self.judged.update(id(part) for part in ast.walk(function.func))
+            self._write("functools.wraps", node.args[0] if node.args else None)
+        elif (
+            isinstance(function, ast.Name)
+            and function.id in ("setattr", "delattr")
+            and self._builtin(function.id)
+            and node.args
+            and self._held_by_module(node.args[0]) is not None
+        ):
+            self._write(function.id, node.args[0])
         if isinstance(function, ast.Attribute) and function.attr in ("format", "format_map"):
             receiver = function.value
             if isinstance(receiver, ast.Constant) and isinstance(receiver.value, str):
                 for attribute in _FORMAT_ATTRIBUTE.findall(receiver.value):
                     self._attribute(attribute, None)
+
+    def _write(self, writer: str, target: ast.expr | None) -> None:
+        """A call that writes attributes of `target` (update_wrapper's wrapper, setattr's
+        object): refused on a module or what a module holds, and, for a writer whose name is
+        plain, on anything but a function or class the file defines."""
+        held = self._held_by_module(target) if target is not None else None
+        if held is not None:
+            assert target is not None
+            self.labels.add(f"{writer} writes to {held}")
+            self.judged.update(id(part) for part in ast.walk(target))
+        elif not (isinstance(target, ast.Name) and target.id in self.owned) and writer in ATTRIBUTE_WRITERS:
+            self.labels.add(f"{writer} on a value the code does not define")
 
     def _reflection(self, builtin: str, node: ast.Call) -> None:
         """getattr(x, "name") reads an attribute like x.name; with a name computed at run time it
@@ -434,27 +495,18 @@ class _Walker:
                     self.labels.add(f"defines {name}")
 
     def _rebinding(self, node: ast.stmt) -> None:
-        """Assigning to (or deleting) an existing attribute of a module: rebinding another
-        module's code (`os.environ = ...`, `plugin._write = ...`); and assigning any dunder
-        (`value.__class__ = Other`, which a read of it does not)."""
-        for target in _targets(node):
-            for inner in ast.walk(target):
-                if not isinstance(inner, ast.Attribute):
-                    continue
-                if inner.attr.startswith("__") and inner.attr.endswith("__"):
-                    self.labels.add(f"assigns .{inner.attr}")
-                parts = [inner.attr]
-                base = inner.value
-                while isinstance(base, ast.Attribute):
-                    parts.append(base.attr)
-                    base = base.value
-                module = self._module_of(base)
-                if module is None:
-                    continue
-                resolved, rest, _ = resolve(module, list(reversed(parts)))
-                loaded = stdlib_module(resolved)
-                if loaded is None or (len(rest) == 1 and hasattr(loaded, rest[0])):
-                    self.labels.add(f"assigns {'.'.join([resolved, *rest])}")
+        """Assigning to (or deleting) an attribute of a module or of anything a module holds:
+        rebinding another module's code (`os.environ = ...`, `plugin._write = ...`,
+        `json.JSONEncoder.encode = ...`, through a name bound to it too); and assigning any
+        dunder (`value.__class__ = Other`, which a read of it does not)."""
+        stores = [inner for target in _targets(node) for inner in ast.walk(target)
+                  if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, (ast.Store, ast.Del))]  # fmt: skip
+        for inner in stores:
+            if inner.attr.startswith("__") and inner.attr.endswith("__"):
+                self.labels.add(f"assigns .{inner.attr}")
+            held = self._held_by_module(inner.value)
+            if held is not None:
+                self.labels.add(f"assigns {held}.{inner.attr}")
 
     def _text(self, node: ast.Constant) -> None:
         self.labels.update(_text_labels(node))
