@@ -34,14 +34,36 @@ RESULT_BYTES = 64 * 1024 * 1024
 #: Installed in the workspace's tools folder and run from the variant's copy, whose folder
 #: (the working directory, also that of pyperf's workers) heads sys.path, so `import
 #: package.module` finds the variant's code. It imports nothing of gi's.
+#:
+#: What times the loops and what hands the results to gi is taken before anything of the
+#: project is imported, and called, never looked up, afterwards: the clock, and the system calls
+#: that write each timed process's values and behaviour check into outputs/ (a rebound
+#: `time.perf_counter`, `json.dump` or `open` reaches none of it). pyperf's manager process
+#: only starts the workers and never imports the project; gi reads the values each worker
+#: recorded itself and holds pyperf's results (which the worker's `json.dump` wrote) to them.
 WORKLOAD_SCRIPT = """\
+import os
+import sys
+import time
+
+_clock = time.perf_counter
+_open, _write, _close = os.open, os.write, os.close
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
 import argparse
 import importlib
 import json
-import os
-import sys
 
 sys.path.insert(0, os.getcwd())
+
+
+def record(path, text):
+    \"\"\"Write `text` to `path` with the system calls taken at the start.\"\"\"
+    descriptor = _open(path, _CREATE, 0o644)
+    data = text.encode()
+    while data:
+        data = data[_write(descriptor, data):]
+    _close(descriptor)
 
 
 def load(spec):
@@ -133,9 +155,7 @@ if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
     args = parser.parse_args()
     function = load(args.gi_call)
     if args.gi_output:
-        text = check(function, args)
-        with open(args.gi_output, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        record(args.gi_output, check(function, args))
     else:
         import cProfile
         import pstats
@@ -149,11 +169,9 @@ if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
         with open(args.gi_profile, "w", encoding="utf-8") as stream:
             json.dump(rows, stream)
 else:
-    import time
-
     import pyperf
 
-    passed = ("--gi-call", "--gi-files", "--gi-inside", "--gi-cases", "--gi-audit")
+    passed = ("--gi-call", "--gi-files", "--gi-inside", "--gi-cases", "--gi-audit", "--gi-values")
 
     def forward(command, args):
         for option in passed:
@@ -162,27 +180,33 @@ else:
     runner = pyperf.Runner(add_cmdline_args=forward)
     options(runner.argparser)
     runner.argparser.add_argument("--gi-audit", default="")
+    runner.argparser.add_argument("--gi-values", default="")
     arguments = runner.parse_args()
-    function = load(arguments.gi_call)
+    calibrating = arguments.calibrate_loops or arguments.recalibrate_loops
+    pid = os.getpid()
+    values_path = os.path.join(arguments.gi_values, f"gi-values-{pid}.txt") if arguments.gi_values else ""
+    audit_path = os.path.join(arguments.gi_audit, f"gi-timed-{pid}.txt") if arguments.gi_audit else ""
+    # The manager only starts the workers: the project is imported in the timed processes alone.
+    function = load(arguments.gi_call) if arguments.worker else None
     timed = set()
+    measured = []
 
     def loops(count):
-        clock = time.perf_counter
-        start = clock()
+        start = _clock()
         for _ in range(count):
             value = function()
-        elapsed = clock() - start
+        elapsed = _clock() - start
+        measured.append(f"{count} {elapsed!r}\\n")
         timed.add(stable(value))  # the last value of each timed loop, outside the clock
         return elapsed
 
     runner.bench_time_func("workload", loops)
-    if arguments.worker and arguments.gi_audit:
+    if arguments.worker and values_path and not calibrating:
+        record(values_path, "".join(measured))
+    if arguments.worker and audit_path and not calibrating:
         # In the very process that was timed, after its timed loops: the behaviour check again.
         text = check(function, arguments)
-        answers = "".join(f"timed: {value}\\n" for value in sorted(timed))
-        path = os.path.join(arguments.gi_audit, f"gi-timed-{os.getpid()}.txt")
-        with open(path, "w", encoding="utf-8") as stream:
-            stream.write(text + answers)
+        record(audit_path, text + "".join(f"timed: {value}\\n" for value in sorted(timed)))
 """
 
 
@@ -218,10 +242,12 @@ RIGOROUS = TimingSettings(processes=30, values=3, warmups=1, min_time=0.1)
 
 @dataclass(frozen=True)
 class Timing:
-    """One pyperf measurement: the mean time of one call in each worker process, in seconds."""
+    """One pyperf measurement: the mean time of one call in each worker process, in seconds;
+    and, for each command that made it, its loop count and how long it took by gi's clock."""
 
     process_means: tuple[float, ...]
     loops: int
+    commands: tuple[tuple[int, float], ...] = ()
 
     @property
     def mean(self) -> float:
@@ -232,7 +258,7 @@ class Timing:
         return float(np.median(self.process_means))
 
     def merged(self, other: Timing) -> Timing:
-        return Timing(self.process_means + other.process_means, self.loops)
+        return Timing(self.process_means + other.process_means, self.loops, self.commands + other.commands)
 
 
 def loops_for(timing: Timing, settings: TimingSettings) -> int:
@@ -247,6 +273,11 @@ def loops_for(timing: Timing, settings: TimingSettings) -> int:
 
 class WorkloadError(Exception):
     """The workload failed on a variant (it raised, or pyperf could not measure it)."""
+
+
+class ForgedTimingError(WorkloadError):
+    """A timing's results are not what its timed processes measured, or claim calls cheaper
+    than the parent's clock saw them take: the variant is scored as tampered with."""
 
 
 def timing_cpu() -> int | None:
@@ -331,13 +362,13 @@ def measure(
     behaviour check too, after its timed loops and with the last value of each: `timed_answers`
     reads them, and they must be what the untimed check (`output_of`) gives."""
     runner.clear_output(TIMING_NAME)
-    for name in _timed_files(runner):
+    for name in _timed_files(runner) + _timed_files(runner, VALUES_PREFIX):
         runner.clear_output(name)
     output = runner.outputs / TIMING_NAME
     if workload.call is not None:
         script = runner.install_tool(SCRIPT_NAME, WORKLOAD_SCRIPT)
         audit = [*check.arguments(runner), "--gi-audit", str(runner.outputs)] if check is not None else []
-        argv = [sys.executable, str(script), "--gi-call", workload.call, *audit,
+        argv = [sys.executable, str(script), "--gi-call", workload.call, *audit, "--gi-values", str(runner.outputs),
                 *_pyperf_options(settings, output, loops)]  # fmt: skip
     else:
         argv = [sys.executable, "-m", "pyperf", "command", *_pyperf_options(settings, output, loops), "--",
@@ -350,15 +381,53 @@ def measure(
         benchmark = pyperf.Benchmark.loads(data.decode("utf-8"))
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
         raise WorkloadError(f"pyperf's results are unreadable ({error})") from None
-    runs = [run for run in benchmark.get_runs() if run.values]
+    runs = [tuple(float(value) for value in run.values) for run in benchmark.get_runs() if run.values]
     if not runs:
         raise WorkloadError("pyperf recorded no values")
-    return Timing(tuple(float(np.mean(run.values)) for run in runs), int(runs[0].get_loops()))
+    count = int(next(run for run in benchmark.get_runs() if run.values).get_loops())
+    if workload.call is not None:
+        runs = _held_to_records(runs, _recorded_values(runner, settings.values))
+    return Timing(tuple(float(np.mean(run)) for run in runs), count, ((count, process.seconds),))
 
 
-def _timed_files(runner: CommandRunner) -> list[str]:
+#: What each timed worker process writes: the values it measured, "loops seconds" a line.
+VALUES_PREFIX = "gi-values-"
+
+
+def _recorded_values(runner: CommandRunner, values: int) -> list[tuple[float, ...]]:
+    """The values each timed process recorded itself (its last `values` calls of the timed
+    function: the warm-ups come first), seconds a call."""
+    found = []
+    for name in _timed_files(runner, VALUES_PREFIX):
+        data = runner.read_output(name, RESULT_BYTES)
+        try:
+            lines = [line.split() for line in (data or b"").decode("ascii").splitlines()]
+            found.append(tuple(float(seconds) / int(loops) for loops, seconds in lines[-values:]))
+        except (ValueError, UnicodeDecodeError, ZeroDivisionError):
+            raise ForgedTimingError(f"the values its timed process recorded in {name} are unreadable") from None
+    return found
+
+
+def _held_to_records(runs: list[tuple[float, ...]], recorded: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
+    """pyperf's values of each process, which must be those the processes recorded themselves
+    (the same floats: pyperf's value is the timed function's seconds over its loops)."""
+    if len(recorded) != len(runs):
+        raise ForgedTimingError(f"{len(recorded)} of its {len(runs)} timed processes recorded the values pyperf has")
+    for claimed, measured in zip(sorted(runs), sorted(recorded), strict=True):
+        if len(claimed) != len(measured) or not all(
+            math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0) for a, b in zip(claimed, measured, strict=True)
+        ):
+            raise ForgedTimingError(
+                f"pyperf's values ({', '.join(f'{value:.3g}' for value in claimed)} s a call) are not what its"
+                f" timed process measured ({', '.join(f'{value:.3g}' for value in measured)} s)"
+            )
+    return recorded
+
+
+def _timed_files(runner: CommandRunner, prefix: str = "") -> list[str]:
+    prefix = prefix or TIMED_PREFIX
     try:
-        return sorted(name for name in os.listdir(runner.outputs) if name.startswith(TIMED_PREFIX))
+        return sorted(name for name in os.listdir(runner.outputs) if name.startswith(prefix))
     except OSError:
         return []
 
@@ -370,6 +439,36 @@ def timed_answers(runner: CommandRunner) -> list[str]:
         data = runner.read_output(name, RESULT_BYTES)
         texts.append(data.decode("utf-8", "replace") if data is not None else "(unreadable)")
     return texts
+
+
+#: How many times what pyperf's values say a call costs the parent's clock may see it cost
+#: before a timing is taken for forged: honest values and the clock agree but for noise.
+CLOCK_MARGIN = 2.0
+
+
+def unseen_speed(timing: Timing, settings: TimingSettings) -> str:
+    """Why `timing` claims calls cheaper than gi's own clock saw them take, or "".
+
+    The timing's commands ran at two loop counts (at least two commands at each): what the
+    longer ones took beyond the shorter ones, by the parent's clock over the known number of
+    extra calls, is what a call cost, whatever a command spent starting, importing and
+    checking. Each count's quickest command is taken (load only ever adds time), and pyperf's
+    values must not say a call costs less than 1 / CLOCK_MARGIN of that. With fewer commands
+    there is nothing to hold the values to, and "" is returned."""
+    by_loops: dict[int, list[float]] = {}
+    for loops, seconds in timing.commands:
+        by_loops.setdefault(loops, []).append(seconds)
+    counts = sorted(count for count, seen in by_loops.items() if len(seen) >= 2)
+    if len(counts) < 2:
+        return ""
+    few, many = counts[0], counts[-1]
+    calls = settings.processes * (settings.values + settings.warmups) * (many - few)
+    seen = (min(by_loops[many]) - min(by_loops[few])) / calls
+    claimed = timing.median
+    if seen <= CLOCK_MARGIN * claimed:
+        return ""
+    return (f"its timed processes' values say a call takes {claimed:.3g} s, but {calls} more calls took gi's"
+            f" clock {seen:.3g} s each")  # fmt: skip
 
 
 def answered_differently(untimed: str, timed: Sequence[str], processes: int) -> str:

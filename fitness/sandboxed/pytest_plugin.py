@@ -53,8 +53,47 @@ KEY_BYTES = 64
 FAILURE_CHARS = 2000
 
 
+def _serialiser() -> Callable[[object], str]:
+    """JSON text of a record, by the interpreter's own C encoder taken now: what it calls is
+    code no module attribute leads to, so code under test that rebinds `json.dumps` (through
+    `functools.update_wrapper`, say) or a method of `json.JSONEncoder` changes nothing here."""
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+    except ImportError:  # an interpreter without the accelerator: the encoder's method, bound now
+        return json.JSONEncoder(separators=(",", ":")).encode
+
+    def unknown(value: object) -> object:
+        raise TypeError(f"not JSON: {type(value).__name__}")
+
+    encoder = make_encoder(None, unknown, encode_basestring_ascii, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda record: join(encoder(record, 0))
+
+
+def _signer(key: bytes) -> Callable[[bytes], str]:
+    """The HMAC-SHA256 of a message under `key`, by OpenSSL's HMAC object made now (its methods
+    are the C type's, which no code can rebind); `hmac.new` bound now where OpenSSL is missing."""
+    try:
+        from _hashlib import hmac_new
+    except ImportError:
+        new, digest = hmac.new, hashlib.sha256
+        return lambda message: new(key, message, digest).hexdigest()
+    copy = hmac_new(key, b"", "sha256").copy
+
+    def sign(message: bytes) -> str:
+        mac = copy()
+        mac.update(message)
+        return str(mac.hexdigest())
+
+    return sign
+
+
 def _channel() -> tuple[Callable[[dict[str, Any]], None], dict[str, Any]]:
-    """The writer of signed records and gi's plan; a writer that drops them when gi did not start us."""
+    """The writer of signed records and gi's plan; a writer that drops them when gi did not start us.
+
+    Everything the writer calls is taken here, as pytest loads the plugin and before any
+    project code is imported: the serialiser, the signer and `os.write` are held, never looked
+    up through a module when a record is written."""
     descriptor = int(os.environ.pop("GI_CHANNEL_FD", "-1"))
     if descriptor < 0:
         return lambda record: None, {}
@@ -66,14 +105,15 @@ def _channel() -> tuple[Callable[[dict[str, Any]], None], dict[str, Any]]:
     os.dup2(nothing, 0)
     os.close(nothing)
     sequence = [0]
+    serialise, sign, send = _serialiser(), _signer(key), os.write
 
     def write(record: dict[str, Any]) -> None:
-        text = json.dumps(record, separators=(",", ":"))
-        mac = hmac.new(key, f"{sequence[0]}:{text}".encode(), hashlib.sha256).hexdigest()
+        text = serialise(record)
+        mac = sign(f"{sequence[0]}:{text}".encode())
         sequence[0] += 1
         data = f"{mac} {text}\n".encode()
         while data:
-            data = data[os.write(descriptor, data) :]
+            data = data[send(descriptor, data) :]
 
     return write, json.loads(plan) if plan.strip() else {}
 

@@ -19,6 +19,7 @@ from gi.engine.sandbox.runner import Sandbox
 from gi.engine.suite_runs import SuiteRuns
 from gi.fitness.runtime import (
     BehaviourCheck,
+    ForgedTimingError,
     SpeedUp,
     Timing,
     TimingSettings,
@@ -32,6 +33,7 @@ from gi.fitness.runtime import (
     output_of,
     profile,
     timed_answers,
+    unseen_speed,
 )
 from gi.model.patch import Variant
 from gi.model.program import Program
@@ -93,6 +95,8 @@ class WorkloadRuns(SuiteRuns):
                     why = answered_differently(untimed, timed, self.settings.screening.processes)
                     if why:
                         return "", f"it answers differently when it is timed: {why}"
+        except ForgedTimingError as error:
+            return "", f"its timings are forged: {error}"
         except WorkloadError as error:
             if "timed out" not in str(error):
                 measures["workload_failed"] = 1.0
@@ -147,7 +151,11 @@ class WorkloadRuns(SuiteRuns):
         """The rigorous protocol on both programs (pinned workers), interleaved two processes at a
         time. The member's timed processes make the behaviour check, as in the search: the
         rigorous protocol calls the workload more often in a process than screening does, so a
-        member that answers otherwise after that many calls raises WorkloadError here."""
+        member that answers otherwise after that many calls raises ForgedTimingError here.
+
+        Every other command of the member's runs twice the loops, and gi's clock on its commands
+        at the two counts must see the calls cost what its values say (`unseen_speed`): a
+        speed-up the clock does not see raises ForgedTimingError."""
         settings = self.settings.rigorous
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
@@ -160,14 +168,25 @@ class WorkloadRuns(SuiteRuns):
         ):
             untimed = self._output(second) if audited else None
 
-            def timer(sandbox: Sandbox, check: BehaviourCheck | None = None) -> Callable[[], Timing]:
-                return lambda: measure(self._workload(), pair, runner=sandbox, check=check,
-                                       timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
+            def timer(
+                sandbox: Sandbox, check: BehaviourCheck | None = None, *, alternate: bool = False
+            ) -> Callable[[], Timing]:
+                made = [0]
+
+                def run() -> Timing:
+                    count = loops * (1 + made[0] % 2) if alternate else loops
+                    made[0] += 1
+                    return measure(self._workload(), pair, runner=sandbox, check=check,
+                                   timeout=self.settings.workload_timeout, loops=count)  # fmt: skip
+
+                return run
 
             check = self._behaviour_check() if untimed is not None else None
-            timings = interleaved(timer(first), timer(second, check), rounds)
+            timings = interleaved(timer(first), timer(second, check, alternate=True), rounds)
             if untimed is not None:  # the last round's timed processes (each round clears the last's)
                 why = answered_differently(untimed, timed_answers(second), pair.processes)
                 if why:
-                    raise WorkloadError(f"it answers differently when it is timed: {why}")
+                    raise ForgedTimingError(f"it answers differently when it is timed: {why}")
+            if unseen := unseen_speed(timings[1], pair):
+                raise ForgedTimingError(f"a speed-up gi's clock does not see: {unseen}")
             return timings
