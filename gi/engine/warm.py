@@ -204,7 +204,10 @@ class WarmPool:
 
     def __init__(self, program: Program, limits: Limits, size: int, *, preload: Sequence[str] = (),
                  exclude: Sequence[Path] = (), scratch: Path | None = None,
-                 setup: PytestSetup = DEFAULT_SETUP) -> None:  # fmt: skip
+                 setup: PytestSetup = DEFAULT_SETUP, files: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        """`files`: written into every worker's copy over the project's (test files without the
+        held-out tests split off within them)."""
+        self.files = dict(files or {})
         self.program = program
         self.limits = limits
         self.preload = list(preload)
@@ -241,7 +244,7 @@ class WarmPool:
 
     def _start(self) -> tuple[WarmWorker, ExitStack]:
         stack = ExitStack()
-        space = stack.enter_context(workspace(self.program.root, {}, parent=self.scratch, exclude=self.exclude))
+        space = stack.enter_context(workspace(self.program.root, self.files, parent=self.scratch, exclude=self.exclude))
         try:
             worker = WarmWorker(self.limits, space, self.preload, self.setup, self.program.files)
         except BaseException:
