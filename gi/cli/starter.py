@@ -286,7 +286,7 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
                 " experiment.seed) is held out: whole test files where there are five or more, else tests"
                 " within the files, which every training copy leaves out of its files. No variant reads them"
                 " while it is trained, and they judge the front as it grows, to see which patches change what"
-                ' no training test checks (summary.json says which split was used). A folder of held-out tests'
+                " no training test checks (summary.json says which split was used). A folder of held-out tests"
                 ' instead: holdout = ["holdout"], and holdout_fraction = 0.'
             )
             + f"\nholdout_fraction = {HOLDOUT_FRACTION}"
