@@ -128,6 +128,7 @@ class WarmWorker:
         env = {"PYTHONPATH": setup.pythonpath(self.sandbox.tools, self.sandbox.workdir),
                "GI_WRITABLE": ":".join(map(str, writable)),
                "GI_OWN_IPC": "1" if self.sandbox.isolated else "",
+               "GI_DISK_FILES": str(limits.disk_files),
                "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
@@ -188,6 +189,7 @@ class WarmWorker:
             timed_out=bool(answer["timed_out"]),
             channel=base64.b64decode(answer["channel"]),
             channel_overflow=bool(answer["channel_overflow"]),
+            resource=str(answer.get("resource", "")),
         )
 
     def close(self) -> None:

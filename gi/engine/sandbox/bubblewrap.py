@@ -61,7 +61,7 @@ def bubblewrap_available() -> bool:
 def isolation(limits: Limits) -> Isolation:
     """Which isolation commands get under `limits` on this machine, in one line."""
     bounds = (f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB,"
-              f" {limits.disk_mb} MiB in each folder it may write")  # fmt: skip
+              f" {limits.disk_mb} MiB and {limits.disk_files} files in each folder it may write")  # fmt: skip
     if not limits.isolate:
         return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
     problem = _bubblewrap_problem()
@@ -172,5 +172,7 @@ def bubblewrap_command(
     mounts += ["--size", size, "--tmpfs", str(space.outputs), "--size", size, "--tmpfs", str(space.temporary)]
     if outputs is not None:
         script = install_tool(space, FINISHER_NAME, FINISHER)
-        argv = finisher_command(sys.executable, script, space.outputs, outputs, int(size), argv)
+        counted = [str(space.outputs), str(space.temporary), "/tmp", "/dev/shm"]
+        argv = finisher_command(sys.executable, script, space.outputs, outputs, int(size), limits.disk_files,
+                                counted, argv)  # fmt: skip
     return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]

@@ -36,6 +36,9 @@ class Limits:
     #: The most each folder the command may write holds (outputs/, TMPDIR and HOME, /tmp,
     #: /dev/shm: RAM in bubblewrap; without it, outputs/ and TMPDIR together, checked as it runs).
     disk_mb: int = 512
+    #: The most files and folders a command may add to each folder it may write (in bubblewrap,
+    #: counted by the finisher; without it, in outputs/ and TMPDIR together, as it runs).
+    disk_files: int = 100_000
     #: How much of stdout and of stderr is kept (the tail).
     output_kb: int = 256
     #: Further host folders the command may read (e.g. a package the project imports).
@@ -235,5 +238,6 @@ def sandbox_limits(config: Config) -> Limits:
         processes=section.processes,
         file_mb=section.file_mb,
         disk_mb=section.disk_mb,
+        disk_files=section.disk_files,
         read_only=tuple(config.resolve(path) for path in section.read_only),
     )
