@@ -18,6 +18,7 @@ from types import FrameType
 from rich.console import Console
 
 from gi.cli import init, listings, llm, run, show, studies
+from gi.cli.output import InertConsole
 from gi.model.errors import GIError
 
 
@@ -85,8 +86,8 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console()
-    errors = Console(stderr=True)
+    console = InertConsole()
+    errors = InertConsole(stderr=True)
     try:
         handler = HANDLERS[args.command]
         if args.command in ("run", "replay"):
