@@ -36,10 +36,13 @@ class InertConsole(Console):
 def say_isolation(config: Config) -> None:
     """Say at the start of every run how the variants' code is isolated; loudly when it is not."""
     from gi.engine.sandbox.bubblewrap import isolation
-    from gi.engine.sandbox.limits import sandbox_limits
+    from gi.engine.sandbox.limits import memory_warning, sandbox_limits
 
-    isolated = isolation(sandbox_limits(config))
+    limits = sandbox_limits(config)
+    isolated = isolation(limits)
     errors = InertConsole(stderr=True)
+    if warning := memory_warning(limits):
+        errors.print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if isolated.sandboxed:
         errors.print(f"gi: sandbox: {isolated.description}", markup=False, highlight=False, soft_wrap=True)
     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import filelock
 
 from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.sandbox.files import user_folder
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.suite_runs import SuiteRuns
 from gi.fitness.runtime import (
@@ -46,10 +46,12 @@ def timing_lock_name() -> str:
 
 
 def machine_timing_lock() -> filelock.FileLock:
-    """The lock a timing holds: a file lock, so that no two timings on this machine overlap,
-    whether they come from threads of one run or from other gi processes (runs side by side,
-    test processes). Two timings at once share the pinned core and each measures the other."""
-    return filelock.FileLock(Path(tempfile.gettempdir()) / f"{timing_lock_name()}.lock")
+    """The lock a timing holds: a file lock, so that no two timings of this user's on this
+    machine overlap, whether they come from threads of one run or from other gi processes (runs
+    side by side, test processes). Two timings at once share the pinned core and each measures
+    the other. It lies in the user's own folder (`user_folder`): another user's lock file, which
+    this user cannot open, never stands in the way."""
+    return filelock.FileLock(user_folder() / f"{timing_lock_name()}.lock")
 
 
 class WorkloadRuns(SuiteRuns):

@@ -15,7 +15,7 @@ import pytest
 
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.files import read_regular, write_new
-from gi.engine.sandbox.limits import Limits, stops_fork_bombs
+from gi.engine.sandbox.limits import Limits, memory_held_together, stops_fork_bombs
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import WarmPool
@@ -300,9 +300,10 @@ def test_write_sysctls():
 
 @needs_bubblewrap
 def test_memory_is_capped_for_all_processes_together(tmp_path: Path) -> None:
-    """RLIMIT_AS is per process; as root, a memory cgroup caps them all, RAM-backed files too."""
-    if os.geteuid() != 0:
-        pytest.skip("the memory cgroup needs root")
+    """RLIMIT_AS is per process; a memory cgroup caps them all, RAM-backed files too: as root, or
+    as a user a cgroup v2 is delegated to (issue 37, hole 9; elsewhere the run warns at its start)."""
+    if not memory_held_together():
+        pytest.skip("no memory cgroup gi may make here: not root, and no cgroup v2 delegated to this user")
     tests = """\
 import os
 import time

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gi.engine.sandbox.finisher import FINISHER, FINISHER_NAME, finisher_command
-from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.limits import Limits, memory_held_together
 from gi.engine.sandbox.workspace import Workspace, install_tool
 
 #: System folders mounted read-only inside the sandbox (those that exist on the host).
@@ -60,7 +60,8 @@ def bubblewrap_available() -> bool:
 
 def isolation(limits: Limits) -> Isolation:
     """Which isolation commands get under `limits` on this machine, in one line."""
-    bounds = (f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB,"
+    memory = "in all" if memory_held_together() else "a process"
+    bounds = (f"{limits.memory_mb} MiB {memory}, {limits.processes} processes, files up to {limits.file_mb} MiB,"
               f" {limits.disk_mb} MiB and {limits.disk_files} files in each folder it may write")  # fmt: skip
     if not limits.isolate:
         return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
