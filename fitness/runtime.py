@@ -441,19 +441,25 @@ def timed_answers(runner: CommandRunner) -> list[str]:
     return texts
 
 
-#: How many times what pyperf's values say a call costs the parent's clock may see it cost
-#: before a timing is taken for forged: honest values and the clock agree but for noise.
+#: How many times the time pyperf's values say the extra calls of the longer commands cost gi's
+#: clock may see them take before a timing is taken for forged: honest values and the clock
+#: agree but for noise.
 CLOCK_MARGIN = 2.0
+#: Seconds by which the clock must see the extra calls take longer than the values say, at the
+#: least, however steady the commands' times (below it, a start-up's noise could decide).
+CLOCK_FLOOR = 0.1
 
 
 def unseen_speed(timing: Timing, settings: TimingSettings) -> str:
     """Why `timing` claims calls cheaper than gi's own clock saw them take, or "".
 
     The timing's commands ran at two loop counts (at least two commands at each): what the
-    longer ones took beyond the shorter ones, by the parent's clock over the known number of
-    extra calls, is what a call cost, whatever a command spent starting, importing and
-    checking. Each count's quickest command is taken (load only ever adds time), and pyperf's
-    values must not say a call costs less than 1 / CLOCK_MARGIN of that. With fewer commands
+    longer ones took beyond the shorter ones, by the parent's clock, is what their extra calls
+    cost, whatever a command spent starting, importing and checking. Each count's quickest
+    command is taken (load only ever adds time). The timing is forged when the clock saw the
+    extra calls take more than CLOCK_MARGIN times what pyperf's values say, by more than the
+    spread of the commands' times at one count (and CLOCK_FLOOR): a fast variant's few
+    milliseconds of extra calls are lost in that noise and refute nothing. With fewer commands
     there is nothing to hold the values to, and "" is returned."""
     by_loops: dict[int, list[float]] = {}
     for loops, seconds in timing.commands:
@@ -461,14 +467,15 @@ def unseen_speed(timing: Timing, settings: TimingSettings) -> str:
     counts = sorted(count for count, seen in by_loops.items() if len(seen) >= 2)
     if len(counts) < 2:
         return ""
-    few, many = counts[0], counts[-1]
-    calls = settings.processes * (settings.values + settings.warmups) * (many - few)
-    seen = (min(by_loops[many]) - min(by_loops[few])) / calls
-    claimed = timing.median
-    if seen <= CLOCK_MARGIN * claimed:
+    few, many = by_loops[counts[0]], by_loops[counts[-1]]
+    calls = settings.processes * (settings.values + settings.warmups) * (counts[-1] - counts[0])
+    claimed = timing.median * calls
+    seen = min(many) - min(few)
+    noise = max(CLOCK_FLOOR, max(few) - min(few), max(many) - min(many))
+    if seen <= CLOCK_MARGIN * claimed or seen - claimed <= noise:
         return ""
-    return (f"its timed processes' values say a call takes {claimed:.3g} s, but {calls} more calls took gi's"
-            f" clock {seen:.3g} s each")  # fmt: skip
+    return (f"its {calls} extra timed calls took gi's clock {seen:.3g} s, and its timed processes' values say"
+            f" {claimed:.3g} s")  # fmt: skip
 
 
 def answered_differently(untimed: str, timed: Sequence[str], processes: int) -> str:

@@ -22,6 +22,7 @@ from gi.fitness.runtime import (
     output_of,
     profile,
     timing_cpu,
+    unseen_speed,
 )
 
 PROGRAM = """\
@@ -124,3 +125,29 @@ def test_changed_output_makes_a_variant_infeasible() -> None:
     assert violation(Constraint.TRAIN_PASS, measures, ok=True, test_count=4) == 1.0
     assert violation(Constraint.NONE, measures, ok=True, test_count=4) == 1.0
     assert violation(Constraint.TRAIN_PASS, {"failed_tests": 0.0}, ok=True, test_count=4) == 0.0
+
+
+PAIR = TimingSettings(processes=2, values=3, warmups=1)
+
+
+def commands(short: tuple[float, ...], long: tuple[float, ...], loops: int = 1000) -> tuple[tuple[int, float], ...]:
+    return tuple((loops, seconds) for seconds in short) + tuple((2 * loops, seconds) for seconds in long)
+
+
+def test_gis_clock_on_commands_at_two_loop_counts_holds_the_values_to_what_calls_cost() -> None:
+    """8,000 extra calls (2 processes x 4 values x 1,000 more loops) take gi's clock 0.8 s: values
+    of 0.1 ms a call agree; values of a third of that are a speed-up the clock does not see."""
+    seen = commands((1.30, 1.36), (2.10, 2.21))
+    assert unseen_speed(Timing((1e-4,) * 4, 1000, seen), PAIR) == ""
+    forged = unseen_speed(Timing((1e-4 / 3,) * 4, 1000, seen), PAIR)
+    assert "8000 extra timed calls took gi's clock 0.8 s" in forged, forged
+
+
+def test_a_fast_variants_extra_calls_lost_in_the_noise_refute_nothing() -> None:
+    """A microsecond a call: 8 ms of extra calls, against commands whose times spread by 0.1 s."""
+    assert unseen_speed(Timing((1e-6,) * 4, 1000, commands((1.30, 1.40), (1.36, 1.45))), PAIR) == ""
+
+
+def test_without_two_commands_at_each_of_two_loop_counts_nothing_is_held() -> None:
+    assert unseen_speed(Timing((1e-5,) * 4, 1000, commands((1.3,), (2.1,))), PAIR) == ""
+    assert unseen_speed(Timing((1e-5,) * 4, 1000, commands((1.3, 1.4), ())), PAIR) == ""

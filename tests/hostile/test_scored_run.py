@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from gi.cli.main import main
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.model.program import normalised_dump, tree_hash
+from tests.hostile import OneFunction
 from tests.hostile.attacks import (
     BENCH,
     CALC,
@@ -35,7 +35,7 @@ from tests.hostile.attacks import (
     module,
     reply,
 )
-from tests.llm_server import Action, ScriptedModel, serve
+from tests.llm_server import Action, serve
 
 pytestmark = [
     pytest.mark.slow,
@@ -47,20 +47,6 @@ PERMISSIVE = CALC + "".join(
     f"\n\ndef _kept_{index}(a, b):\n{textwrap.indent(textwrap.dedent(body).strip(chr(10)), '    ')}\n"
     for index, (_, body) in enumerate(VERDICT.values())
 )
-
-
-@dataclass
-class OneFunction(ScriptedModel):
-    """Serves the script to prompts about `function`; asked about another one, it declines."""
-
-    function: str = "add"
-
-    def next(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
-        if f"`{self.function}`" in json.dumps(body):
-            return super().next(body, headers)
-        with self.lock:
-            self.requests.append(body)
-        return Action(reply="I would rather not.")
 
 
 def hash_of(calc: str) -> str:
