@@ -104,7 +104,7 @@ retries = 0
 
 [evaluation]
 workers = 2
-engine = "{engine}"
+{'backend = "dask"' + chr(10) + 'engine = "cold"' if engine == "dask" else f'engine = "{engine}"'}
 """)
         assert main(["run", str(config), "--quiet"]) == 0
     hashes = {name: hash_of(original.replace("    return a - b\n", module(body).split("def add(a, b):\n")[1], 1))
@@ -142,7 +142,7 @@ def test_the_guard_refuses_every_forgery_a_model_serves(tmp_path: Path, engine: 
         assert "decides the tests' checks" in member["second_run"]["detail"], member["second_run"]
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", ["cold", "warm", "dask"])
 def test_where_the_guard_lets_forgeries_through_the_run_catches_them(tmp_path: Path, engine: str) -> None:
     folder, hashes = run_ledger(tmp_path, PERMISSIVE, engine)
     seen = evaluations(folder)

@@ -114,7 +114,8 @@ workers = 2
     assert entry["status"] == "tampered", (entry["status"], entry["detail"], entry["measures"])
     assert "are not what its timed process measured" in entry["detail"], entry["detail"]
     # The clock three times too slow gets through the search (its values and records agree)...
-    assert seen[slow_clock]["status"] == "ok" and seen[slow_clock]["measures"]["runtime"] < 0.6, seen[slow_clock]
+    clock = seen[slow_clock]
+    assert clock["status"] == "ok" and clock["measures"].get("runtime", 1.0) < 0.6, (clock["detail"], clock["measures"])
     # ...and the front's rigorous session sees the calls cost what they always did.
     [member] = [m for m in summary["front"] if "_clock" in _diff(folder, m)]
     assert member["speedup"].get("tampered"), member["speedup"]
