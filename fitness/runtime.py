@@ -441,40 +441,56 @@ def timed_answers(runner: CommandRunner) -> list[str]:
     return texts
 
 
-#: How many times the time pyperf's values say the extra calls of the longer commands cost gi's
+#: How many times the time pyperf's values say the extra calls of the clock's commands cost gi's
 #: clock may see them take before a timing is taken for forged: honest values and the clock
 #: agree but for noise.
 CLOCK_MARGIN = 2.0
-#: Seconds by which the clock must see the extra calls take longer than the values say, at the
-#: least, however steady the commands' times (below it, a start-up's noise could decide).
+#: Standard deviations of the session's commands' times by which the clock must see the extra
+#: calls take longer than the values say, and seconds at the least: below either, a command's
+#: own noise could decide.
+CLOCK_ERRORS = 3.0
 CLOCK_FLOOR = 0.1
+#: Seconds the extra calls of each clock command take by the values' own account: enough to
+#: dwarf a command's start-up, whatever the load.
+CLOCK_SECONDS = 2.0
+#: Commands the clock's check runs, at `clock_loops`.
+CLOCK_COMMANDS = 2
+#: The most loops a clock command runs, as a multiple of the session's.
+CLOCK_MOST = 1000
 
 
-def unseen_speed(timing: Timing, settings: TimingSettings) -> str:
+def clock_loops(timing: Timing, settings: TimingSettings) -> int:
+    """The loop count of the clock's commands for a session `timing` made at `timing.loops`: as
+    many more calls as pyperf's values say take CLOCK_SECONDS (a forgery that claims calls ten
+    times cheaper than they are pays ten times that, real seconds)."""
+    calls = settings.processes * (settings.values + settings.warmups)
+    extra = math.ceil(CLOCK_SECONDS / (calls * max(timing.median, 1e-12)))
+    return timing.loops + min(extra, CLOCK_MOST * timing.loops)
+
+
+def unseen_speed(timing: Timing, clock: Sequence[tuple[int, float]], settings: TimingSettings) -> str:
     """Why `timing` claims calls cheaper than gi's own clock saw them take, or "".
 
-    The timing's commands ran at two loop counts (at least two commands at each): what the
-    longer ones took beyond the shorter ones, by the parent's clock, is what their extra calls
-    cost, whatever a command spent starting, importing and checking. Each count's quickest
-    command is taken (load only ever adds time). The timing is forged when the clock saw the
-    extra calls take more than CLOCK_MARGIN times what pyperf's values say, by more than the
-    spread of the commands' times at one count (and CLOCK_FLOOR): a fast variant's few
-    milliseconds of extra calls are lost in that noise and refute nothing. With fewer commands
-    there is nothing to hold the values to, and "" is returned."""
-    by_loops: dict[int, list[float]] = {}
-    for loops, seconds in timing.commands:
-        by_loops.setdefault(loops, []).append(seconds)
-    counts = sorted(count for count, seen in by_loops.items() if len(seen) >= 2)
-    if len(counts) < 2:
+    `timing` comes of a session's commands at one loop count, `clock` of commands at more loops
+    (`clock_loops`: (loops, seconds) each, a command that ran out of time as infinite seconds).
+    What the quickest clock command took beyond the session's commands (their median), by the
+    parent's clock, is what its extra calls cost, whatever a command spent starting, importing
+    and checking. The timing is forged when that is more than CLOCK_MARGIN times what pyperf's
+    values say those calls take, and more by CLOCK_ERRORS standard deviations of the session's
+    commands' times (and CLOCK_FLOOR): a command's noise decides nothing. Without two session
+    commands and a clock command there is nothing to hold the values to, and "" is returned."""
+    short = [seconds for loops, seconds in timing.commands if loops == timing.loops]
+    if len(short) < 2 or not clock:
         return ""
-    few, many = by_loops[counts[0]], by_loops[counts[-1]]
-    calls = settings.processes * (settings.values + settings.warmups) * (counts[-1] - counts[0])
+    loops, seconds = min(clock, key=lambda command: command[1])
+    calls = settings.processes * (settings.values + settings.warmups) * (loops - timing.loops)
     claimed = timing.median * calls
-    seen = min(many) - min(few)
-    noise = max(CLOCK_FLOOR, max(few) - min(few), max(many) - min(many))
+    seen = seconds - float(np.median(short))
+    noise = max(CLOCK_FLOOR, CLOCK_ERRORS * float(np.std(short, ddof=1)))
     if seen <= CLOCK_MARGIN * claimed or seen - claimed <= noise:
         return ""
-    return (f"its {calls} extra timed calls took gi's clock {seen:.3g} s, and its timed processes' values say"
+    took = "more than its time limit" if math.isinf(seen) else f"{seen:.3g} s"
+    return (f"its {calls} extra timed calls took gi's clock {took}, and its timed processes' values say"
             f" {claimed:.3g} s")  # fmt: skip
 
 

@@ -207,6 +207,7 @@ def configure_held_out(
                 evaluator.settings, train=tuple(split["train"]), holdout_ids=held,
                 training_files=training_copies(root, held),
             )  # fmt: skip
+            evaluator.close()  # warm workers started for the split hold the whole files: new ones will not
     if config.tests.differential:
 
         def record_cases() -> list[list[str]]:

@@ -4,6 +4,7 @@ weights sites, and the rigorous interleaved timings of the front (gi.engine.eval
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from gi.engine.sandbox.files import user_folder
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.suite_runs import SuiteRuns
 from gi.fitness.runtime import (
+    CLOCK_COMMANDS,
     BehaviourCheck,
     ForgedTimingError,
     SpeedUp,
@@ -27,6 +29,7 @@ from gi.fitness.runtime import (
     WorkloadError,
     answered_differently,
     behaviour_of,
+    clock_loops,
     compare,
     interleaved,
     measure,
@@ -149,15 +152,34 @@ class WorkloadRuns(SuiteRuns):
         """The speed-up of `member` over `original` from a rigorous, interleaved session."""
         return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
 
+    def _clock(self, sandbox: Sandbox, session: Timing, pair: TimingSettings) -> list[tuple[int, float]]:
+        """The member's clock commands (`clock_loops`): (loops, seconds by gi's clock) each, a
+        command that ran out of time at infinite seconds."""
+        count = clock_loops(session, pair)
+        found: list[tuple[int, float]] = []
+        for _ in range(CLOCK_COMMANDS):
+            try:
+                timing = measure(self._workload(), pair, runner=sandbox, timeout=self.settings.workload_timeout,
+                                 loops=count)  # fmt: skip
+            except ForgedTimingError:
+                raise
+            except WorkloadError as error:
+                if "timed out" not in str(error):
+                    raise
+                found.append((count, math.inf))
+                continue
+            found += timing.commands
+        return found
+
     def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
         """The rigorous protocol on both programs (pinned workers), interleaved two processes at a
         time. The member's timed processes make the behaviour check, as in the search: the
         rigorous protocol calls the workload more often in a process than screening does, so a
         member that answers otherwise after that many calls raises ForgedTimingError here.
 
-        Every other command of the member's runs twice the loops, and gi's clock on its commands
-        at the two counts must see the calls cost what its values say (`unseen_speed`): a
-        speed-up the clock does not see raises ForgedTimingError."""
+        Then the member runs CLOCK_COMMANDS commands of `clock_loops` (their extra calls take
+        CLOCK_SECONDS by its values), and gi's clock on them must see the calls cost what its
+        values say (`unseen_speed`): a speed-up the clock does not see raises ForgedTimingError."""
         settings = self.settings.rigorous
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
@@ -170,25 +192,16 @@ class WorkloadRuns(SuiteRuns):
         ):
             untimed = self._output(second) if audited else None
 
-            def timer(
-                sandbox: Sandbox, check: BehaviourCheck | None = None, *, alternate: bool = False
-            ) -> Callable[[], Timing]:
-                made = [0]
-
-                def run() -> Timing:
-                    count = loops * (1 + made[0] % 2) if alternate else loops
-                    made[0] += 1
-                    return measure(self._workload(), pair, runner=sandbox, check=check,
-                                   timeout=self.settings.workload_timeout, loops=count)  # fmt: skip
-
-                return run
+            def timer(sandbox: Sandbox, check: BehaviourCheck | None = None) -> Callable[[], Timing]:
+                return lambda: measure(self._workload(), pair, runner=sandbox, check=check,
+                                       timeout=self.settings.workload_timeout, loops=loops)  # fmt: skip
 
             check = self._behaviour_check() if untimed is not None else None
-            timings = interleaved(timer(first), timer(second, check, alternate=True), rounds)
+            timings = interleaved(timer(first), timer(second, check), rounds)
             if untimed is not None:  # the last round's timed processes (each round clears the last's)
                 why = answered_differently(untimed, timed_answers(second), pair.processes)
                 if why:
                     raise ForgedTimingError(f"it answers differently when it is timed: {why}")
-            if unseen := unseen_speed(timings[1], pair):
+            if unseen := unseen_speed(timings[1], self._clock(second, timings[1], pair), pair):
                 raise ForgedTimingError(f"a speed-up gi's clock does not see: {unseen}")
             return timings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pyperf
@@ -16,6 +17,7 @@ from gi.fitness.runtime import (
     TimingSettings,
     Workload,
     WorkloadError,
+    clock_loops,
     compare,
     loops_for,
     measure,
@@ -130,24 +132,38 @@ def test_changed_output_makes_a_variant_infeasible() -> None:
 PAIR = TimingSettings(processes=2, values=3, warmups=1)
 
 
-def commands(short: tuple[float, ...], long: tuple[float, ...], loops: int = 1000) -> tuple[tuple[int, float], ...]:
-    return tuple((loops, seconds) for seconds in short) + tuple((2 * loops, seconds) for seconds in long)
+def session(claimed: float, *seconds: float) -> Timing:
+    """A member's session: four processes' values of `claimed` s a call, commands of 1,000 loops."""
+    return Timing((claimed,) * 4, 1000, tuple((1000, each) for each in seconds))
 
 
-def test_gis_clock_on_commands_at_two_loop_counts_holds_the_values_to_what_calls_cost() -> None:
-    """8,000 extra calls (2 processes x 4 values x 1,000 more loops) take gi's clock 0.8 s: values
-    of 0.1 ms a call agree; values of a third of that are a speed-up the clock does not see."""
-    seen = commands((1.30, 1.36), (2.10, 2.21))
-    assert unseen_speed(Timing((1e-4,) * 4, 1000, seen), PAIR) == ""
-    forged = unseen_speed(Timing((1e-4 / 3,) * 4, 1000, seen), PAIR)
-    assert "8000 extra timed calls took gi's clock 0.8 s" in forged, forged
+def test_the_clocks_commands_run_as_many_more_calls_as_the_values_say_take_two_seconds() -> None:
+    """8 calls a loop (2 processes x 4 values); at 0.1 ms a call, 2 s is 2,500 more loops."""
+    assert clock_loops(session(1e-4, 1.0, 1.1), PAIR) == 1000 + 2500
+    assert clock_loops(session(1e-4 / 3, 1.0, 1.1), PAIR) == 1000 + 7500, "a forgery pays its claims in real time"
+    assert clock_loops(session(0.0, 1.0, 1.1), PAIR) == 1000 + 1000 * 1000, "bounded"
 
 
-def test_a_fast_variants_extra_calls_lost_in_the_noise_refute_nothing() -> None:
-    """A microsecond a call: 8 ms of extra calls, against commands whose times spread by 0.1 s."""
-    assert unseen_speed(Timing((1e-6,) * 4, 1000, commands((1.30, 1.40), (1.36, 1.45))), PAIR) == ""
+def test_gis_clock_on_longer_commands_holds_the_values_to_what_calls_cost() -> None:
+    """20,000 extra calls (8 a loop x 2,500 more loops) take gi's clock 2 s beyond the session's
+    commands: values of 0.1 ms a call agree; values of a third of that are a speed-up the clock
+    does not see; a clock command that ran out of time sees one too."""
+    short = (1.30, 1.36, 1.33, 1.31)
+    assert unseen_speed(session(1e-4, *short), [(3500, 3.32), (3500, 3.40)], PAIR) == ""
+    forged = unseen_speed(session(1e-4 / 3, *short), [(3500, 3.32), (3500, 3.40)], PAIR)
+    assert "20000 extra timed calls took gi's clock 2 s" in forged, forged
+    timed_out = unseen_speed(session(1e-4, *short), [(3500, math.inf)], PAIR)
+    assert "took gi's clock more than its time limit" in timed_out, timed_out
 
 
-def test_without_two_commands_at_each_of_two_loop_counts_nothing_is_held() -> None:
-    assert unseen_speed(Timing((1e-5,) * 4, 1000, commands((1.3,), (2.1,))), PAIR) == ""
-    assert unseen_speed(Timing((1e-5,) * 4, 1000, commands((1.3, 1.4), ())), PAIR) == ""
+def test_a_difference_the_sessions_noise_could_make_refutes_nothing() -> None:
+    """The same 2 s, beside session commands whose times spread by a second: no verdict; and a
+    fast variant's few milliseconds of extra calls refute nothing either."""
+    noisy = (0.5, 1.5, 2.3, 1.0)
+    assert unseen_speed(session(1e-4 / 3, *noisy), [(3500, 3.2), (3500, 3.3)], PAIR) == ""
+    assert unseen_speed(session(1e-7, 1.30, 1.40, 1.35), [(11000, 1.42)], PAIR) == ""
+
+
+def test_without_two_session_commands_and_a_clock_command_nothing_is_held() -> None:
+    assert unseen_speed(session(1e-5, 1.3), [(3500, 9.0)], PAIR) == ""
+    assert unseen_speed(session(1e-5, 1.3, 1.4), [], PAIR) == ""

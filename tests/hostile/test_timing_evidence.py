@@ -10,8 +10,8 @@ code through and what happens at run time must catch them:
   are not those: the variant is tampered with, in the search already;
 - the timing script's own clock swapped, through the frames, for one three times too slow:
   pyperf's values and the records agree, so the search sees a 3x speed-up, but gi's clock on
-  the front's rigorous commands at two loop counts sees the calls take as long as the
-  original's: the speed-up is forged, and the run says so.
+  commands that run as many more calls as the values say take two seconds sees them take six:
+  the speed-up is forged, and the run says so.
 
 Real `gi run`, real sandbox, pyperf and pytest; the model is a scripted OpenAI-protocol server.
 """
@@ -87,7 +87,7 @@ llm = 1.0
 [workload]
 call = "bench:run"
 check_output = true
-# Four rounds: the member's commands run twice at each of two loop counts.
+# Four rounds: four commands of the member's to hold gi's clock on its longer ones to.
 rigorous_processes = 8
 
 [llm]
