@@ -43,6 +43,7 @@ from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
 from gi.fitness.tests import TestRun
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.patch import Patch, Variant, apply
+from gi.model.program import parse_quietly
 from gi.model.results import Evaluation
 from gi.populations import Individual
 
@@ -71,7 +72,7 @@ def defined_tests(text: str) -> set[str]:
     """The test functions a test file defines where `without_tests` can take them out: "name"
     at its top, "Class::name" in its classes (nested too)."""
     try:
-        tree = ast.parse(text)
+        tree = parse_quietly(text)
     except (SyntaxError, ValueError):
         return set()
     found: set[str] = set()
@@ -92,7 +93,7 @@ def without_tests(text: str, names: Iterable[str]) -> str:
     their lines, decorators included, blanked (line numbers stay), and `pass` in a class left
     with nothing else."""
     wanted = set(names)
-    tree = ast.parse(text)
+    tree = parse_quietly(text)
     lines = text.splitlines(keepends=True)
 
     def blank(node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
