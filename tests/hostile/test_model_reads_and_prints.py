@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+import gi
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from tests.hostile import OneFunction
 from tests.llm_server import Action, serve
@@ -217,7 +218,8 @@ retries = 0
 workers = 2
 engine = "{engine}"
 """)
-        env = {**os.environ, "GI_STATS_KEY": "sk-stats"}
+        code = str(Path(gi.__file__).resolve().parents[1])  # the subprocesses run the gi these tests import
+        env = {**os.environ, "GI_STATS_KEY": "sk-stats", "PYTHONPATH": code}
         run = subprocess.run([sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=1500, check=False)  # fmt: skip
         requests = [json.dumps(body) for body in model.requests]
@@ -250,7 +252,7 @@ engine = "{engine}"
     # 6: the member with escapes in its code is a repair on the front; what gi prints of it and
     # of the front drives no terminal, and report.md carries no raw HTML of it.
     [shown] = [member for member in summary["front"] if "99x faster" in diffs[member["id"]]]
-    colour = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "120"}
+    colour = {**env, "FORCE_COLOR": "1", "COLUMNS": "120"}
     for argv in (["show", str(folder), shown["id"]], ["show", str(folder)]):
         printed = subprocess.run([sys.executable, "-m", "gi.cli", *argv], env=colour, capture_output=True,
                                  text=True, timeout=120, check=True).stdout  # fmt: skip
