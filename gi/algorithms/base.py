@@ -29,7 +29,7 @@ import numpy as np
 
 from gi.algorithms.adaptive import OperatorSelection
 from gi.algorithms.rings import Rings
-from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_of_label
+from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_name
 from gi.fitness.objectives import Constraint, Objective, objective_values, violation
 from gi.model.patch import Patch
 from gi.model.program import Program
@@ -253,7 +253,7 @@ class Search(ABC):
             success = id(child) in kept or any(
                 parent in parents and child.fitness.dominates(parents[parent].fitness) for parent in child.parents
             )
-            self.selection.credit(operator_of_label(child.operator), success)
+            self.selection.credit(operator_name(child.operator), success)
 
     @abstractmethod
     def _survive(self, children: list[Individual]) -> None:
