@@ -53,16 +53,6 @@ SPLIT_STREAM = 13
 FILES_TO_SPLIT = 5
 
 
-def split_tests(ids: Iterable[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """A seeded split of test ids into (training, held-out): round(fraction x n) held out, at
-    least one, and at least one left for training; the same seed gives the same split."""
-    ordered = sorted(set(ids))
-    count = min(len(ordered) - 1, max(1, round(fraction * len(ordered))))
-    rng = np.random.default_rng([seed, SPLIT_STREAM])
-    chosen = set(rng.choice(len(ordered), size=count, replace=False).tolist())
-    return [t for i, t in enumerate(ordered) if i not in chosen], [t for i, t in enumerate(ordered) if i in chosen]
-
-
 def _function(test: str) -> str:
     """A test id's function: "tests/a.py::TestX::test_y[1]" -> "tests/a.py::TestX::test_y"."""
     return test.partition("[")[0]

@@ -9,7 +9,7 @@ import pytest
 from gi.config import load_config
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
-from gi.engine.held_out import defined_tests, held_out_split, split_tests, training_copies, without_tests
+from gi.engine.held_out import defined_tests, held_out_split, training_copies, without_tests
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.run.experiment import Experiment
@@ -19,16 +19,26 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 IDS = [f"tests/test_m.py::test_{n}" for n in range(10)]
 
 
-def test_a_seed_gives_one_split_of_every_id() -> None:
-    train, held = split_tests(IDS, 0.3, seed=4)
-    assert len(held) == 3 and sorted(train + held) == sorted(IDS)
-    assert split_tests(reversed(IDS), 0.3, seed=4) == (train, held), "the order ids come in does not matter"
-    assert {tuple(split_tests(IDS, 0.3, seed)[1]) for seed in range(10)} != {tuple(held)}, "the seed decides"
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    """A project whose one test file defines the ten tests of IDS."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_m.py").write_text("".join(f"def test_{n}():\n    pass\n\n\n" for n in range(10)))
+    return tmp_path
 
 
-def test_a_split_keeps_one_test_on_each_side() -> None:
-    assert [len(part) for part in split_tests(IDS[:2], 0.01, seed=0)] == [1, 1]
-    assert [len(part) for part in split_tests(IDS[:2], 0.99, seed=0)] == [1, 1]
+def test_a_seed_gives_one_split_of_every_id(suite: Path) -> None:
+    split = held_out_split(IDS, 0.3, 4, suite)
+    train, held = split["train"], split["holdout"]
+    assert len(held) == 3 and sorted([*train, *held]) == sorted(IDS) and split["by"] == "tests"
+    assert held_out_split(reversed(IDS), 0.3, 4, suite) == split, "the order ids come in does not matter"
+    others = {tuple(held_out_split(IDS, 0.3, seed, suite)["holdout"]) for seed in range(10)}
+    assert others != {tuple(held)}, "the seed decides"
+
+
+def test_a_split_keeps_one_test_on_each_side(suite: Path) -> None:
+    assert [len(held_out_split(IDS[:2], 0.01, 0, suite)[part]) for part in ("train", "holdout")] == [1, 1]
+    assert [len(held_out_split(IDS[:2], 0.99, 0, suite)[part]) for part in ("train", "holdout")] == [1, 1]
 
 
 def test_the_split_tests_run_only_as_held_out(tmp_path: Path) -> None:
