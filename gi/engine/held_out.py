@@ -12,7 +12,8 @@ selects. The final front reuses these outcomes (a cache by tree hash).
 
 Held-out tests are tests.holdout's paths, the tests tests.holdout_fraction splits off the
 training tests (`held_out_split`), and the checks tests.differential generates
-(`gi.fitness.differential`); `configure_held_out` sets the last two up on the original.
+(`gi.fitness.differential`); `configure_held_out` sets the last two up on the original, the
+split from the test ids pytest collects on the cold path (the reference, whatever the engine).
 
 No variant may read a held-out test while it is trained (a model that reads the test file
 could answer the held-out tests from a table of their expected values). So a suite of
@@ -40,6 +41,7 @@ from gi.engine.run_folder import gap_rate
 from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
 from gi.fitness.differential import DifferentialError, checks_module
 from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
+from gi.fitness.pytest_diagnosis import cannot_run
 from gi.fitness.tests import TestRun
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.patch import Patch, Variant, apply
@@ -172,7 +174,11 @@ def configure_held_out(
         root = evaluator.program.root
 
         def split_collected() -> dict[str, list[str] | str]:
-            collected = list(evaluator.evaluate(original).tests)
+            run = evaluator.collected(original)  # on the cold path: the reference, whatever the engine
+            python = evaluator.settings.pytest.python
+            if not run.outcomes and (problem := cannot_run(run, config.tests.train, python, config.tests.timeout)):
+                raise ProgramError(f"{config.source}: the original's training tests cannot run: {problem}")
+            collected = list(run.outcomes)
             if len(collected) < 2:
                 raise ConfigError(
                     f"{config.source}: tests.holdout_fraction = {fraction:g}, but tests.train collects"
@@ -198,7 +204,7 @@ def configure_held_out(
                 evaluator.settings, train=tuple(split["train"]), holdout_ids=held,
                 training_files=training_copies(root, held),
             )  # fmt: skip
-            evaluator.close()  # warm workers started for the split hold the whole files: new ones will not
+            evaluator.close()  # any warm worker started before holds the whole files: new ones will not
     if config.tests.differential:
 
         def record_cases() -> list[list[str]]:

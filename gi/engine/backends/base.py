@@ -19,10 +19,17 @@ class BackendError(GIError):
 
 
 class Backend(Protocol):
-    """Evaluates batches of variants; results keep input order."""
+    """Evaluates batches of variants; results keep input order. Each runs the training tests
+    the evaluator selects for it (tests.select), or with `every_test` all of them; without
+    `measured`, only the tests run (a confirmation keeps the search's timing and static measures)."""
 
     def evaluate_many(
-        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self,
+        variants: Iterable[Variant],
+        on_done: Callable[[Evaluation], None] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]: ...
 
     def close(self) -> None: ...
@@ -35,10 +42,15 @@ class LocalBackend:
         self.evaluator = evaluator
 
     def evaluate_many(
-        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self,
+        variants: Iterable[Variant],
+        on_done: Callable[[Evaluation], None] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch in this process's threads."""
-        return self.evaluator.evaluate_many(variants, on_done)
+        return self.evaluator.evaluate_many(variants, on_done, every_test=every_test, measured=measured)
 
     def close(self) -> None:
         """Nothing to release."""

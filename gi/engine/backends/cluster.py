@@ -177,10 +177,18 @@ class DaskBackend:
         return dataclasses.replace(evaluation, measures=measures, detail=self.evaluator.redact(evaluation.detail))
 
     def evaluate_many(
-        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self,
+        variants: Iterable[Variant],
+        on_done: Callable[[Evaluation], None] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch on the workers, one task a variant submitted as soon as `variants`
-        yields it; `on_done` is called as each result comes in, and the results keep input order."""
+        yields it; `on_done` is called as each result comes in, and the results keep input order.
+        Each runs the training tests the host selects for it (`Evaluator.selection`, from its
+        patch), or every test with `every_test`; the workload and the static measures too unless
+        not `measured`."""
         from distributed import as_completed
 
         job: Any = None
@@ -205,6 +213,7 @@ class DaskBackend:
                 submitted.append(variant)
                 # The tests covering the variant's edited lines first: the worker sees no patch.
                 order = self.evaluator.training_order(variant)
+                selected = None if every_test else self.evaluator.selection(variant)
                 futures.append(
                     self.client.submit(
                         evaluate_on_worker,
@@ -212,6 +221,8 @@ class DaskBackend:
                         {file: variant.sources[file] for file in variant.changed_files},
                         variant.tree_hash,
                         list(order) if order != self.evaluator.test_order else None,
+                        None if selected is None else sorted(selected),
+                        measured,
                         pure=False,
                     )
                 )
