@@ -10,10 +10,12 @@ workload's runs, `Evaluator` the scoring of a variant from both.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
@@ -21,8 +23,8 @@ from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.verdict import CanaryTests, SecondRun, second_run
 from gi.engine.warm import WarmPool
-from gi.fitness.differential import record_cases
 from gi.fitness.faults import LineCoverage, covered_test_run, suspiciousness
+from gi.fitness.oracle.record import record_calls
 from gi.fitness.selection import Coverage, EditedLines, first_tests
 from gi.fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
 from gi.model.patch import Variant
@@ -55,12 +57,7 @@ class SuiteRuns:
         self.coverage: Coverage | None = None
         self._edited: EditedLines | None = None
         self._warm: WarmPool | None = None
-        #: Warm workers whose copies hold the held-out tests, for the held-out runs alone.
-        self._held_out_warm: WarmPool | None = None
         self._warm_lock = threading.Lock()
-        #: Whether held-out runs take the held-out warm workers (with the warm engine, once
-        #: they gave the original the cold path's held-out outcomes: gi.engine.held_out).
-        self.held_out_warm = False
         #: The training tests whose canaries fail on the original (`learn_canaries`), and the
         #: types the original returns to the tests (for the front's second run).
         self.canaries = CanaryTests(editable=tuple(program.files))
@@ -70,6 +67,8 @@ class SuiteRuns:
         #: Told how many tests of a cold run have finished, as they finish (the run's start shows it).
         self.on_test: Callable[[int], None] | None = None
         self._canary_lock = threading.Lock()
+        #: The recorder's findings on the original, by the inputs listed for it (see `record_calls`).
+        self._recorded: dict[str, dict[str, Any]] = {}
 
     @property
     def isolation(self) -> Isolation:
@@ -77,7 +76,9 @@ class SuiteRuns:
         return isolation(self.settings.limits)
 
     @contextmanager
-    def _sandbox(self, variant: Variant, *, holdout: bool = False, tests: bool = True) -> Iterator[Sandbox]:
+    def _sandbox(
+        self, variant: Variant, *, holdout: bool = False, tests: bool = True, files: Mapping[str, str] | None = None
+    ) -> Iterator[Sandbox]:
         """A fresh workspace for the variant, and a sandbox to run commands in it.
 
         During the search (holdout=False) the held-out tests are not in the copy, so no
@@ -85,12 +86,26 @@ class SuiteRuns:
         is writable, so tests may write beside themselves; one for the workload is read-only,
         and never one a test run used: a module planted beside the code (a `pyperf.py` that
         times with a clock of its own, a cache of answers) would be imported by the timing.
+        `files` (relative path -> text) are written into the copy too.
         """
         hidden = self.settings.exclude if holdout else self._training_exclude()
-        sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else variant.sources
+        extra = self.settings.holdout_files if holdout else self.settings.training_files
+        sources = {**variant.sources, **dict(extra)}
+        sources.update(files or {})
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
             yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=tests), space)
+
+    def oracle_copy(self, variant: Variant) -> AbstractContextManager[Sandbox]:
+        """A fresh read-only copy of the variant without the held-out tests, and a sandbox to run
+        the behaviour oracle's worker in (gi.engine.oracle)."""
+        return self._sandbox(variant, tests=False)
+
+    def test_file(self, variant: Variant, path: str, text: str) -> TestRun:
+        """One test file of gi's (a counterexample) at `path` in a fresh copy of the variant, run
+        with the plugin's signed report, each test under the default per-test limit."""
+        with self._sandbox(variant, files={path: text}) as sandbox:
+            return self._run_tests(sandbox, [path], {})
 
     def redact(self, text: str) -> str:
         """`text` without the secrets gi knows of, for everything that is stored or sent."""
@@ -217,20 +232,9 @@ class SuiteRuns:
             if self._warm is None:
                 self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
                                       preload=self.settings.preload, exclude=self._training_exclude(),
-                                      scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
+                                      scratch=self.scratch, setup=self.settings.pytest,
+                                      files=dict(self.settings.training_files))  # fmt: skip
             return self._warm
-
-    def _held_out_pool(self) -> WarmPool:
-        """Warm workers for the held-out tests: their copies hold them (and the held-out files
-        gi writes, the differential checks), so no training run ever takes one of them."""
-        with self._warm_lock:
-            if self._held_out_warm is None:
-                self._held_out_warm = WarmPool(
-                    self.program, self.settings.limits, self.settings.workers, preload=self.settings.preload,
-                    exclude=self.settings.exclude, scratch=self.scratch, setup=self.settings.pytest,
-                    files=dict(self.settings.holdout_files),
-                )  # fmt: skip
-            return self._held_out_warm
 
     def warm_training(
         self, variant: Variant, selected: frozenset[str] | None = None, checks: Checks = NO_CHECKS
@@ -253,10 +257,9 @@ class SuiteRuns:
     def close(self) -> None:
         """Stop the warm workers, if any."""
         with self._warm_lock:
-            for pool in (self._warm, self._held_out_warm):
-                if pool is not None:
-                    pool.close()
-            self._warm = self._held_out_warm = None
+            if self._warm is not None:
+                self._warm.close()
+                self._warm = None
 
     def training_run(self, variant: Variant) -> TestRun:
         """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,
@@ -277,33 +280,34 @@ class SuiteRuns:
         with self._sandbox(variant, holdout=True) as sandbox:
             return self._run_tests(sandbox, paths, limits)
 
-    def holdout(
-        self, variant: Variant, limits: Mapping[str, float] | None = None, *, warm: bool | None = None
-    ) -> TestRun:
+    def holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
         """Run the held-out tests on a variant (only on front members and the original);
-        `limits` are per-test limits from the original's held-out run. With the warm engine, ids
-        split off the training files run in the training warm workers (their copies hold them);
-        held-out folders and files in warm workers of their own when `warm` (by default
-        `held_out_warm`) says so, else cold."""
+        `limits` are per-test limits from the original's held-out run."""
         settings = self.settings
         paths = (*settings.holdout, *settings.holdout_ids)
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
-        if settings.engine == "warm" and not settings.holdout and not settings.holdout_files:
-            pool, each = self._warm_pool(), limits or {}  # split off the training files: in their copies
-        elif settings.engine == "warm" and (self.held_out_warm if warm is None else warm):
-            pool, each = self._held_out_pool(), limits or {}
-        else:
-            return self._tests(variant, paths, limits or {})
-        return _retried(lambda: pool.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
-                                               default_limit=settings.test_timeout))  # fmt: skip
+        # Cold, in a copy that holds them: no warm worker's copy does (its variants are trained).
+        return self._tests(variant, paths, limits or {})
+
+    def record_calls(
+        self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]] | None = None
+    ) -> dict[str, Any]:
+        """The training tests' calls of the editable functions, recorded on `variant` (the
+        original) once per evaluator and `listed` inputs (gi.fitness.oracle.record); raises
+        RecordingError."""
+        key = json.dumps(listed or {}, sort_keys=True, default=repr)
+        if key not in self._recorded:
+            with self._sandbox(variant) as sandbox:
+                self._recorded[key] = record_calls(self.settings.train, self.program.files, runner=sandbox,
+                                                   timeout=self.settings.timeout * 3, setup=self.settings.pytest,
+                                                   listed=listed)  # fmt: skip
+        return self._recorded[key]
 
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
         """The differential checks' cases, recorded on `variant` (the original) from its training
-        tests; raises DifferentialError."""
-        with self._sandbox(variant) as sandbox:
-            return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
-                                timeout=self.settings.timeout * 3)  # fmt: skip
+        tests; raises RecordingError."""
+        return [list(case) for case in self.record_calls(variant, listed)["cases"]]
 
     def line_coverage(self, variant: Variant) -> tuple[TestRun, LineCoverage]:
         """The training tests on a variant (the original) under coverage.py, a context per test:
