@@ -21,7 +21,7 @@ from gi.model.errors import StoreError, UsageError
 if TYPE_CHECKING:
     from gi.config import Config
     from gi.engine.progress import Progress as RunProgress
-from gi.cli.output import say, say_isolation
+from gi.cli.output import InertConsole, say, say_isolation
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +121,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
             "search", total=total, generation=0, generations=search.generations, evaluations=0, status=""
         )
         shown_warnings: list[str] = []
-        errors = Console(stderr=True)
+        errors = InertConsole(stderr=True)
         phases: list[str] = []
 
         pace = Pace(total)
@@ -375,7 +375,7 @@ def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int
     from gi.reports.document import HTML_NAME, write_report_or_warn
 
     if (warning := write_report_or_warn(config.experiment_folder)) is not None:
-        Console(stderr=True).print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+        InertConsole(stderr=True).print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     else:
         written.append(config.experiment_folder / HTML_NAME)
     console.print(f"experiment folder: {config.experiment_folder}  ({', '.join(p.name for p in written)})")

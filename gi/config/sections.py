@@ -565,6 +565,10 @@ class EvaluationSection(_Section):
     disk_mb: Annotated[
         int, Field(ge=1, description="the most each folder a command may write holds (RAM in bubblewrap), in MiB")
     ] = 512
+    disk_files: Annotated[
+        int,
+        Field(ge=100, description="the most files and folders a command may add to each folder it may write"),
+    ] = 100_000
     isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
     read_only: Annotated[
         list[Path],

@@ -3,7 +3,7 @@ a warm worker), in the order and with the stop that tests.fail_fast and the orig
 give them; the canaries and the front's second run; the held-out tests, the differential checks'
 cases and the original's coverage runs.
 
-`SuiteRuns` is the first floor of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
+`SuiteRuns` is the base class of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
 workload's runs, `Evaluator` the scoring of a variant from both.
 """
 
@@ -89,7 +89,8 @@ class SuiteRuns:
         `files` (relative path -> text) are written into the copy too.
         """
         hidden = self.settings.exclude if holdout else self._training_exclude()
-        sources = {**variant.sources, **dict(self.settings.holdout_files)} if holdout else dict(variant.sources)
+        extra = self.settings.holdout_files if holdout else self.settings.training_files
+        sources = {**variant.sources, **dict(extra)}
         sources.update(files or {})
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
@@ -231,7 +232,8 @@ class SuiteRuns:
             if self._warm is None:
                 self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
                                       preload=self.settings.preload, exclude=self._training_exclude(),
-                                      scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
+                                      scratch=self.scratch, setup=self.settings.pytest,
+                                      files=dict(self.settings.training_files))  # fmt: skip
             return self._warm
 
     def warm_training(
@@ -285,11 +287,7 @@ class SuiteRuns:
         paths = (*settings.holdout, *settings.holdout_ids)
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
-        if settings.engine == "warm" and not settings.holdout and not settings.holdout_files:
-            # Tests split off the training files only: the warm workers' copies hold them.
-            warm, each = self._warm_pool(), limits or {}
-            return _retried(lambda: warm.run_tests(variant.sources, paths, timeout=settings.timeout, limits=each,
-                                                   default_limit=settings.test_timeout))  # fmt: skip
+        # Cold, in a copy that holds them: no warm worker's copy does (its variants are trained).
         return self._tests(variant, paths, limits or {})
 
     def record_calls(

@@ -449,6 +449,10 @@ class SummaryBuilder:
                 )
         if self.timing.active and member.fitness.feasible and variant.changed_files:
             entry["speedup"] = self.timing.speedup(original, variant)
+            if entry["speedup"].get("tampered"):
+                self.evaluations.progress.warnings.append(
+                    f"front member {member.id}: {entry['speedup']['error']}: its timings are forged"
+                )
         holdout_baseline = self.held_out.baseline if self.held_out is not None else None
         if holdout_baseline is not None:
             entry["holdout"] = {

@@ -28,7 +28,7 @@ from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
 from gi.fitness.objectives import Constraint
 from gi.fitness.oracle.record import RecordingError
-from gi.fitness.runtime import RIGOROUS, SCREENING, Timing, Workload, WorkloadError, loops_for
+from gi.fitness.runtime import RIGOROUS, SCREENING, ForgedTimingError, Timing, Workload, WorkloadError, loops_for
 from gi.model.errors import ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, function_nodes, parse_quietly
@@ -289,6 +289,8 @@ class OriginalTiming:
             loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
             try:
                 result = self.evaluator.rigorous(base, member, loops=loops, seed=self.config.experiment.seed)
+            except ForgedTimingError as error:
+                return {"error": str(error), "tampered": True}
             except WorkloadError as error:
                 return {"error": str(error)}
             if result.value > IMPLAUSIBLE_SPEEDUP:

@@ -20,6 +20,7 @@ from typing import Any
 from gi.engine.run_folder import SUMMARY_NAME, gap_rate, read_diff, read_summary
 from gi.reports import plots
 from gi.reports.compare import compare, read_run, run_folders
+from gi.reports.inert import markdown_block, markdown_code, markdown_text
 from gi.reports.tables import (
     VALIDATION_COLUMNS,
     behaviour_cell,
@@ -58,20 +59,24 @@ class _Document:
     markdown: list[str] = field(default_factory=list)
     images: dict[str, bytes] = field(default_factory=dict)
 
+    # Markdown is written from text a variant or a model may have made: every piece goes
+    # through gi.reports.inert, so none of it becomes HTML, a link, an image or a terminal's
+    # escape sequence.
+
     def heading(self, text: str, level: int = 2) -> None:
         self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
-        self.markdown.append(f"{'#' * level} {text}\n")
+        self.markdown.append(f"{'#' * level} {markdown_text(text)}\n")
 
     def paragraph(self, text: str, *, note: bool = False) -> None:
         attributes = ' class="note"' if note else ""
         self.html.append(f"<p{attributes}>{html.escape(text)}</p>")
-        self.markdown.append(f"{'*' + text + '*' if note else text}\n")
+        self.markdown.append(f"{'*' + markdown_text(text) + '*' if note else markdown_text(text)}\n")
 
     def items(self, lines: Sequence[str]) -> None:
         if not lines:
             return
         self.html.append("<ul>" + "".join(f"<li><code>{html.escape(line)}</code></li>" for line in lines) + "</ul>")
-        self.markdown.append("\n".join(f"- `{line}`" for line in lines) + "\n")
+        self.markdown.append("\n".join(f"- {markdown_code(line)}" for line in lines) + "\n")
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
@@ -79,7 +84,7 @@ class _Document:
         self.html.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
         def cells(row: Sequence[str]) -> str:
-            return "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+            return "| " + " | ".join(markdown_text(cell).replace("\n", " ") for cell in row) + " |"
 
         self.markdown.append("\n".join([cells(header), "| " + " | ".join("---" for _ in header) + " |",
                                         *(cells(row) for row in rows)]) + "\n")  # fmt: skip
@@ -88,11 +93,11 @@ class _Document:
         self.images[name] = png
         data = base64.b64encode(png).decode("ascii")
         self.html.append(f'<p><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"></p>')
-        self.markdown.append(f"![{alt}]({IMAGE_DIR}/{name})\n")
+        self.markdown.append(f"![{markdown_text(alt)}]({IMAGE_DIR}/{name})\n")
 
     def code(self, text: str, language: str = "diff") -> None:
         self.html.append(f"<pre><code>{html.escape(text)}</code></pre>")
-        self.markdown.append(f"```{language}\n{text.rstrip()}\n```\n")
+        self.markdown.append(markdown_block(text, language) + "\n")
 
     def render_html(self) -> str:
         return (

@@ -139,6 +139,8 @@ def describe_speedup(speedup: Mapping[str, Any] | None, *, short: bool = False) 
     """'3.1x (2.9-3.3), significant', or why there is no figure; an implausible one says so."""
     if not speedup:
         return "-"
+    if speedup.get("tampered"):
+        return "forged" if short else f"forged: {speedup['error']}"
     if "error" in speedup:
         return "not measured" if short else f"not measured: {speedup['error']}"
     figure = f"{speedup['value']:.3g}x ({speedup['low']:.3g}-{speedup['high']:.3g})"
