@@ -113,6 +113,9 @@ class MutationContext:
     #: those among them that ran inside a test (not only at import).
     executed_lines: Mapping[str, frozenset[int]] | None = None
     tested_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    #: The weights of an operator's modes here (the model's rewrite, diff, crossover), when they
+    #: differ from its own: an island's (gi/algorithms/islands.py).
+    modes: Mapping[str, float] | None = None
     #: Set by `bind`: each function site's weight, and where the excluded functions are.
     function_weights: Mapping[Location, float] | None = None
     excluded_locations: tuple[Location, ...] = ()

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from gi.algorithms import ALGORITHMS
+from gi.config.diversity import GridSection, IslandsSection
 from gi.fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
 from gi.fitness.runtime import RIGOROUS
 from gi.model.registry import suggest
@@ -204,6 +205,20 @@ class SearchSection(_Section):
     patience: Annotated[
         int, Field(ge=1, le=100000, description="stop after this many generations in a row evaluate no new program")
     ] = 3
+    steady_state: Annotated[
+        bool,
+        Field(
+            description="breed a candidate as soon as an evaluator is free and take each result as it arrives, with"
+            " no generation barrier (the order of arrivals is recorded: a replay and a resumed run follow it);"
+            " false: generation by generation, one seed fixing the run"
+        ),
+    ] = False
+    grid: Annotated[
+        GridSection, Field(description="the quality-diversity grid: its features, bins and ranges (search.grid)")
+    ] = GridSection()
+    islands: Annotated[
+        IslandsSection, Field(description="the islands algorithm's islands and migration (search.islands)")
+    ] = IslandsSection()
 
     @field_validator("algorithm")
     @classmethod

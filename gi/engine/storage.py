@@ -170,7 +170,10 @@ class RunStorage:
         """Rebuild the search as `checkpoint` left it: its population and archive (each patch
         applied again and matched to its stored evaluation, `measured`), its state, the
         generator's state and the accounting."""
-        records = {r.id: r for r in self.store.individuals(checkpoint.population + checkpoint.archive)}
+        state = self.store.get_meta("search_state") or {}
+        others = search.stored_ids(state)
+        named = list(dict.fromkeys([*checkpoint.population, *checkpoint.archive, *others]))
+        records = {r.id: r for r in self.store.individuals(named)}
         rebuilt: dict[str, Individual] = {}
         for identifier, record in records.items():
             patch = Patch.from_json(record.patch)
@@ -185,7 +188,8 @@ class RunStorage:
             checkpoint.generation,
             [rebuilt[i] for i in checkpoint.population],
             [rebuilt[i] for i in checkpoint.archive],
-            self.store.get_meta("search_state"),
+            state,
+            {identifier: rebuilt[identifier] for identifier in others},
         )
         search.rng.bit_generator.state = checkpoint.rng
         search.accounting = self.store.get_meta("accounting") or {}

@@ -187,6 +187,7 @@ class RunLoop:
             "front_size": progress.front_size,
             "hypervolume": progress.hypervolume,
             "best": progress.best,
+            **(search.diversity() or {}),
         }
         self.storage.save_generation(search, children, stats, self.operators, gap)
 
