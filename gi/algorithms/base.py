@@ -277,13 +277,19 @@ class Search(ABC):
         if not self.started:
             self.initial = [*(self.initial or []), (child, evaluation)]
             if len(self.initial) >= self.settings.population:
-                children, evaluations = zip(*self.initial, strict=True)
-                self.initial = None
-                self.generation = 0
-                self._take(list(children), list(evaluations))
+                self.start_with_told()
             return child
         self._take([child], [evaluation])
         return child
+
+    def start_with_told(self) -> None:
+        """Take the initial population as far as it was told (a steady-state search that stops
+        before a population of results came in)."""
+        if not self.started and self.initial:
+            children, evaluations = zip(*self.initial, strict=True)
+            self.initial = None
+            self.generation = 0
+            self._take(list(children), list(evaluations))
 
     # --- tell -----------------------------------------------------------------------------
 

@@ -129,11 +129,12 @@ class RunStorage:
         stats: Mapping[str, Any],
         operators: Sequence[Operator],
         gap: dict[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         """The generation's checkpoint, in one transaction: its new individuals, the accounting,
         the search's and the operators' state, the generalisation-gap record and a `Checkpoint`
-        (population and archive ids, generator state, statistics). A run killed at any moment
-        resumes from the last one committed."""
+        (population and archive ids, generator state, statistics), and `meta` (the loop's own
+        state, by key). A run killed at any moment resumes from the last one committed."""
         with self.store.transaction():
             for child in children:
                 self.store.put_individual(
@@ -154,6 +155,8 @@ class RunStorage:
                     self.store.set_meta(state_key(operator), state)
             if gap is not None:
                 self.store.put_generalisation(search.generation, gap)
+            for key, value in (meta or {}).items():
+                self.store.set_meta(key, value)
             self.store.checkpoint(
                 Checkpoint(
                     search.generation,

@@ -56,6 +56,7 @@ from gi.populations import hypervolume
 from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
+from gi.run.steady import SteadyLoop
 from gi.run.original import reference_evaluation
 from gi.run.steering import Steering
 
@@ -364,7 +365,7 @@ class Experiment:
             self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
         self.phase(f"generation 0: {self.config.search.population} programs, the original among them")
         self.progress.phase = ""
-        loop = RunLoop(
+        loop = (SteadyLoop if self.config.search.steady_state else RunLoop)(
             search, self.evaluations, self.storage, self.timing, self.held_out, self.operators, self.on_progress,
             replay_of=self.replay_of,
         )  # fmt: skip

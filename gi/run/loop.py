@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,8 @@ class RunLoop:
         self.known: set[str] = set()
         #: Why the search stopped (reason, generation, programs evaluated), for the summary.
         self.stopped: dict[str, Any] = {}
+        #: When the current generation started, and the evaluators' busy seconds then.
+        self._clock = (time.perf_counter(), 0.0)
 
     @property
     def progress(self) -> Progress:
@@ -71,6 +74,7 @@ class RunLoop:
         original = search.program.tree_hash
         self.known = self.storage.store.individual_hashes()  # programs of earlier generations
         while (stop := self._stop(limits, elapsed())) is None:
+            self._start_clock()
             before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
@@ -170,8 +174,20 @@ class RunLoop:
             if reason:
                 self.progress.warn(f"{reason}; the run goes on with the other operators")
 
-    def _checkpoint(self, children: Sequence[Individual], gap: dict[str, Any] | None, *, new_programs: int) -> None:
+    def _start_clock(self) -> None:
+        """Mark the start of a generation: its wall time and its evaluators' busy time count from here."""
+        self._clock = (time.perf_counter(), self.evaluations.busy_seconds)
+
+    def _checkpoint(
+        self,
+        children: Sequence[Individual],
+        gap: dict[str, Any] | None,
+        *,
+        new_programs: int,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
         search, progress = self.search, self.progress
+        started, busy = self._clock
         progress.best = search.best()
         progress.hypervolume = search.hypervolume()
         progress.front_size = len(search.archive.members)
@@ -188,8 +204,11 @@ class RunLoop:
             "hypervolume": progress.hypervolume,
             "best": progress.best,
             **(search.diversity() or {}),
+            # How busy the evaluators were: their seconds over the generation's, of this session.
+            "loop_seconds": round(time.perf_counter() - started, 3),
+            "busy_seconds": round(self.evaluations.busy_seconds - busy, 3),
         }
-        self.storage.save_generation(search, children, stats, self.operators, gap)
+        self.storage.save_generation(search, children, stats, self.operators, gap, meta)
 
     def _breed_and_evaluate(self, generation: int) -> tuple[list[Candidate], list[Evaluation]]:
         """The generation's batch and its evaluations. Breeding runs in a thread of its own and
@@ -201,8 +220,9 @@ class RunLoop:
         depend on which finishes first. A run that times its variants breeds first, unless an
         operator waits on a server: gi's own work would compete with a timing for the cores."""
         expected = self.search.settings.population
+        islands = self.search.name == "islands"
         if self.timing.active and not any(operator.waits for operator in self.operators):
-            return self.evaluations.evaluate(self._ask(generation), generation, expected)
+            return self.evaluations.evaluate(self._ask(generation), generation, expected, islands)
         bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
@@ -227,7 +247,7 @@ class RunLoop:
         breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
         breeder.start()
         try:
-            return self.evaluations.evaluate(arriving(), generation, expected)
+            return self.evaluations.evaluate(arriving(), generation, expected, islands)
         finally:
             # Never leave breeding running (asking the model, drawing from the generator)
             # after the generation: it ends at its next candidate, or its current request.
