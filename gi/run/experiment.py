@@ -56,8 +56,8 @@ from gi.populations import hypervolume
 from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
-from gi.run.steady import SteadyLoop
 from gi.run.original import reference_evaluation
+from gi.run.steady import SteadyLoop
 from gi.run.steering import Steering
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
