@@ -133,6 +133,8 @@ class Search(ABC):
         #: Steady-state: the first population's individuals as they are told, until it is complete
         #: (None once it is, or in a generational run).
         self.initial: list[tuple[Individual, Evaluation]] | None = None
+        #: Whether the children being taken in are the initial population (survival starts it).
+        self.initialising = False
 
     @property
     def neighbourhood_share(self) -> float:
@@ -289,7 +291,7 @@ class Search(ABC):
             children, evaluations = zip(*self.initial, strict=True)
             self.initial = None
             self.generation = 0
-            self._take(list(children), list(evaluations))
+            self._take(list(children), list(evaluations), initial=True)
 
     # --- tell -----------------------------------------------------------------------------
 
@@ -331,18 +333,23 @@ class Search(ABC):
             self.individual(candidate, evaluation, self.generation)
             for candidate, evaluation in zip(candidates, evaluations, strict=True)
         ]
-        self._take(children, evaluations)
+        self._take(children, evaluations, initial=self.generation == 0)
         self.generation_done()
         return children
 
     def generation_done(self) -> None:  # noqa: B027 (most algorithms do nothing between generations)
         """What the algorithm does once a generation is told (the islands migrate)."""
 
-    def _take(self, children: list[Individual], evaluations: Sequence[Evaluation]) -> None:
-        """Let `children` into the grid, the population (the algorithm's survival) and the archive."""
+    def _take(self, children: list[Individual], evaluations: Sequence[Evaluation], *, initial: bool = False) -> None:
+        """Let `children` into the grid, the population (the algorithm's survival: `initial`, they
+        are the initial population) and the archive."""
         parents = {individual.id: individual for individual in (*self.population, *self.archive.members)}
         self._illuminate(children)
-        self._survive(children)
+        self.initialising = initial
+        try:
+            self._survive(children)
+        finally:
+            self.initialising = False
         self.archive.update(children)
         if self.rings is not None:
             self.rings.told(children, evaluations)

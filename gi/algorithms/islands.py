@@ -102,7 +102,7 @@ class Islands(Search):
     # --- survival and migration -------------------------------------------------------------
 
     def _survive(self, children: list[Individual]) -> None:
-        if self.generation == 0:
+        if self.initialising:
             shares: list[list[Individual]] = [[] for _ in self.islands]
             others = [child for child in children if child.patch.edits]
             original = [child for child in children if not child.patch.edits]
@@ -123,7 +123,11 @@ class Islands(Search):
         island.generation = self.generation
         parents = {individual.id: individual for individual in (*island.population, *island.archive.members)}
         island._illuminate(members)
-        island._survive(members)
+        island.initialising = self.initialising
+        try:
+            island._survive(members)
+        finally:
+            island.initialising = False
         island.archive.update(members)
         if bred:
             island._credit(members, parents)

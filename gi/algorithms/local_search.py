@@ -52,7 +52,7 @@ class LocalSearch(Search):
         return not self.current.fitness.dominates(neighbour.fitness)
 
     def _survive(self, children: list[Individual]) -> None:
-        if self.generation == 0:
+        if self.initialising:
             # The walk starts at the original, the generation's empty patch.
             start = next((child for child in children if not child.patch.edits), children[0])
             self.population = [start]

@@ -168,11 +168,6 @@ def replay_comparison(recorded: RunStore, replay: RunStore) -> dict[str, bool]:
 
 
 def _without_counts(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A run's per-generation statistics without its evaluation and cache-hit counts and times: a
-    run that was interrupted and resumed counts a few evaluations twice, a replay does not."""
-    return [{k: v for k, v in stats.items() if k not in COUNTS} for stats in history]
-
-
-#: Statistics of a generation that depend on the session, not on the search: how many
-#: evaluations it made and how long it and its evaluators took.
-COUNTS = ("evaluations", "cache_hits", "loop_seconds", "busy_seconds")
+    """A run's per-generation statistics without its evaluation and cache-hit counts: a run
+    that was interrupted and resumed counts a few evaluations twice, a replay does not."""
+    return [{k: v for k, v in stats.items() if k not in ("evaluations", "cache_hits")} for stats in history]

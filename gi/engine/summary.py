@@ -290,7 +290,7 @@ class SummaryBuilder:
                 "differential_checks": len(measurements.found("differential_cases") or []),
                 "validation": store.get_meta("validation"),  # from `gi validate`
                 "quality_diversity": quality_diversity(search, originals),
-                "evaluators": evaluators_busy(store.history(), self.config.evaluation.workers),
+                "evaluators": evaluators_busy(store.get_meta("evaluators"), self.config.evaluation.workers),
                 **self._sections(operators),
                 "warnings": self.evaluations.progress.warnings,
             },
@@ -402,11 +402,11 @@ def quality_diversity(search: Search, originals: Collection[str]) -> dict[str, A
     }
 
 
-def evaluators_busy(history: Sequence[Mapping[str, Any]], workers: int) -> dict[str, Any] | None:
+def evaluators_busy(spent: Mapping[str, Any] | None, workers: int) -> dict[str, Any] | None:
     """How busy the evaluators were during the search: their seconds evaluating over `workers`
-    times the generations' wall seconds (of the sessions that measured them)."""
-    loop = sum(float(stats.get("loop_seconds", 0.0)) for stats in history)
-    busy = sum(float(stats.get("busy_seconds", 0.0)) for stats in history)
+    times the generations' wall seconds (as the loop added them up, gi.run.loop.EVALUATORS)."""
+    loop = float((spent or {}).get("loop_seconds", 0.0))
+    busy = float((spent or {}).get("busy_seconds", 0.0))
     if loop <= 0:
         return None
     return {"workers": workers, "busy_seconds": round(busy, 3), "loop_seconds": round(loop, 3),

@@ -32,6 +32,9 @@ from gi.mutators import Operator
 from gi.mutators.base import Member, OfflineMissError, Outcome
 from gi.populations import Individual
 
+#: The store's meta key of the evaluators' busy and the generations' wall seconds.
+EVALUATORS = "evaluators"
+
 
 class RunLoop:
     """The generations of one run, from where its search stands to `generations`."""
@@ -204,10 +207,13 @@ class RunLoop:
             "hypervolume": progress.hypervolume,
             "best": progress.best,
             **(search.diversity() or {}),
-            # How busy the evaluators were: their seconds over the generation's, of this session.
-            "loop_seconds": round(time.perf_counter() - started, 3),
-            "busy_seconds": round(self.evaluations.busy_seconds - busy, 3),
         }
+        # How busy the evaluators were: their seconds evaluating and the generations' wall seconds,
+        # added up over the run's sessions (a generation cut short by a kill is not counted).
+        spent = dict(self.storage.store.get_meta(EVALUATORS) or {})
+        spent["loop_seconds"] = round(float(spent.get("loop_seconds", 0.0)) + time.perf_counter() - started, 3)
+        spent["busy_seconds"] = round(float(spent.get("busy_seconds", 0.0)) + self.evaluations.busy_seconds - busy, 3)
+        meta = {**(meta or {}), EVALUATORS: spent}
         self.storage.save_generation(search, children, stats, self.operators, gap, meta)
 
     def _breed_and_evaluate(self, generation: int) -> tuple[list[Candidate], list[Evaluation]]:

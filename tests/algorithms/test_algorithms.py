@@ -69,8 +69,12 @@ ISLANDS = IslandPlan(
 )
 
 
-def make_search(program: Program, algorithm: str, seed: int = 1, population: int = 6, **settings: int) -> Search:
-    grid = grid_settings() if algorithm == "map_elites" else None
+def make_search(
+    program: Program, algorithm: str, seed: int = 1, population: int = 6, *, grid: bool = False, **settings: int
+) -> Search:
+    """The algorithm on the tiny problem (`grid`: with the grid of `grid_settings`, as map_elites
+    always has)."""
+    features = grid_settings() if grid or algorithm == "map_elites" else None
     plan = ISLANDS if algorithm == "islands" else None
     return ALGORITHMS.get(algorithm)(
         program,
@@ -82,7 +86,7 @@ def make_search(program: Program, algorithm: str, seed: int = 1, population: int
         np.random.default_rng(seed),
         reference=(4.0, 15.0, 11.0),
         test_count=3,
-        grid=grid,
+        grid=features,
     )
 
 

@@ -239,6 +239,7 @@ class DaskBackend:
             self.evaluator.learn_canaries()  # here: the workers get the canaries with the job
         job = self._scatter_job()
         order = self.evaluator.training_order(variant)
+        workers = self.worker_of(affinity)
         return self.client.submit(
             evaluate_on_worker,
             job,
@@ -246,8 +247,7 @@ class DaskBackend:
             variant.tree_hash,
             list(order) if order != self.evaluator.test_order else None,
             pure=False,
-            workers=self.worker_of(affinity),
-            allow_other_workers=True,
+            **({"workers": workers, "allow_other_workers": True} if workers else {}),
         )
 
     def worker_of(self, island: int | None) -> list[str] | None:
