@@ -7,8 +7,8 @@ only rewrites). Which island breeds each offspring is the island selection's cho
 robin by default: each breeds an equal share); each child goes back to the island that bred it.
 Every `interval` generations each island sends its best (up to `migrants` of its feasible
 front) along the migration's routes (a ring by default), and the receiver takes them in by its
-own survival. The initial population is the original and one-edit patches, as for every
-algorithm, dealt out in turn (the original to every island).
+own survival. The initial population is the original (on every island) and one-edit patches,
+as for every algorithm, each island making its own.
 
 All islands draw from the run's one generator; the Pareto archive (the report's front) and the
 grid are the whole run's. On Dask, each island's evaluations go to a worker of its own
@@ -89,12 +89,21 @@ class Islands(Search):
         return super().batch(generation, on_candidate)
 
     def maker(self, generation: int) -> Callable[[], Offspring | None]:
-        def make() -> Offspring | None:
+        return self._bred_by(lambda island: island.maker(generation)())
+
+    def _initial_maker(self) -> Callable[[], Offspring | None]:
+        # Each island's one-edit patches come from its own operators (and model modes).
+        return self._bred_by(lambda island: island._one_edit())
+
+    def _bred_by(self, make: Callable[[Search], Offspring | None]) -> Callable[[], Offspring | None]:
+        """A maker of offspring from the island the selection chooses, each marked with it."""
+
+        def made() -> Offspring | None:
             index = self.selection_strategy.choose(self.islands, self.rng)
-            offspring = self.islands[index].maker(generation)()
+            offspring = make(self.islands[index])
             return None if offspring is None else dataclasses.replace(offspring, island=index)
 
-        return make
+        return made
 
     def _seen(self) -> set[str]:
         return {member.tree_hash for island in self.islands for member in island.population}
@@ -102,19 +111,14 @@ class Islands(Search):
     # --- survival and migration -------------------------------------------------------------
 
     def _survive(self, children: list[Individual]) -> None:
-        if self.initialising:
-            shares: list[list[Individual]] = [[] for _ in self.islands]
-            others = [child for child in children if child.patch.edits]
-            original = [child for child in children if not child.patch.edits]
-            for position, child in enumerate(others):
-                shares[position % len(self.islands)].append(child)
-            for island, share in zip(self.islands, shares, strict=True):
-                self._admit(island, [*original, *share], bred=True)
-        else:
-            for index, island in enumerate(self.islands):
-                mine = [child for child in children if child.extra.get("island", 0) == index]
-                if mine:
-                    self._admit(island, mine, bred=True)
+        # Each child goes to the island that bred it; the original starts on every island.
+        original = [child for child in children if "island" not in child.extra and not child.patch.edits]
+        for index, island in enumerate(self.islands):
+            mine = [child for child in children if child.extra.get("island", 0) == index and child not in original]
+            if self.initialising:
+                mine = [*original, *mine]
+            if mine:
+                self._admit(island, mine, bred=True)
         self._gather()
 
     def _admit(self, island: Search, members: list[Individual], *, bred: bool) -> None:
