@@ -182,9 +182,12 @@ class Search(ABC):
             self._propose(batch)
         return batch.candidates
 
-    def batch(self, generation: int, on_candidate: Callable[[Candidate], None] | None = None) -> Batch:
-        """An empty batch of `generation`, the operators' shares for it started."""
-        self.variation.start_generation(self.settings.population)
+    def batch(
+        self, generation: int, on_candidate: Callable[[Candidate], None] | None = None, mutations: int | None = None
+    ) -> Batch:
+        """An empty batch of `generation`, the operators' shares started for `mutations` (by
+        default a population: a steady-state batch holds more, its offspring made ahead)."""
+        self.variation.start_generation(mutations or self.settings.population)
         return Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
 
     def _initial_maker(self) -> Callable[[], Offspring | None]:
@@ -261,6 +264,23 @@ class Search(ABC):
                 self._fill(batch, self._initial_maker(), before + 1, ahead)
         else:
             self._fill(batch, self.maker(batch.generation), before + 1, ahead)
+        return batch.candidates[before:]
+
+    def top_up(self, batch: Batch, ahead: int) -> list[Candidate]:
+        """Make offspring until `ahead` of them wait in `batch` on an operator's answer, without
+        waiting for any (a steady-state search keeps a model's requests in flight while every
+        evaluator is busy); stops at the first offspring that needs no answer, which becomes a
+        candidate at once when none waits before it. The new candidates."""
+        before = len(batch.candidates)
+        make = self._initial_maker() if not self.started and batch.generation == 0 else self.maker(batch.generation)
+        tries = 0
+        while batch.waiting < ahead and len(batch.candidates) == before and tries < BREEDING_TRIES * ahead:
+            tries += 1
+            offspring = make()
+            if offspring is not None:
+                batch.offer(offspring)
+                if offspring.later is None:
+                    break
         return batch.candidates[before:]
 
     def settle(self, batch: Batch) -> list[Candidate]:

@@ -83,10 +83,13 @@ class Islands(Search):
 
     # --- breeding ---------------------------------------------------------------------------
 
-    def batch(self, generation: int, on_candidate: Callable[[Candidate], None] | None = None) -> Batch:
+    def batch(
+        self, generation: int, on_candidate: Callable[[Candidate], None] | None = None, mutations: int | None = None
+    ) -> Batch:
+        scale = (mutations or self.settings.population) / self.settings.population
         for island in self.islands:
-            island.variation.start_generation(island.settings.population)
-        return super().batch(generation, on_candidate)
+            island.variation.start_generation(round(island.settings.population * scale))
+        return super().batch(generation, on_candidate, mutations)
 
     def maker(self, generation: int) -> Callable[[], Offspring | None]:
         return self._bred_by(lambda island: island.maker(generation)())

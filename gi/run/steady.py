@@ -1,8 +1,9 @@
 """The steady-state loop (search.steady_state): a candidate is bred as soon as an evaluator is
 free and each result is taken in as it arrives, with no generation barrier.
 
-The search breeds one candidate at a time (`Search.ask_one`, keeping up to `ahead` offspring
-waiting on a model's answer, so its requests are in flight while evaluators work) and is told
+The search breeds one candidate at a time (`Search.ask_one`, keeping up to a population of
+offspring waiting on a model's answer, as a generational batch does, so its requests are in
+flight while evaluators work) and is told
 each result on its own (`Search.tell_one`). Every `population` results make a generation: the
 operators learn from them, the held-out tests run on the front's new members, the islands
 migrate, and a checkpoint is written. Before it, the search waits for the answers its batch
@@ -41,8 +42,6 @@ from gi.run.loop import RunLoop
 
 #: The store's meta key of the loop's state at the last checkpoint.
 STEADY = "steady_state"
-#: Offspring waiting on a model's answer per evaluator, when an operator waits.
-AHEAD_PER_WORKER = 2
 
 
 @dataclass
@@ -68,8 +67,8 @@ class SteadyLoop(RunLoop):
         self.limits, self.baseline, self.elapsed = limits, baseline, elapsed
         self.population = search.settings.population
         self.slots = max(1, self.evaluations.choice.workers)
-        waits = any(operator.waits for operator in self.operators)
-        default = AHEAD_PER_WORKER * self.slots if waits else 0
+        # Offspring waiting on a model's answer: as many as a generational batch lets wait.
+        default = self.population if any(operator.waits for operator in self.operators) else 0
         self.ahead = int(saved.get("ahead", (_steady(recorded) or {}).get("ahead", default)))
         self.event = int(saved.get("events", 0))  # events before the checkpoint
         self.logged = store.count_arrivals()  # events this store holds
@@ -90,7 +89,7 @@ class SteadyLoop(RunLoop):
         if search.started:
             self._next_generation()
         else:
-            self.batch = search.batch(0)
+            self.batch = search.batch(0, mutations=self.population + self.ahead)
             self._open_generation()
         script = collections.deque((recorded or store).arrivals(self.event))
         while script:
@@ -112,8 +111,8 @@ class SteadyLoop(RunLoop):
     def _follow(self, kind: str, individual: str, count: int) -> None:
         """Do again what the recorded event says, with the evaluation the store holds."""
         where = self.replay_of or self.storage.store.path
-        if kind == "bred":
-            made = self._breed()
+        if kind in ("bred", "topped"):
+            made = self._breed() if kind == "bred" else self._top_up()
             if len(made) != count:
                 raise StoreError(f"{where}: the search bred otherwise than the run recorded (another gi or program?)")
             return
@@ -124,11 +123,14 @@ class SteadyLoop(RunLoop):
         self._take(flight, evaluation)
 
     def _live(self) -> None:
-        """Breed while an evaluator is free and no limit says stop, and take each result in."""
+        """Breed while an evaluator is free and no limit says stop, keep a model's requests in
+        flight while none is, and take each result in."""
         while True:
             while self.stopping is None and len(self.flights) < self.slots:
                 if not self._breed():
                     break  # tries ran out: wait for a result that changes the search
+            if self.stopping is None and self.ahead and self.flights:
+                self._top_up()
             if not self.flights:
                 return
             identifier, result = self.arrivals.get()
@@ -145,6 +147,10 @@ class SteadyLoop(RunLoop):
         self._record("bred", count=len(made))
         for candidate in made:
             self._fly(candidate)
+        self._limits(made)
+        return made
+
+    def _limits(self, made: list[Candidate]) -> None:
         budget = self.limits.max_evaluations
         if self.bred >= self.population * (self.limits.generations + 1):
             self.stopping = self.stopping or "generations"
@@ -152,6 +158,14 @@ class SteadyLoop(RunLoop):
             self.stopping = self.stopping or "max_evaluations"
         elif not made and not self.flights:
             self.stopping = self.stopping or "nothing new"
+
+    def _top_up(self) -> list[Candidate]:
+        """Offspring made ahead, recorded (a candidate it makes is handed on; limits as `_breed`)."""
+        made = self.search.top_up(self.batch, self.ahead)
+        self._record("topped", count=len(made))
+        for candidate in made:
+            self._fly(candidate)
+        self._limits(made)
         return made
 
     def _record(self, kind: str, individual: str = "", count: int = 0) -> int | None:
@@ -226,9 +240,12 @@ class SteadyLoop(RunLoop):
         """End a generation (`stop`: the last, partial one): settle the batch, migrate, teach the
         operators, run the held-out tests, checkpoint, and decide whether to go on."""
         search = self.search
-        if self.stopping is None:
-            for candidate in search.settle(self.batch):
-                self._fly(candidate)
+        if self.stopping is None:  # each candidate to the evaluators as soon as its answer is in
+            while self.batch.waiting:
+                before = len(self.batch.candidates)
+                self.batch.settle_one()
+                for candidate in self.batch.candidates[before:]:
+                    self._fly(candidate)
         search.generation_done()
         candidates = [candidate for candidate, _, _ in self.told_now]
         evaluations = [evaluation for _, evaluation, _ in self.told_now]
@@ -262,7 +279,7 @@ class SteadyLoop(RunLoop):
         """The next generation's batch, and the original timed again for it (drift)."""
         search = self.search
         search.generation += 1
-        self.batch = search.batch(search.generation)
+        self.batch = search.batch(search.generation, mutations=self.population + self.ahead)
         self.timing.remeasure(search.generation)
         search.evaluated = len(self.known - {self.original})
         if self.evaluations.evaluator.settings.fail_fast:  # for the evaluations started from here
@@ -276,9 +293,12 @@ class SteadyLoop(RunLoop):
         return reason if reason in ("nothing new", "max_seconds") else None
 
     def _finish(self) -> None:
-        """Close the last, partial generation, if results came in after the last checkpoint, and
-        say in the store why the search stopped."""
-        if self.storage.store.get_meta(STEADY) and (self.storage.store.get_meta(STEADY) or {}).get("stopped"):
+        """Wait for the answers still awaited (never used: their requests go into the reply cache,
+        so a replay, which makes the same requests, finds them); close the last, partial
+        generation, if results came in after the last checkpoint, and say in the store why the
+        search stopped."""
+        self.search.settle(self.batch)
+        if (self.storage.store.get_meta(STEADY) or {}).get("stopped"):
             self.stopped = dict((self.storage.store.get_meta(STEADY) or {})["stopped"])
             return
         search = self.search
