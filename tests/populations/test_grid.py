@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gi.algorithms.features import EDIT_KINDS, Feature, Features, edit_kind, edit_family
+from gi.algorithms.features import EDIT_KINDS, Feature, Features, edit_family, edit_kind
 from gi.model.edits import DeleteStatement, ReplaceOperator
 from gi.model.edits.written import WriteStatement
 from gi.model.patch import Patch

@@ -93,7 +93,8 @@ def test_with_one_evaluator_a_killed_steady_state_run_resumes_to_the_uninterrupt
     first = kill_when(config, store, told=3)  # in the initial population: no checkpoint yet
     second = kill_when(config, store, saved=2)
     assert second[: len(first)] == first, "the resumed run did again what the killed one recorded"
-    again = subprocess.run([sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"], capture_output=True)
+    command = [sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"]
+    again = subprocess.run(command, capture_output=True, check=False)
     assert again.returncode == 0, again.stderr
     resumed = summary_of(store.parent)
     assert events(store)[: len(second)] == second
