@@ -95,10 +95,30 @@ class Objective:
         return base + abs(base) * 0.1 + 1.0
 
 
-OBJECTIVES: Registry[Objective] = Registry("objective")
+def _installed_objective(name: str, item: object) -> Objective:
+    """An installed package's objective (entry point `gi.objectives`), as OBJECTIVES holds it;
+    ValueError says what is wrong with it. Its measure is gi's (a registered one) or computed in
+    gi's process, as a user's function is."""
+    if not isinstance(item, Objective):
+        raise ValueError(f"not an objective but {type(item).__name__}: give a gi.fitness.Objective and its Measure")
+    if item.name != name or item.measure.name != name:
+        raise ValueError(f"the objective and its measure must be named {name!r} (they are {item.name!r},"
+                         f" {item.measure.name!r})")  # fmt: skip
+    known = MEASURES.get(name) if name in MEASURES else None
+    if known is not None and known is not item.measure:
+        raise ValueError(f"gi has a measure {name!r} of its own")
+    if known is None and item.measure.compute is None:
+        raise ValueError("its measure has no compute(variant): gi takes an installed objective's measure itself")
+    return item
+
+
+#: Every objective a config can name: gi's, and those installed packages declare in the
+#: entry-point group `gi.objectives`.
+OBJECTIVES: Registry[Objective] = Registry("objective", "gi.objectives", _installed_objective)
 for _objective in (
     Objective(
-        "failed_tests", Direction.MINIMIZE, "training tests that do not pass", MEASURES.get("failed_tests"),
+        "failed_tests", Direction.MINIMIZE,
+        "training tests that do not pass (a test the original skips does not count)", MEASURES.get("failed_tests"),
         lambda bounds: float(bounds.test_count + 1),
     ),
     Objective(
@@ -118,7 +138,8 @@ for _objective in (
         MEASURES.get("halstead_volume"),
     ),
     Objective(
-        "style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle)", MEASURES.get("style"),
+        "style", Direction.MINIMIZE, "PEP 8 violations in the edited files (pycodestyle, lines up to 100)",
+        MEASURES.get("style"),
     ),
     Objective(
         "size", Direction.MINIMIZE, "edits of the patch that take effect", MEASURES.get("size"),
@@ -129,7 +150,8 @@ for _objective in (
         lambda bounds: float(max(1.0, bounds.baseline.get("source_lines", 0.0)) * 2 + 1), ("source_lines",),
     ),
     Objective(
-        "runtime", Direction.MINIMIZE, "workload time over the original's, measured with pyperf",
+        "runtime", Direction.MINIMIZE,
+        "the workload's time over the original's (screening timings with pyperf; the original is 1)",
         MEASURES.get("runtime"),
     ),
 ):  # fmt: skip

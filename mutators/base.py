@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import libcst as cst
 import libcst.metadata
@@ -378,6 +378,9 @@ class RunFacts:
     cache: Path
     #: Never ask outside: take replies from the cache, and stop with an error on a miss.
     offline: bool
+    #: The run's seed (experiment.seed): replies kept from outside are the run's draws, so a run
+    #: of another seed draws its own rather than repeat this one's.
+    seed: int | None = None
 
 
 #: Builds an operator from its config section (as a mapping), its share of mutations and the run's facts.
@@ -461,7 +464,26 @@ def edits_at(operator: Operator, program: Program, site: Site, context: Mutation
     return iter(hook(program, site, context)) if callable(hook) else iter(())
 
 
-OPERATORS: Registry[Operator] = Registry("operator")
+def _installed_operator(name: str, item: object) -> Operator:
+    """An installed package's operator (entry point `gi.operators`), as OPERATORS holds it;
+    ValueError says what it lacks."""
+    missing = [hook for hook in _HOOKS if not hasattr(item, hook)]
+    if missing:
+        raise ValueError(
+            f"not an operator: it lacks {', '.join(missing)} (subclass gi.mutators.BaseOperator and write"
+            " name, description and propose)"
+        )
+    if getattr(item, "name", None) != name:
+        raise ValueError(f"the operator's name is {getattr(item, 'name', None)!r}, not {name!r}")
+    return cast(Operator, item)
+
+
+#: What an operator has: the members of `Operator`.
+_HOOKS = tuple(member for member in dir(Operator) if not member.startswith("_"))
+
+#: Every mutation operator a config can name: gi's, and those installed packages declare in the
+#: entry-point group `gi.operators`.
+OPERATORS: Registry[Operator] = Registry("operator", "gi.operators", _installed_operator)
 
 
 def register(operator: Operator) -> Operator:

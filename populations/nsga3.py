@@ -20,6 +20,7 @@ shape.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -41,7 +42,10 @@ def reference_directions(objectives: int, divisions: int) -> np.ndarray:
 
 def default_divisions(objectives: int, population: int) -> int:
     """The most divisions whose directions (C(p + M - 1, M - 1) of them) do not outnumber the
-    population, at least 1, so the population can hold one member per direction."""
+    population, at least 1, so the population can hold one member per direction. One objective
+    has one direction however it is divided: 1."""
+    if objectives <= 1:
+        return 1
     divisions = 1
     while math.comb(divisions + objectives, objectives - 1) <= population:
         divisions += 1
@@ -58,7 +62,10 @@ def normalisation(fitnesses: np.ndarray, first_front: int) -> tuple[np.ndarray, 
     first `first_front` rows), falling back to the worst of the front, then of all, where
     the plane is degenerate. Shifting every point by a constant shifts both by it."""
     normalise = HyperplaneNormalization(fitnesses.shape[1])
-    normalise.update(fitnesses, nds=np.arange(first_front))
+    # pymoo calls warnings.simplefilter("ignore") on its way (to divide by a plane's zero
+    # coefficient quietly), which would mute every warning of the process from then on.
+    with warnings.catch_warnings():
+        normalise.update(fitnesses, nds=np.arange(first_front))
     ideal: np.ndarray = normalise.ideal_point
     nadir: np.ndarray = normalise.nadir_point
     return ideal, nadir

@@ -60,6 +60,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 #: other process idle for most of it. Files not named here follow in their own order, and the
 #: `timing` files come last, run alone while the other process has nothing left to do.
 LONGEST_FIRST = (
+    "test_readme.py",  # 1,900 at a load of 10 to 20 (2026-12-04): every README recipe, whole searches
     "run/test_experiment.py",  # 121
     "hostile/test_scored_run.py",  # 85
     "run/test_replay.py",  # 49

@@ -35,13 +35,16 @@ so the verdict does not rest on the signature alone:
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import hmac
 import json
 import os
 import random
+import select
 import signal
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -86,6 +89,74 @@ class TestTimeout(BaseException):
 #: When a test's time limit runs out while pytest's machinery runs (reading the captured
 #: output, reporting, this plugin writing a record), the alarm comes back this much later.
 ALARM_RETRY_SECONDS = 0.02
+
+
+#: The signal a test's time limit arrives by: not SIGALRM, which a test (or pytest-timeout in
+#: signal mode) may take for itself and cancel.
+TIMER_SIGNAL: int = getattr(signal, "SIGRTMAX", signal.SIGUSR2)
+
+
+class _Watchdog:
+    """A per-test timer of its own: a thread (started with `_thread`, so `threading.enumerate()`
+    does not list it) waits for the deadline and then signals the main thread with TIMER_SIGNAL,
+    whose handler stays this plugin's for the whole session. A test that sets and cancels an
+    alarm, or pytest-timeout timing the test with SIGALRM, leaves it alone; the signal interrupts
+    a sleeping or blocked test as an alarm would.
+
+    Its state is one tuple swapped whole, and a pipe wakes the thread, so neither side ever
+    waits on a lock the other may hold when the signal lands."""
+
+    def __init__(self) -> None:
+        self._pid = -1
+        self._main = 0
+        self._wake = (-1, -1)
+        #: (test number, deadline on the monotonic clock, what to call when it passes), or None.
+        self._armed: tuple[int, float, Callable[[types.FrameType | None], None]] | None = None
+        self._tests = 0
+        #: The test number whose deadline the thread signalled last.
+        self._fired = -1
+
+    def start(self, seconds: float, expire: Callable[[types.FrameType | None], None]) -> None:
+        """Time a test: `expire(frame)` runs in the main thread `seconds` from now."""
+        if self._pid != os.getpid():  # the first test, or a process forked since: a thread of its own
+            self._pid, self._main = os.getpid(), _thread.get_ident()
+            self._wake = os.pipe()
+            signal.signal(TIMER_SIGNAL, self._signalled)
+            _thread.start_new_thread(self._watch, ())
+        self._tests += 1
+        self._armed = (self._tests, time.monotonic() + seconds, expire)
+        self._poke()
+
+    def again(self, seconds: float) -> None:
+        """Signal the same test once more, `seconds` from now (called from `expire`)."""
+        armed = self._armed
+        if armed is not None:
+            self._armed = (armed[0], time.monotonic() + seconds, armed[2])
+            self._poke()
+
+    def stop(self) -> None:
+        self._armed = None
+        self._poke()
+
+    def _poke(self) -> None:
+        os.write(self._wake[1], b".")
+
+    def _signalled(self, signum: int, frame: types.FrameType | None) -> None:
+        armed = self._armed
+        if armed is not None and armed[0] == self._fired:  # (a late signal for a test that ended: nothing)
+            armed[2](frame)
+
+    def _watch(self) -> None:
+        signalled = None
+        while True:
+            armed = self._armed
+            wait = None if armed is None or armed is signalled else max(0.0, armed[1] - time.monotonic())
+            if select.select([self._wake[0]], [], [], wait)[0]:
+                os.read(self._wake[0], 4096)
+                continue
+            if armed is not None and armed is self._armed and armed[1] <= time.monotonic():
+                signalled, self._fired = armed, armed[0]
+                signal.pthread_kill(self._main, TIMER_SIGNAL)
 
 
 def _machinery_places() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -478,6 +549,7 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
     canary_outcomes: dict[int, str] = {}
     frozen: dict[str, Any] = {}
     running: list[int] = [0]  # id() of the item in its protocol: a clone shares its node id
+    watchdog = _Watchdog()
 
     def check(where: str) -> None:
         """The machinery as frozen at the start of the session, but for conftest.py files."""
@@ -534,21 +606,19 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
             yield
             return
 
-        def expire(signum: int, frame: types.FrameType | None) -> None:
+        def expire(frame: types.FrameType | None) -> None:
             if _in_machinery(frame, places):
-                signal.setitimer(signal.ITIMER_REAL, ALARM_RETRY_SECONDS)
+                watchdog.again(ALARM_RETRY_SECONDS)
                 return
             if id(item) not in canaries:
                 timed_out.add(item.nodeid)
             raise TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
 
-        previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, limit)
+        watchdog.start(limit, expire)
         try:
             yield
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            watchdog.stop()
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:

@@ -31,7 +31,7 @@ from gi.algorithms.adaptive import OperatorSelection
 from gi.algorithms.features import GridSettings
 from gi.algorithms.rings import Rings
 from gi.algorithms.strategies import IslandPlan
-from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_of_label
+from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_name
 from gi.fitness.objectives import Constraint, Objective, objective_values, violation
 from gi.model.patch import Patch
 from gi.model.program import Program
@@ -394,7 +394,7 @@ class Search(ABC):
             success = id(child) in kept or any(
                 parent in parents and child.fitness.dominates(parents[parent].fitness) for parent in child.parents
             )
-            self.selection.credit(operator_of_label(child.operator), success)
+            self.selection.credit(operator_name(child.operator), success)
 
     @abstractmethod
     def _survive(self, children: list[Individual]) -> None:

@@ -37,8 +37,15 @@ HASHES = 4096
 
 
 def operator_of_label(label: str) -> str:
-    """The operator that made an offspring's new edit, from its label ("uniform+replace:llm" -> "llm")."""
+    """What made an offspring's new edit, from its label, with the mode an operator may add
+    ("uniform+replace:llm.diff" -> "llm.diff"): the accounting's row."""
     return label.rpartition("+")[2].removeprefix("replace:")
+
+
+def operator_name(label: str) -> str:
+    """The name of the operator that made an offspring's new edit, from its label, without
+    the mode ("uniform+replace:llm.diff" -> "llm"): what operators and their selection go by."""
+    return operator_of_label(label).split(".")[0]
 
 
 @dataclass(frozen=True)
@@ -391,7 +398,7 @@ class Batch:
         if variant.tree_hash in self.seen:
             if not unchanged:
                 self.variation.count(name, "duplicates")
-            operator = self.variation.by_name.get(name.split(".")[0])  # "llm.diff": the model's
+            operator = self.variation.by_name.get(operator_name(offspring.operator))
             if operator is not None and offspring.new:
                 operator.note_duplicate(offspring.new[-1])
             return False  # the same program is already here: not worth a slot

@@ -21,7 +21,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description="Find the project's Python files and tests, run the training tests once on the original "
         "(sandboxed, as gi run does) and write gi.toml in it, a commented config that `gi run gi.toml` runs as it "
         "is (tests never editable, run folders beside the project; a repair's config when the original fails "
-        "tests). Asks nothing; never overwrites an existing gi.toml.",
+        "tests). Its training tests are the test folders (tests/, test/, testing/, also inside a package) or "
+        "test files beside the code; a holdout/ folder holds held-out tests, else 20% of the training tests are "
+        "held out (tests.holdout_fraction); a .venv (venv, .env, env) in the project is where the tests run "
+        "(program.python); a workload.py with a no-argument run() makes runtime an objective. Time limits come "
+        "from the tests' own times. When the original fails training tests, the config is a repair's "
+        "(constraint = 'none', fault localisation on); tests that cannot run at all are one line saying why, "
+        "and no config. Asks nothing; never overwrites an existing gi.toml.",
     )
     init.add_argument("project", type=Path, nargs="?", default=Path("."), help="the project folder (default: here)")
 

@@ -1,5 +1,6 @@
-"""`gi operators`, `gi algorithms` and `gi compare`: what a config can name, and the
-statistics between arms."""
+"""`gi operators`, `gi objectives`, `gi algorithms` and `gi compare`: what a config can name
+(gi's own, and what installed packages add through entry points, each with where it comes
+from), and the statistics between arms."""
 
 from __future__ import annotations
 
@@ -16,24 +17,32 @@ from gi.cli.output import print_json
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`gi operators`, `gi algorithms` and `gi compare`."""
+    """`gi operators`, `gi objectives`, `gi algorithms` and `gi compare`."""
     commands.add_parser(
         "operators",
         help="list the mutation operators and crossovers a config can name",
-        description="List every registered mutation operator and crossover with what it does.",
+        description="List every mutation operator and crossover with what it does and where it comes from "
+        "(gi, or the installed package whose gi.operators entry point adds it).",
+    )
+    commands.add_parser(
+        "objectives",
+        help="list the objectives a config can name",
+        description="List every objective (objectives.minimize, objectives.maximize) with its direction, what it "
+        "measures and where it comes from (gi, or the installed package whose gi.objectives entry point adds it).",
     )
     commands.add_parser(
         "algorithms",
         help="list the search algorithms a config can name",
-        description="List every search algorithm (search.algorithm) with what it does.",
+        description="List every search algorithm (search.algorithm) with what it does and where it comes from "
+        "(gi, or the installed package whose gi.algorithms entry point adds it).",
     )
 
     compare = commands.add_parser(
         "compare",
         help="compare the arms of an experiment (or several runs) with statistics",
         description="Per arm: final hypervolume on a shared reference point, best value of each objective, "
-        "evaluations to reach it, overfitting rate (median and interquartile range over seeds); between "
-        "each pair of arms: two-sided Mann-Whitney U, Vargha-Delaney A12, Holm-corrected p. Writes "
+        "evaluations to reach it (0: the original had it), overfitting rate (median and interquartile range over "
+        "seeds); between each pair of arms: two-sided Mann-Whitney U, Vargha-Delaney A12, Holm-corrected p. Writes "
         "compare.json, compare-arms.csv and compare-pairs.csv beside the runs.",
     )
     compare.add_argument("runs", type=Path, nargs="+", help="an experiment folder, or run folders")
@@ -58,26 +67,42 @@ def compare_command(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
 def algorithms_command(args: argparse.Namespace, console: Console) -> int:
     from gi.algorithms import ALGORITHMS
 
-    table = Table(title="Search algorithms (search.algorithm)")
-    table.add_column("name")
-    table.add_column("what it does")
+    table = _table("Search algorithms (search.algorithm)", "name", "what it does", "from")
     for name in ALGORITHMS:
-        table.add_row(name + (" (default)" if name == "nsga2" else ""), ALGORITHMS.get(name).description)
+        shown = name + (" (default)" if name == "nsga2" else "")
+        table.add_row(shown, ALGORITHMS.get(name).description, ALGORITHMS.origin(name))
     console.print(table)
+    return 0
+
+
+def objectives_command(args: argparse.Namespace, console: Console) -> int:
+    from gi.fitness.objectives import OBJECTIVES
+
+    table = _table("Objectives (objectives.minimize, objectives.maximize)", "name", "direction", "what it is", "from")
+    for name in OBJECTIVES:
+        objective = OBJECTIVES.get(name)
+        table.add_row(name, objective.direction.value, objective.description, OBJECTIVES.origin(name))
+    console.print(table)
+    console.print("A function of your own beside the config is an objective too: 'module:function'.")
     return 0
 
 
 def operators_command(args: argparse.Namespace, console: Console) -> int:
     from gi.mutators import CROSSOVERS, OPERATORS
 
-    table = Table(title="Mutation operators (mutators.operators)")
-    table.add_column("name")
-    table.add_column("what it does")
+    table = _table("Mutation operators (mutators.operators)", "name", "what it does", "from")
     for name in OPERATORS:
-        table.add_row(name, OPERATORS.get(name).description)
+        table.add_row(name, OPERATORS.get(name).description, OPERATORS.origin(name))
     console.print(table)
     crossovers = Table(title="Crossovers (search.crossovers)")
     crossovers.add_column("name")

@@ -17,7 +17,7 @@ from types import FrameType
 
 from rich.console import Console
 
-from gi.cli import init, listings, llm, run, show, studies
+from gi.cli import init, listings, llm, run, schema, show, studies
 from gi.model.errors import GIError
 
 
@@ -36,11 +36,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="gi",
         description="Genetic improvement of Python programs: evolve patches to a program, scored on "
         "tests, complexity, style and size at once, and keep the Pareto front.",
+        epilog="Exit codes: 0 done; 1 a replay that did not reach the recorded run; 2 bad input (command line, "
+        "config, program or run folder: one line per mistake naming the file and key); 130 interrupted (Ctrl-C, "
+        "or SIGTERM during gi run: run it again to resume). Two gi runs of one run folder at once are refused.",
     )
     parser.add_argument("--version", action="version", version=f"gi {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    for family in (run, show, llm, listings, init, studies):
+    for family in (run, show, llm, listings, init, studies, schema):
         family.add_parsers(commands)
     return parser
 
@@ -55,11 +58,13 @@ HANDLERS: dict[str, Callable[[argparse.Namespace, Console], int]] = {
     "llm": llm.llm_command,
     "operators": listings.operators_command,
     "algorithms": listings.algorithms_command,
+    "objectives": listings.objectives_command,
     "compare": listings.compare_command,
     "init": init.init_command,
     "minimize": studies.minimize_command,
     "ablate": studies.ablate_command,
     "validate": studies.validate_command,
+    "config": schema.config_command,
 }
 
 
@@ -83,8 +88,24 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line's arguments, a command's options given anywhere among its positionals
+    (`gi show RUN --json ID`: argparse alone takes ID for a stray argument)."""
+    parser = _parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(words)
+    if not extra:
+        return args
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command: argparse.ArgumentParser = commands.choices[args.command]
+    if any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    rest = words[words.index(args.command) + 1 :]
+    return command.parse_intermixed_args(rest, namespace=argparse.Namespace(command=args.command))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     console = Console()
     errors = Console(stderr=True)
     try:

@@ -31,7 +31,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="run an experiment from a TOML config",
         description="Run the experiment a TOML config describes. The run folder is "
         "<experiment.output>/<experiment.name>-seed<seed>; running the same config again resumes "
-        "an interrupted run from its last generation.",
+        "an interrupted run from its last generation, --fresh starts over. With [[arms]] or experiment.seeds, "
+        "every arm runs with every seed into <output>/<name>/<arm>-seed<seed>/, several at a time "
+        "(experiment.parallel_runs); run again, it skips finished runs, resumes the others and ends with "
+        "gi compare's tables. --generations, --population and --set change the config for this run without "
+        "editing the file (for every arm too): the same run folder, but another experiment to it, so running "
+        "the config as written afterwards needs --fresh.",
     )
     run.add_argument("config", type=Path, help="the experiment's TOML file")
     run.add_argument("--fresh", action="store_true", help="delete the run folder first and start over")
@@ -45,7 +50,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default=[],
         metavar="TABLE.KEY=VALUE",
         help="set a config key for this run, as the file would (a TOML value; repeatable): "
-        "--set workload.rigorous_processes=4 (for every arm; the run folder's config changes with it)",
+        "--set workload.rigorous_processes=4, --set 'mutators.operators=[\"constant\"]'; a bare word is text: "
+        "--set search.algorithm=nsga3 (for every arm; the run folder's config changes with it, and gi replay takes "
+        "the same --set to find the run it made); a mistake is named as --set: ...",
     )
     run.add_argument("--quiet", action="store_true", help="print only the final table")
     run.add_argument(
@@ -60,7 +67,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description="Run a config's run again without measuring or asking anything: every evaluation, "
         "timing and held-out run comes from the recorded run's store, every model reply from the reply "
         "cache (offline). The replay goes to <run folder>/replay and summary.json says whether it reached "
-        "the recorded front and history, and what (if anything) had to be measured anew.",
+        "the recorded front and history, and what (if anything) had to be measured anew; it exits 1 when the "
+        "replay did not reach them.",
     )
     replay.add_argument("config", type=Path, help="the experiment's TOML file")
     replay.add_argument("--seed", type=int, help="the seed of the run to replay, instead of experiment.seed")

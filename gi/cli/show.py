@@ -35,7 +35,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="apply a front member's patch to the project",
         description="Write a front member's changes into the project the run was made from (or into --project, "
         "a copy of it). Refuses, changing nothing, when a file it edits changed since the run; keeps the former "
-        "files in the run folder (applied/ID-TIME/) and prints what it did.",
+        "files in the run folder (applied/ID-TIME/) and prints what it did. It writes the same files as "
+        "`git apply RUN/patches/ID.diff` in the project.",
     )
     apply.add_argument("run", type=Path, help="a run folder (it holds summary.json)")
     apply.add_argument("patch", help="a front member's id, as in the front table")

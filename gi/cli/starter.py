@@ -126,6 +126,9 @@ def _workload(root: Path) -> str | None:
 def survey(root: Path) -> Project:
     """Find a project's editable files, its training and held-out tests and its workload."""
     root = root.resolve()
+    if root.is_file():
+        hint = f"; to run a config, gi run {root}" if root.suffix == ".toml" else ""
+        raise ProgramError(f"{root}: a file, not a project folder; gi init takes the project's folder{hint}")
     if not root.is_dir():
         raise ProgramError(f"{root}: no such project folder")
     files = _python_files(root)
@@ -338,8 +341,8 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
         objectives = f'minimize = {_toml_list(tuple(minimize))}\n{_comments(why)}\nconstraint = "train_pass"\n'
     localisation = (
         """
-# Edit where the failing tests go: sites are weighted by the Ochiai suspiciousness of their
-# line (run by failing tests more than by passing ones).
+# Edit where the failing tests go: sites are weighted by the suspiciousness of their line
+# (run by failing tests more than by passing ones; D* unless mutators.suspiciousness says).
 fault_localisation = true"""
         if repair
         else ""
@@ -368,9 +371,10 @@ check_output = true
 """
     return f"""\
 # A starter config `gi init` wrote for {name}: `gi run {CONFIG_NAME}` runs it as it is.
-# Goal: {goal}. Every key is explained in gi's README
-# (Config reference); paths are relative to this file. gi never changes your files: variants
-# run on copies, and `gi apply` applies a result only when you ask.
+# Goal: {goal}. Every key is explained in gi's config reference
+# (docs/reference/config.md; `gi config --schema` lets an editor check this file); paths are
+# relative to this file. gi never changes your files: variants run on copies, and `gi apply`
+# applies a result only when you ask.
 
 [experiment]
 name = "{name}"

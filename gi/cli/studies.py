@@ -32,7 +32,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="measure what each edit of each front member contributes, and which cause held-out failures",
         description="For each front member (or ID), remove each edit in turn and measure again: its contribution "
         "to each objective, whether the member stays feasible without it, and the held-out tests it causes to "
-        "fail (failing with the whole patch, passing without that edit). summary.json gives each member's "
+        "fail (failing with the whole patch, passing without that edit) and those it breaks alone. summary.json "
+        "gives each member's "
         "`ablation`; `gi show RUN ID` prints it.",
     )
     _finished_run(ablate, member=True)
@@ -42,7 +43,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description="Run the front, and every feasible program the search evaluated, under the tests at PATHS "
         "(a suite written later, another project's; copied into each copy of the program) or, without --tests, "
         "the run's own held-out tests; prints and stores the overfitting rate of the front, of every feasible "
-        "program and per operator (language model against classic edits). summary.json: `validation`.",
+        "program and per operator (language model against classic edits), with the overfits each operator "
+        "introduced apart from those inherited from a parent. summary.json: `validation`.",
     )
     _finished_run(validate)
     validate.add_argument("--tests", type=Path, nargs="+", metavar="PATH", help="test files or folders")

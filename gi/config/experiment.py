@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from gi.config.diversity import GridSection, IslandsSection
@@ -40,16 +40,23 @@ def _merge(base: Any, override: Any) -> Any:
 class Config(_Section):
     """A whole experiment config."""
 
-    experiment: ExperimentSection
-    program: ProgramSection
-    tests: TestsSection
-    objectives: ObjectivesSection
-    search: SearchSection = SearchSection()
-    mutators: MutatorsSection = MutatorsSection()
-    evaluation: EvaluationSection = EvaluationSection()
-    workload: WorkloadSection | None = None
-    llm: LLMSection | None = None
-    arms: list[ArmSection] = []  # noqa: RUF012 (a pydantic model: _Section copies its defaults)
+    experiment: Annotated[ExperimentSection, Field(description="the experiment's name, its seeds and its output")]
+    program: Annotated[ProgramSection, Field(description="the project gi improves and the files it may edit")]
+    tests: Annotated[TestsSection, Field(description="the tests that judge a variant: training and held out")]
+    objectives: Annotated[ObjectivesSection, Field(description="what the search minimises and maximises")]
+    search: Annotated[SearchSection, Field(description="the search algorithm and its budget")] = SearchSection()
+    mutators: Annotated[MutatorsSection, Field(description="the operators that propose edits, and where")] = (
+        MutatorsSection()
+    )
+    evaluation: Annotated[
+        EvaluationSection, Field(description="how and where variants are evaluated: workers, sandbox, limits")
+    ] = EvaluationSection()
+    workload: Annotated[
+        WorkloadSection | None, Field(description="what the runtime objective times (needed for runtime)")
+    ] = None
+    llm: Annotated[LLMSection | None, Field(description="the language model (needed when mutators.llm > 0)")] = None
+    # (A pydantic model: _Section copies its defaults, so the list is never shared.)
+    arms: Annotated[list[ArmSection], Field(description="the arms of an experiment, each run with every seed")] = []  # noqa: RUF012
     #: The config file, set by `load_config`; paths are resolved against its folder.
     source: Path = Path("<memory>")
     #: The arm this config is one run of (set by `runs`, never by a config file).

@@ -7,6 +7,7 @@ states the rule and suggests a fix. Paths in a config are relative to the config
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,9 +47,31 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+#: The names pydantic gives the alternatives of a union and its validators in an error's
+#: location ("constrained-float", "literal['auto']", "function-after[...]", "int"): not keys.
+_TYPE_TAG = re.compile(r"^(?:[a-z]+(?:-[a-z]+)+|[a-z-]+\[.*\]|int|float|str|bool|bytes|none)$", re.DOTALL)
+
+
+def _key_loc(data: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The parts of an error's location that name keys of the config (a type tag of pydantic's
+    is dropped unless the config has a key of that name there)."""
+    parts: list[int | str] = []
+    for part in loc:
+        present = isinstance(data, dict) and part in data
+        if isinstance(part, str) and _TYPE_TAG.match(part) and not present:
+            continue
+        parts.append(part)
+        data = data[part] if present or _in_list(data, part) else None
+    return tuple(parts)
+
+
+def _in_list(data: Any, part: int | str) -> bool:
+    return isinstance(data, list) and isinstance(part, int) and part < len(data)
+
+
 def _describe(loc: tuple[int | str, ...]) -> tuple[str, str]:
-    """The dotted key of a pydantic error location and the description of that key."""
-    parts = [str(part) for part in loc if not str(part).startswith(("literal[", "list["))]
+    """The dotted key of a location of keys and the description of that key."""
+    parts = [str(part) for part in loc]
     key = ".".join(parts)
     description = ""
     if len(parts) >= 2 and parts[0] in _SECTION_MODELS:
@@ -61,8 +84,7 @@ def _describe(loc: tuple[int | str, ...]) -> tuple[str, str]:
 def _lookup(data: Any, loc: tuple[int | str, ...]) -> Any:
     for part in loc:
         in_dict = isinstance(data, dict) and part in data
-        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
-        if in_dict or in_list:
+        if in_dict or _in_list(data, part):
             data = data[part]
         else:
             return None
@@ -70,9 +92,12 @@ def _lookup(data: Any, loc: tuple[int | str, ...]) -> Any:
 
 
 def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[str]:
-    lines: list[str] = []
+    """One line per key at fault: a value that fits no alternative of a union says what each
+    alternative asks for, in one line."""
+    lines: dict[str, str] = {}
+    rules: dict[str, tuple[str, list[str], str]] = {}
     for item in error.errors():
-        loc = tuple(item["loc"])
+        loc = _key_loc(data, tuple(item["loc"]))
         key, description = _describe(loc)
         kind = item["type"]
         if kind == "extra_forbidden":
@@ -81,30 +106,55 @@ def _messages(path: Path, data: dict[str, Any], error: ValidationError) -> list[
             valid = sorted(model.model_fields) if model else []
             valid = [name for name in valid if name not in ("source", "arm")]
             where = f"[{parent[0]}]" if parent else "the top level"
-            lines.append(
-                f"{path}: unknown key {key!r}.{suggest(str(loc[-1]), valid)} Valid keys in {where}: {', '.join(valid)}"
+            lines.setdefault(
+                key,
+                f"{path}: unknown key {key!r}.{suggest(str(loc[-1]), valid)} Valid keys in {where}: {', '.join(valid)}",
             )
         elif kind == "missing":
             hint = f" ({description})" if description else ""
-            lines.append(f"{path}: missing key {key!r}{hint}; add it to the config")
+            lines.setdefault(key, f"{path}: missing key {key!r}{hint}; add it to the config")
         else:
             value = _lookup(data, loc)
-            message = item["msg"]
-            if message.startswith("Value error, "):
-                message = message.removeprefix("Value error, ")
+            message = str(item["msg"]).removeprefix("Value error, ")
             rule = f"; {key} is {description}" if description else ""
             whole_section = kind in ("direction", "no_objective", "workload_kind", "repeated_arm")
             shown = f" = {value!r}" if value is not None and not whole_section else ""
-            lines.append(f"{path}: {key}{shown}: {message}{rule}")
-    # Report each key once: a union type yields one error per alternative.
-    seen: set[str] = set()
-    unique = []
-    for line in lines:
-        head = line.split(":", 2)[1]
-        if head not in seen:
-            seen.add(head)
-            unique.append(line)
-    return unique
+            head, messages, _ = rules.setdefault(key, (f"{path}: {key}{shown}", [], rule))
+            if message not in messages:
+                messages.append(message)
+            lines.setdefault(key, "")
+    for key, (head, messages, rule) in rules.items():
+        lines[key] = f"{head}: {_either(messages)}{rule}"
+    _unused_model(path, data, lines)
+    return list(lines.values())
+
+
+def _unused_model(path: Path, data: dict[str, Any], lines: dict[str, str]) -> None:
+    """An [llm] section that lacks its server and model while mutators.llm is 0 (a key of it set
+    with --set, say): one line that says the model is not used, in place of one per missing key."""
+    missing = [key for key, line in lines.items() if key.startswith("llm.") and "missing key" in line]
+    mutators = data.get("mutators")
+    share = mutators.get("llm", 0) if isinstance(mutators, dict) else 0
+    if not missing or share != 0:
+        return
+    names = " and ".join(missing)
+    first = lines[missing[0]]
+    for key in missing:
+        del lines[key]
+    lines[missing[0]] = first.split(": missing key")[0] + (
+        f": [llm] lacks {names}, and mutators.llm is 0, so the model is not used: to use it, set"
+        f" mutators.llm to its share of the edits (e.g. 0.3) and give {names}; else leave [llm] out"
+    )
+
+
+def _either(messages: list[str]) -> str:
+    """What the alternatives of a union ask for, as one rule: "Input should be 'auto' or less
+    than or equal to 1"."""
+    first, *others = messages
+    shared = "Input should be "
+    if first.startswith(shared):
+        others = [message.removeprefix(shared) for message in others]
+    return " or ".join([first, *others])
 
 
 def parse_config(data: dict[str, Any], path: Path) -> Config:

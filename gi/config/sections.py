@@ -28,11 +28,18 @@ NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 
 
 class ExperimentSection(_Section):
-    name: Annotated[str, Field(min_length=1, pattern=NAME_PATTERN, description="a name for file paths")]
+    name: Annotated[
+        str,
+        Field(min_length=1, pattern=NAME_PATTERN, description="a name for file paths", examples=["grading-simplify"]),
+    ]
     seed: Annotated[int, Field(ge=0, description="a whole number >= 0 that fixes every random choice")] = 0
     seeds: Annotated[
         list[Annotated[int, Field(ge=0)]] | None,
-        Field(min_length=1, description="seeds to run each arm with, whole numbers >= 0 (instead of seed)"),
+        Field(
+            min_length=1,
+            description="seeds to run each arm with, whole numbers >= 0 (instead of seed)",
+            examples=[[1, 2, 3, 4, 5]],
+        ),
     ] = None
     output: Annotated[Path, Field(description="the folder run folders go into")] = Path("runs")
     parallel_runs: Annotated[
@@ -52,21 +59,32 @@ class ExperimentSection(_Section):
 
 
 class ProgramSection(_Section):
-    root: Annotated[Path, Field(description="the project folder, relative to the config file")]
-    files: Annotated[list[str], Field(min_length=1, description="globs of the files GI may edit, relative to root")]
+    root: Annotated[
+        Path, Field(description="the project folder, relative to the config file", examples=["programs/grading"])
+    ]
+    files: Annotated[
+        list[str],
+        Field(min_length=1, description="globs of the files GI may edit, relative to root", examples=[["grading.py"]]),
+    ]
     python: Annotated[
         str | None,
         Field(
             min_length=1,
             description="the interpreter the tests and the workload run in (the project's own environment,"
             " e.g. '.venv/bin/python'), relative to the config file; unset: gi's own",
+            examples=[".venv/bin/python"],
         ),
     ] = None
 
 
 class TestsSection(_Section):
-    train: Annotated[list[str], Field(min_length=1, description="pytest paths used during search")]
-    holdout: Annotated[list[str], Field(description="pytest paths run on front members, never for selection")] = []
+    train: Annotated[
+        list[str], Field(min_length=1, description="pytest paths used during search", examples=[["tests"]])
+    ]
+    holdout: Annotated[
+        list[str],
+        Field(description="pytest paths run on front members, never for selection", examples=[["holdout"]]),
+    ] = []
     holdout_fraction: Annotated[
         float, Field(ge=0, lt=1, description="the share of the training tests' ids held out by a seeded split")
     ] = 0.0
@@ -75,7 +93,10 @@ class TestsSection(_Section):
     ] = False
     differential_inputs: Annotated[
         dict[str, list[list[Any]]],
-        Field(description='more inputs for the differential checks: "module:function" -> argument lists'),
+        Field(
+            description='more inputs for the differential checks: "module:function" -> argument lists',
+            examples=[{"grading:letter": [[95], [101]]}],
+        ),
     ] = {}
     timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
     test_timeout: Annotated[
@@ -102,8 +123,10 @@ class TestsSection(_Section):
 
 
 class ObjectivesSection(_Section):
-    minimize: Annotated[list[str], Field(description="objectives to minimise")] = []
-    maximize: Annotated[list[str], Field(description="objectives to maximise")] = []
+    minimize: Annotated[
+        list[str], Field(description="objectives to minimise", examples=[["failed_tests", "complexity", "size"]])
+    ] = []
+    maximize: Annotated[list[str], Field(description="objectives to maximise", examples=[["maintainability"]])] = []
     constraint: Annotated[Constraint, Field(description="'train_pass' or 'none'")] = Constraint.TRAIN_PASS
 
     @field_validator("minimize", "maximize")
@@ -192,7 +215,8 @@ class SearchSection(_Section):
         ),
     ] = "auto"
     max_evaluations: Annotated[
-        int | None, Field(ge=1, description="stop once this many programs were evaluated (the original aside)")
+        int | None,
+        Field(ge=1, description="stop once this many programs were evaluated (the original aside)", examples=[500]),
     ] = None
     max_seconds: Annotated[
         float | None,
@@ -200,6 +224,7 @@ class SearchSection(_Section):
             gt=0,
             description="stop before the first generation after the initial one that would start this many"
             " seconds into the run",
+            examples=[600],
         ),
     ] = None
     patience: Annotated[
@@ -246,7 +271,10 @@ class SearchSection(_Section):
 
 class MutatorsSection(_Section):
     operators: Annotated[
-        Literal["all"] | list[str], Field(description="'all' or a list of operator names; see `gi operators`")
+        Literal["all"] | list[str],
+        Field(
+            description="'all' (gi's own) or a list of operator names (an installed package's too); see `gi operators`"
+        ),
     ] = "all"
 
     @field_validator("operators")
@@ -282,15 +310,23 @@ class MutatorsSection(_Section):
     ] = False
 
     def names(self) -> list[str]:
-        return OPERATORS.names() if self.operators == "all" else list(self.operators)
+        """The operators the config names; "all" is gi's own (installing a package does not change a run)."""
+        return OPERATORS.names(built_in=True) if self.operators == "all" else list(self.operators)
 
 
 class WorkloadSection(_Section):
     call: Annotated[
         str | None,
-        Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", description="a no-argument callable, 'module:function'"),
+        Field(
+            pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$",
+            description="a no-argument callable, 'module:function'",
+            examples=["workload:run"],
+        ),
     ] = None
-    command: Annotated[list[str] | None, Field(min_length=1, description="a command to time instead")] = None
+    command: Annotated[
+        list[str] | None,
+        Field(min_length=1, description="a command to time instead", examples=[["python", "bench.py"]]),
+    ] = None
     check_output: Annotated[
         bool,
         Field(
@@ -356,25 +392,59 @@ class PromptsSection(_Section):
 class ModelSection(_Section):
     """One of several models: what differs from the [llm] section's own keys."""
 
-    model: Annotated[str, Field(min_length=1, description="the model's name on its server")]
-    base_url: Annotated[str | None, Field(pattern=r"^https?://", description="its server (default: llm.base_url)")] = (
-        None
-    )
-    api_key_env: Annotated[
-        str | None, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the NAME of its key's variable")
+    model: Annotated[str, Field(min_length=1, description="the model's name on its server", examples=["small"])]
+    base_url: Annotated[
+        str | None,
+        Field(
+            pattern=r"^https?://",
+            description="its server (default: llm.base_url)",
+            examples=["http://127.0.0.1:8001/v1"],
+        ),
     ] = None
-    api: Annotated[Literal["chat", "completions"] | None, Field(description="'chat' or 'completions'")] = None
+    api_key_env: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+            description="the NAME of its key's variable (default: llm.api_key_env)",
+            examples=["SMALL_MODEL_KEY"],
+        ),
+    ] = None
+    api: Annotated[
+        Literal["chat", "completions"] | None,
+        Field(description="'chat' or 'completions' (default: llm.api)", examples=["completions"]),
+    ] = None
     weight: Annotated[float, Field(ge=0, description="how often it is asked (llm.model_choice = 'weighted')")] = 1.0
-    price_prompt: Annotated[float | None, Field(ge=0, description="USD per million prompt tokens")] = None
-    price_completion: Annotated[float | None, Field(ge=0, description="USD per million completion tokens")] = None
-    temperature: Annotated[float | None, Field(ge=0, le=2, description="its sampling temperature")] = None
-    max_tokens: Annotated[int | None, Field(ge=1, description="tokens its reply may have")] = None
-    revision: Annotated[str | None, Field(min_length=1, description="its revision, for the reply cache")] = None
+    price_prompt: Annotated[
+        float | None,
+        Field(ge=0, description="USD per million prompt tokens (default: llm.price_prompt)", examples=[0.1]),
+    ] = None
+    price_completion: Annotated[
+        float | None,
+        Field(ge=0, description="USD per million completion tokens (default: llm.price_completion)", examples=[0.4]),
+    ] = None
+    temperature: Annotated[
+        float | None,
+        Field(ge=0, le=2, description="its sampling temperature (default: llm.temperature)", examples=[0.6]),
+    ] = None
+    max_tokens: Annotated[
+        int | None, Field(ge=1, description="tokens its reply may have (default: llm.max_tokens)", examples=[2048])
+    ] = None
+    revision: Annotated[
+        str | None,
+        Field(min_length=1, description="its revision, for the reply cache (default: none)", examples=["2024-07-18"]),
+    ] = None
 
 
 class LLMSection(_Section):
-    base_url: Annotated[str, Field(pattern=r"^https?://", description="the OpenAI-compatible server's URL")]
-    model: Annotated[str, Field(min_length=1, description="the model's name on that server")]
+    base_url: Annotated[
+        str,
+        Field(
+            pattern=r"^https?://",
+            description="the OpenAI-compatible server's URL",
+            examples=["http://127.0.0.1:8000/v1"],
+        ),
+    ]
+    model: Annotated[str, Field(min_length=1, description="the model's name on that server", examples=["gpt-4o-mini"])]
     api_key_env: Annotated[
         str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the NAME of the variable holding the key")
     ] = "OPENAI_API_KEY"
@@ -386,7 +456,9 @@ class LLMSection(_Section):
     retries: Annotated[int, Field(ge=0, le=20, description="retries, with backoff, of a failed request")] = 3
     concurrency: Annotated[int, Field(ge=1, le=64, description="requests in flight at once")] = 2
     max_requests: Annotated[int | None, Field(ge=0, description="the most requests a run makes")] = 200
-    max_total_tokens: Annotated[int | None, Field(ge=0, description="the most tokens a run spends")] = None
+    max_total_tokens: Annotated[
+        int | None, Field(ge=0, description="the most tokens a run spends (unset: no limit)", examples=[1000000])
+    ] = None
     max_cost: Annotated[float | None, Field(ge=0, description="the most money (USD) a run spends")] = 5.0
     price_prompt: Annotated[float, Field(ge=0, description="USD per million prompt tokens")] = 0.0
     price_completion: Annotated[float, Field(ge=0, description="USD per million completion tokens")] = 0.0
@@ -395,17 +467,30 @@ class LLMSection(_Section):
         Field(description="'auto' (from the objectives), 'faster', 'simpler' or 'repair'"),
     ] = "auto"
     cache: Annotated[
-        Path | None, Field(description="the reply cache folder (default: llm-cache in experiment.output)")
+        Path | None,
+        Field(description="the reply cache folder (default: llm-cache in experiment.output)", examples=["llm-cache"]),
     ] = None
     revision: Annotated[
         str | None,
-        Field(min_length=1, description="the model's revision: the reply cache keys by it instead of base_url"),
+        Field(
+            min_length=1,
+            description="the model's revision: the reply cache keys by it instead of base_url",
+            examples=["2024-07-18"],
+        ),
     ] = None
     modes: Annotated[
-        dict[str, float], Field(description="weights of the modes: rewrite, diff, crossover (e.g. {diff = 0.6, ...})")
+        dict[str, float],
+        Field(
+            description="weights of the modes: rewrite, diff, crossover",
+            examples=[{"diff": 0.6, "rewrite": 0.3, "crossover": 0.1}],
+        ),
     ] = {"rewrite": 1.0}
     models: Annotated[
-        list[ModelSection], Field(description="several models, each a table of what differs from [llm]")
+        list[ModelSection],
+        Field(
+            description="several models, each a table of what differs from [llm]",
+            examples=[[{"model": "small", "weight": 3, "price_prompt": 0.1}, {"model": "large", "weight": 1}]],
+        ),
     ] = []
     model_choice: Annotated[
         Literal["weighted", "bandit"], Field(description="'weighted', or 'bandit' (success per cost)")
@@ -423,7 +508,13 @@ class LLMSection(_Section):
     patience: Annotated[
         int | None, Field(ge=1, description="requests without an offspring entering the archive before re-planning")
     ] = 50
-    prompts: PromptsSection = PromptsSection()
+    prompts: Annotated[
+        PromptsSection,
+        Field(
+            description="the prompt templates, each replaceable; a template may name these fields in braces: "
+            + ", ".join("{" + field + "}" for field in FIELDS)
+        ),
+    ] = PromptsSection()
 
     @field_validator("modes")
     @classmethod
@@ -448,9 +539,14 @@ class LLMSection(_Section):
         return models
 
 
+def _cores_up_to_four() -> int:
+    """this machine's cores, at most 4"""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 class EvaluationSection(_Section):
-    workers: Annotated[int, Field(ge=1, le=512, description="variants evaluated at once")] = max(
-        1, min(4, os.cpu_count() or 1)
+    workers: int = Field(
+        ge=1, le=512, default_factory=_cores_up_to_four, description="variants evaluated at once", examples=[2]
     )
     memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
     processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256
@@ -460,7 +556,11 @@ class EvaluationSection(_Section):
     ] = 512
     isolate: Annotated[bool, Field(description="run tests under bubblewrap where it works")] = True
     read_only: Annotated[
-        list[Path], Field(description="more host folders the sandbox shows, read-only (e.g. a package the tests need)")
+        list[Path],
+        Field(
+            description="more host folders the sandbox shows, read-only (e.g. a package the tests need)",
+            examples=[["/opt/shared-data"]],
+        ),
     ] = []
     llm_without_sandbox: Annotated[
         bool, Field(description="let the language model's code run with process limits only, where no sandbox works")
@@ -474,6 +574,7 @@ class EvaluationSection(_Section):
         Field(
             pattern=r"^(tcp|tls)://\S+:\d+$",
             description="the Dask scheduler, tcp://HOST:PORT; unset: a cluster of `workers` processes on this machine",
+            examples=["tcp://10.0.0.5:8786"],
         ),
     ] = None
     engine: Annotated[
@@ -492,7 +593,20 @@ class EvaluationSection(_Section):
 class ArmSection(_Section):
     """One arm of an experiment: a name and the sections it overrides (merged key by key)."""
 
-    name: Annotated[str, Field(min_length=1, pattern=NAME_PATTERN, description="the arm's name, for its run folders")]
-    search: Annotated[dict[str, Any], Field(description="[search] keys this arm sets")] = {}
-    mutators: Annotated[dict[str, Any], Field(description="[mutators] keys this arm sets")] = {}
-    llm: Annotated[dict[str, Any], Field(description="[llm] keys this arm sets")] = {}
+    name: Annotated[
+        str,
+        Field(
+            min_length=1,
+            pattern=NAME_PATTERN,
+            description="the arm's name, for its run folders",
+            examples=["local_search"],
+        ),
+    ]
+    search: Annotated[
+        dict[str, Any], Field(description="[search] keys this arm sets", examples=[{"algorithm": "local_search"}])
+    ] = {}
+    mutators: Annotated[
+        dict[str, Any],
+        Field(description="[mutators] keys this arm sets", examples=[{"operators": ["statement_delete"]}]),
+    ] = {}
+    llm: Annotated[dict[str, Any], Field(description="[llm] keys this arm sets", examples=[{"temperature": 0.2}])] = {}

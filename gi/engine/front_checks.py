@@ -23,7 +23,7 @@ from gi.model.plausible import rank
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 
-#: Plausible patches summary.json lists (the first found), and those whose held-out tests it runs (the first ranked).
+#: Plausible patches summary.json lists (the first ranked), and those whose held-out tests it runs (the first ranked).
 PLAUSIBLE_LISTED = 20
 PLAUSIBLE_HELD_OUT = 3
 
@@ -76,11 +76,11 @@ def plausible_patches(
     baseline: Evaluation,
     suspicious: Mapping[tuple[str, int], float],
 ) -> list[dict[str, Any]]:
-    """When repairing: the programs the search found that pass every training test (the
-    first PLAUSIBLE_LISTED found), each by the patch that first made it without the edits
-    that took no effect, ranked against overfitting (gi.model.plausible: fewest
-    anti-patterns, smallest diff, fewest edits, fewest tokens changed, the most suspicious line
-    edited by `suspicious`, first found); the first ranked are checked on the held-out tests."""
+    """When repairing: the programs the search found that pass every training test, each by the
+    patch that first made it without the edits that took no effect, ranked against overfitting
+    (gi.model.plausible: fewest anti-patterns, smallest diff, fewest edits, fewest tokens
+    changed, the most suspicious line edited by `suspicious`, first found); the first
+    PLAUSIBLE_LISTED ranked, the first of them checked on the held-out tests."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
@@ -90,8 +90,6 @@ def plausible_patches(
         passes = evaluation["status"] == Status.OK.value and measures.get("failed_tests") == 0
         if individual != "baseline" and passes and measures.get("test_count") == tests:
             found.append(individual)
-        if len(found) >= PLAUSIBLE_LISTED:
-            break
     variants = {}
     for record in store.individuals(found):
         variant = apply(program, Patch.from_json(record.patch))
@@ -100,7 +98,7 @@ def plausible_patches(
     for i in found:
         edited = {file: variants[i].sources[file] for file in variants[i].changed_files}
         sizes.append((variants[i].patch, int(diff_lines(variants[i].diff())), tokens_changed(program.sources, edited)))
-    ranked = rank(program, sizes, suspicious)
+    ranked = rank(program, sizes, suspicious)[:PLAUSIBLE_LISTED]
     by_patch = {variants[i].patch: i for i in reversed(found)}
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []

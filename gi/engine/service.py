@@ -62,8 +62,14 @@ class EvaluationService:
         self.progress = progress
         self.on_progress = on_progress
         self.choice = choice
-        #: The search's evaluations, by tree hash.
-        self.cache: dict[str, Evaluation] = store.evaluations()
+        checkpoint = store.last_checkpoint()
+        last = -1 if checkpoint is None else checkpoint.generation
+        #: The search's evaluations, by tree hash: those of the checkpointed generations.
+        self.cache: dict[str, Evaluation] = store.evaluations(through=last)
+        #: Evaluations a run killed after storing a generation's batch and before its checkpoint
+        #: made of that batch: the generation, run again, takes each as just made (counted as
+        #: evaluated, new to its operator), as the uninterrupted run did, not as a cache hit.
+        self.unfinished: dict[str, Evaluation] = store.evaluations(after=last)
         #: The measures of the run's objectives beyond the registered ones (a user's function).
         self.own_measures = RunMeasures(self.objectives)
         #: The training tests that failed most recently first (for runs that stop at the first
@@ -141,7 +147,7 @@ class EvaluationService:
                 if tree_hash in self.cache:
                     progress.cache_hits += 1
                     progress.done_in_generation += 1
-                elif (evaluation := self.measurements.recorded_evaluation(tree_hash)) is not None:
+                elif (evaluation := self._unfinished_or_recorded(tree_hash)) is not None:
                     recorded[tree_hash] = evaluation
                     done(evaluation, measured_here=False)
                 else:
@@ -161,13 +167,20 @@ class EvaluationService:
         progress.batch_size = len(batch)
         return batch, [self._own(self.cache[c.variant.tree_hash], c.variant) for c in batch]
 
+    def _unfinished_or_recorded(self, tree_hash: str) -> Evaluation | None:
+        """The evaluation of a program made in the generation a killed run did not checkpoint, or
+        the recorded run's (a replay), taken as if just made."""
+        unfinished = self.unfinished.pop(tree_hash, None)
+        return unfinished if unfinished is not None else self.measurements.recorded_evaluation(tree_hash)
+
     # --- one candidate at a time (a steady-state search) -------------------------------------
 
     def known(self, candidate: Candidate) -> Evaluation | None:
-        """The evaluation of the candidate's program without measuring it: the search's, or in a
-        replay the recorded run's; None when it must be measured."""
+        """The evaluation of the candidate's program without measuring it: the search's (those a
+        killed run stored after its last checkpoint too), or in a replay the recorded run's; None
+        when it must be measured."""
         tree_hash = candidate.variant.tree_hash
-        found = self.cache.get(tree_hash)
+        found = self.cache.get(tree_hash) or self.unfinished.get(tree_hash)
         return found if found is not None else self.measurements.recorded_evaluation(tree_hash)
 
     def submit(self, candidate: Candidate, done: Callable[[Result], None]) -> None:

@@ -225,8 +225,13 @@ class RunStore:
             (evaluation.tree_hash, individual, generation, json.dumps(evaluation.to_json())),
         )
 
-    def evaluations(self) -> dict[str, Evaluation]:
-        rows = self._db.execute("SELECT tree_hash, evaluation FROM evaluations ORDER BY seq")
+    def evaluations(self, *, after: int | None = None, through: int | None = None) -> dict[str, Evaluation]:
+        """The stored evaluations by tree hash, in the order they were made: of the generations
+        after `after` and up to `through` (the original's is generation -1), or every one."""
+        rows = self._db.execute(
+            "SELECT tree_hash, evaluation FROM evaluations WHERE generation > ? AND generation <= ? ORDER BY seq",
+            (-(2**62) if after is None else after, 2**62 if through is None else through),
+        )
         try:
             return {tree_hash: Evaluation.from_json(json.loads(text)) for tree_hash, text in rows}
         except (ValueError, KeyError, TypeError) as error:

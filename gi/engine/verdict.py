@@ -1,7 +1,7 @@
 """Scores no variant writes alone: the guard on a model's code, the canaries, the front's second run.
 
 A variant's test verdict comes out of the process its own code runs in, so gi does not take it
-on that process's word (see README, "The sandbox"):
+on that process's word (see docs/guides/sandbox.md):
 
 - `model_code_uses`: the tamper guard (gi.model.guard) on the code a language model wrote,
   against everything the original and the variant's classic edits already use. Such code that

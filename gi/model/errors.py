@@ -69,3 +69,10 @@ class EvaluationError(GIError):
     run stops, and resumes from its last evaluation."""
 
     exit_code = 3
+
+
+class PluginError(GIError):
+    """An installed package's component (an entry point in gi.operators, gi.objectives or
+    gi.algorithms) cannot be loaded, or is not what its group holds."""
+
+    exit_code = 2

@@ -28,7 +28,7 @@ Python, the pure standard-library modules and the public attributes of values th
 are always allowed: every way *to* a foreign value (a frame, a module, a closure, the
 collector) goes through a use listed here. The guard is one layer: the test run's
 canaries and registry check, the signed report and the second run of the front catch what
-reaches the test machinery by a way the guard does not know (see README, "The sandbox").
+reaches the test machinery by a way the guard does not know (see docs/guides/sandbox.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ for the pairs compared on each measure by Holm's step-down method.
 
 Everything is read back from the run folders (summary.json, evaluations.jsonl and the run
 store's config), so runs of separate configs can be compared too: then each config's
-experiment name is its arm.
+experiment name is its arm. Runs of other programs (another text of an editable file) or on
+other objectives are refused.
 """
 
 from __future__ import annotations
@@ -234,13 +235,9 @@ def _summary_of(values: Sequence[float]) -> dict[str, Any]:
 def compare(paths: Sequence[Path]) -> dict[str, Any]:
     """Compare the runs in `paths` (run or experiment folders); the whole result as JSON data."""
     runs = [read_run(folder) for folder in run_folders(paths)]
-    names = [o.name for o in runs[0].objectives]
     for run in runs[1:]:
-        if [o.name for o in run.objectives] != names:
-            raise UsageError(
-                f"{run.folder}: objectives {[o.name for o in run.objectives]} differ from {runs[0].folder}'s"
-                f" {names}; only runs on the same objectives can be compared"
-            )
+        _comparable(runs[0], run)
+    names = [o.name for o in runs[0].objectives]
     reference = tuple(float(value) for value in np.max([run.reference() for run in runs], axis=0))
     per_run = [figures(run, reference) for run in runs]
     arms = list(dict.fromkeys(run.arm for run in per_run))
@@ -294,6 +291,35 @@ def compare(paths: Sequence[Path]) -> dict[str, Any]:
             for r in per_run
         ],
     }
+
+
+def _comparable(first: RunData, run: RunData) -> None:
+    """Refuse (UsageError) a run of another program than `first`'s, or on other objectives: its
+    figures are not samples of the same arms' (a hypervolume on another program's reference
+    point means nothing)."""
+    objectives = [f"{o.name} ({o.direction.value})" for o in run.objectives]
+    expected = [f"{o.name} ({o.direction.value})" for o in first.objectives]
+    if objectives != expected:
+        raise UsageError(
+            f"{run.folder}: objectives {', '.join(objectives)} differ from {first.folder}'s {', '.join(expected)};"
+            " only runs on the same objectives can be compared"
+        )
+    differing = _different_files(first.summary.get("program") or {}, run.summary.get("program") or {})
+    if differing:
+        raise UsageError(
+            f"{run.folder}: a run of another program than {first.folder} ({', '.join(differing)} differ); only"
+            " runs of one program can be compared"
+        )
+
+
+def _different_files(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """The editable files two runs' programs differ in (summary.json's `program`): by the hash of
+    each file's text as the run read it, or, when a summary lacks them, by the files' paths."""
+    mine, theirs = first.get("sources"), second.get("sources")
+    if isinstance(mine, dict) and isinstance(theirs, dict) and mine and theirs:
+        return sorted(set(mine) ^ set(theirs)) or sorted(name for name in mine if mine[name] != theirs[name])
+    paths = [{str(Path(str(p.get("root", ""))) / str(file)) for file in p.get("files") or []} for p in (first, second)]
+    return sorted(paths[0] ^ paths[1])
 
 
 def _number(value: float | None) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gi.algorithms import Search
-from gi.algorithms.variation import Candidate, operator_of_label
+from gi.algorithms.variation import Candidate, operator_name
 from gi.config.sections import SearchSection
 from gi.engine.held_out import HeldOut, front_members
 from gi.engine.progress import Progress, ProgressCallback
@@ -152,7 +152,7 @@ class RunLoop:
         original = objective_values(search.objectives, baseline.measures, search.worst()) if baseline.ok else None
         outcomes: dict[str, list[Outcome]] = {}
         for candidate, evaluation, child in zip(candidates, evaluations, children, strict=True):
-            name = operator_of_label(candidate.operator).split(".")[0]
+            name = operator_name(candidate.operator)
             new = candidate.variant.tree_hash not in known
             if new:
                 known.add(candidate.variant.tree_hash)

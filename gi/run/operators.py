@@ -38,7 +38,7 @@ def run_operators(
     (the language model's) is refused without a sandbox unless evaluation.llm_without_sandbox
     says otherwise, and then gi hides its environment from other processes."""
     operators: list[Operator] = [OPERATORS.get(name) for name in config.mutators.names()]
-    facts = RunFacts(run_goal(config, baseline), config.llm_cache, offline)
+    facts = RunFacts(run_goal(config, baseline), config.llm_cache, offline, config.experiment.seed)
     for name in CONFIGURED.names():
         share = float(getattr(config.mutators, name, 0.0) or 0.0)
         section = getattr(config, name, None)

@@ -58,6 +58,9 @@ def apply_member(run: Path, member_id: str, project: Path | None = None) -> Appl
             " on its config again rewrites the summary with it"
         )
     root = (project or Path(summary["program"]["root"])).resolve()
+    if not root.is_dir():
+        where = "--project" if project is not None else f"the run's program.root (in {run / 'summary.json'})"
+        raise UsageError(f"{root}: no such project folder ({where}); give --project the folder to apply the patch to")
     if member_id == ORIGINAL or not member.get("edits"):
         return Applied(member["id"], root, (), None)
     try:

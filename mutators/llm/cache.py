@@ -2,8 +2,9 @@
 
 Like Hypothesis's example database, it is a cache that never needs invalidating: the key is
 the model (its name, and its revision or the server's URL), the API, the messages or prompt,
-the sampling parameters and the sample index, so the same request always means the same
-reply, and a rerun replays without the network.
+the sampling parameters, the run's seed and the sample index, so the same request of a run
+always means the same reply, and a rerun replays without the network; a run of another seed
+asks a sampling model for replies of its own (runs of several seeds are independent samples).
 """
 
 from __future__ import annotations

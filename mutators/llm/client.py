@@ -69,6 +69,10 @@ class LLMSettings:
     #: What the reply cache keys the model by besides its name: the server's URL, unless the
     #: user names the model's revision (then a moved server keeps its cached replies).
     revision: str | None = None
+    #: The run's seed, which the reply cache keys a reply by too: a run of another seed draws
+    #: replies of its own from a sampling model (its runs are independent samples), and a rerun
+    #: or replay of this seed finds this one's. Never sent to the server.
+    seed: int | None = None
 
 
 class LLMStoppedError(Exception):
@@ -284,11 +288,13 @@ class LLMClient:
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The full request for a payload (messages or prompt) with the sampling parameters and
-        what the cache keys the model by (its revision, else the server's URL)."""
+        what the cache keys the model by (its revision, else the server's URL) and the run's
+        draw by (its seed)."""
         s = self.settings
         where = {"revision": s.revision} if s.revision else {"base_url": s.base_url}
+        seed = {} if s.seed is None else {"seed": s.seed}
         return {"model": s.model, **where, "api": s.api, **payload, "temperature": s.temperature,
-                "max_tokens": s.max_tokens}  # fmt: skip
+                "max_tokens": s.max_tokens, **seed}  # fmt: skip
 
     def sample(self, payload: dict[str, Any], index: int) -> Sample:
         """Sample number `index` of this request: from the cache, or asked of the model."""

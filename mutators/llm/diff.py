@@ -15,6 +15,8 @@ block is matched at the first of these levels that finds it, and the level is re
 
 1. ``exact``: the lines as they are;
 2. ``trailing whitespace``: each line's trailing spaces ignored;
+   at both, a REPLACE written left of the lines it replaces as a whole (from column 0 under an
+   indented SEARCH) is moved right to their indentation;
 3. ``indentation``: the block found shifted by one indentation, the replacement shifted alike;
 4. ``blank lines``: blank lines ignored on both sides, with the shift of level 3.
 
@@ -161,17 +163,42 @@ def _nearest(lines: list[str], search: Sequence[str]) -> str:
 
 def _exact(lines: list[str], search: Sequence[str], replace: Sequence[str]) -> list[tuple[int, int, list[str]]]:
     wanted, size = list(search), len(search)
-    return [(i, i + size, list(replace)) for i in range(len(lines) - size + 1) if lines[i : i + size] == wanted]
+    return [
+        (i, i + size, _aligned(lines[i : i + size], replace))
+        for i in range(len(lines) - size + 1)
+        if lines[i : i + size] == wanted
+    ]
 
 
 def _trailing(lines: list[str], search: Sequence[str], replace: Sequence[str]) -> list[tuple[int, int, list[str]]]:
     wanted, size = [line.rstrip() for line in search], len(search)
     stripped = [line.rstrip() for line in lines]
-    return [(i, i + size, list(replace)) for i in range(len(lines) - size + 1) if stripped[i : i + size] == wanted]
+    return [
+        (i, i + size, _aligned(lines[i : i + size], replace))
+        for i in range(len(lines) - size + 1)
+        if stripped[i : i + size] == wanted
+    ]
 
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
+
+
+def _aligned(matched: Sequence[str], replace: Sequence[str]) -> list[str]:
+    """The REPLACE lines as written; or, when they sit left of the matched lines as a whole (their
+    first line at their least indentation, which is less than the matched lines'), moved right by
+    the difference in the matched lines' own indentation. A REPLACE whose first line keeps the
+    match's indentation (a new top-level definition after the match's last line, say) stays."""
+    filled = [line for line in replace if line.strip()]
+    found = [line for line in matched if line.strip()]
+    if not filled or not found:
+        return list(replace)
+    have = min(_indent(line) for line in found)
+    written = min(_indent(line) for line in filled)
+    if written >= have or _indent(filled[0]) != written:
+        return list(replace)
+    prefix = next(line for line in found if _indent(line) == have)[: have - written]
+    return [prefix + line if line.strip() else line for line in replace]
 
 
 def _shifted(search: Sequence[str], replace: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -25,17 +25,27 @@ def operator_for_run(section: Mapping[str, Any], share: float, run: RunFacts) ->
     """The operator a run's `[llm]` section asks for, with its share of mutations; `goal =
     "auto"` takes the run's goal, and the reply cache and offline mode are the run's."""
     goal = run.goal if section.get("goal", "auto") == "auto" else str(section["goal"])
-    return operator_from_section(section, goal, run.cache, run.offline, share=share)
+    return operator_from_section(section, goal, run.cache, run.offline, share=share, seed=run.seed)
 
 
 def operator_from_section(
-    section: Mapping[str, Any], goal: str, cache: Path, offline: bool, *, share: float = 0.0
+    section: Mapping[str, Any],
+    goal: str,
+    cache: Path,
+    offline: bool,
+    *,
+    share: float = 0.0,
+    seed: int | None = None,
 ) -> LLMOperator:
     """The operator of an `[llm]` section (its keys as a mapping, validated by the config):
     one client per model (the section's own model, or each of `models` with what it sets
-    differently), all on one pool of `concurrency` requests and one budget."""
+    differently), all on one pool of `concurrency` requests and one budget; the reply cache keys
+    its replies by the run's `seed`."""
     settings = LLMSettings(
-        **{key: value for key, value in section.items() if key not in OPERATOR_KEYS}, cache=cache, offline=offline
+        **{key: value for key, value in section.items() if key not in OPERATOR_KEYS},
+        cache=cache,
+        offline=offline,
+        seed=seed,
     )
     pool = RequestPool(settings.concurrency)
     budget = Budget(settings.max_requests, settings.max_total_tokens, settings.max_cost)

@@ -3,19 +3,24 @@ come back the same from a checkpoint."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.algorithms.adaptive import FLOOR, WINDOW, OperatorSelection
-from gi.algorithms.variation import Candidate
+from gi.algorithms.variation import Candidate, operator_name
 from gi.fitness.objectives import OBJECTIVES, Constraint
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 from gi.mutators import CROSSOVERS, OPERATORS
+from gi.mutators.llm import LLMClient, LLMOperator, LLMSettings
+from tests.llm_server import Action, ScriptedModel, serve
 
 NAMES = ("negate", "constant", "statement_delete", "comparison_operator")
 
@@ -163,3 +168,51 @@ def test_an_operator_with_a_share_starts_at_it_and_moves_with_its_success() -> N
     rng = np.random.default_rng(1)
     allowed = [True] * len(NAMES) + [False]
     assert all(selection.choose(rng, allowed) < len(NAMES) for _ in range(50)), "a spent share is not drawn"
+
+
+#: A diff of `price` that takes another discount each time (so no reply repeats one before it).
+DISCOUNT = """\
+<<<<<<< SEARCH
+        total = total - 10
+=======
+        total = total - {}
+>>>>>>> REPLACE
+"""
+
+
+def test_the_model_is_credited_for_the_offspring_of_its_modes(program: Program, tmp_path: Path) -> None:
+    """The model's offspring are labelled by mode ("llm.diff"); adaptive selection credits them
+    to the model, so its share moves with its success."""
+    discounts = itertools.count(11)
+    scripted = ScriptedModel(respond=lambda body: Action(reply=DISCOUNT.format(next(discounts))))
+
+    def evaluate(candidate: Candidate) -> Evaluation:
+        """The model's offspring pass and are simpler than the original; every other fails a test."""
+        by_model = bool(candidate.patch.edits) and operator_name(candidate.operator) == "llm"
+        failed = 0.0 if by_model or not candidate.patch.edits else 1.0
+        measures = {"failed_tests": failed, "complexity": 1.0 if by_model else 5.0}
+        return Evaluation(Status.OK, candidate.variant.tree_hash, measures)
+
+    for server in serve(scripted):
+        settings: dict[str, Any] = {"base_url": server.base_url, "model": "scripted", "cache": tmp_path / "cache",
+                                    "retries": 0, "timeout": 5}  # fmt: skip
+        model = LLMOperator(LLMClient(LLMSettings(**settings)), "simpler", modes={"diff": 1.0}, share=0.3)
+        search = ALGORITHMS.get("nsga2")(
+            program,
+            [OBJECTIVES.get("failed_tests"), OBJECTIVES.get("complexity")],
+            Constraint.NONE,
+            [*(OPERATORS.get(name) for name in NAMES), model],
+            [],
+            SearchSettings(population=8, generations=20, operator_selection="adaptive"),
+            np.random.default_rng(3),
+            reference=(2.0, 11.0),
+            test_count=1,
+        )
+        labels = []
+        for _ in range(5):
+            batch = search.ask()
+            labels += [candidate.operator for candidate in batch]
+            search.tell(batch, [evaluate(c) for c in batch])
+    assert any(label.endswith("llm.diff") for label in labels), labels
+    assert search.selection.priors[search.selection.names.index("llm")] == pytest.approx(0.3)
+    assert search.selection.shares()["llm"] > 0.5, search.selection.shares()

@@ -252,3 +252,29 @@ def test_nsga3_uses_as_many_directions_as_the_population_holds(program: Program)
     assert len(search.directions) == 15  # 3 objectives, 4 divisions
     search = make_search(program, "nsga3", population=16, reference_divisions=2)
     assert len(search.directions) == 6
+
+
+@pytest.mark.timeout(120)  # (it used to hang: one objective has one direction however divided)
+def test_nsga3_with_one_objective_keeps_the_best_and_ends(program: Program) -> None:
+    search = ALGORITHMS.get("nsga3")(
+        program,
+        [OBJECTIVES.get("complexity")],
+        Constraint.NONE,
+        [OPERATORS.get(name) for name in OPERATOR_NAMES],
+        [CROSSOVERS.get(name) for name in CROSSOVERS],
+        SearchSettings(population=6),
+        np.random.default_rng(2),
+        reference=(15.0,),
+        test_count=3,
+    )
+    assert len(search.directions) == 1
+    told: list[float] = []
+
+    def evaluate(candidate: Candidate) -> Evaluation:
+        evaluation = synthetic(candidate)
+        told.append(evaluation.measures["complexity"])
+        return evaluation
+
+    run(search, 4, evaluate)
+    kept = sorted(individual.objectives[0] for individual in search.population if individual.objectives)
+    assert kept == sorted(told)[: len(kept)], "NSGA-III keeps the best of one objective"

@@ -242,6 +242,11 @@ def test_a_run_made_with_set_replays_with_the_same_set(tmp_path: Path, capsys: p
         ("search.population=1", "--set: search.population = 1: Input should be greater than or equal to 2;"),
         ("search.popluation=4", "--set: unknown key 'search.popluation'. Did you mean 'population'?"),
         ("search.population.size=4", "--set search.population.size=4: search.population is not a table"),
+        (
+            "llm.modes.rewrite=1",
+            "--set: [llm] lacks llm.base_url and llm.model, and mutators.llm is 0, so the model is not used: to use"
+            " it, set mutators.llm to its share of the edits (e.g. 0.3) and give llm.base_url and llm.model;",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(
@@ -470,6 +475,11 @@ def test_show_original_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert member["id"] == "g1-i0" and member["diff_text"] == "--- a/chain.py\n+++ b/chain.py\n"
     assert main(["show", str(run), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["front"][0]["id"] == "g1-i0"
+    assert main(["show", str(run), "--json", "g1-i0"]) == 0  # the option among the positionals
+    assert json.loads(capsys.readouterr().out)["id"] == "g1-i0"
+    with pytest.raises(SystemExit, match="2"):  # argparse's own error, for a stray argument
+        main(["show", str(run), "--json", "g1-i0", "stray"])
+    assert "unrecognized arguments: stray" in capsys.readouterr().err
     assert main(["show", str(run), "original", "--json"]) == 0
     original = json.loads(capsys.readouterr().out)
     assert original["objectives"] == {"complexity": 4} and original["diff_text"] is None
@@ -549,11 +559,15 @@ def test_the_progress_line_keeps_the_generation_and_evaluations_whole_when_narro
 
 def test_the_commands_around_a_run_on_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = write_run(tmp_path / "run", summary_of_one_member())
+    sources = {"root": str(tmp_path), "files": ["chain.py"], "sources": {"chain.py": "0" * 64}}
+    read = write_run(tmp_path / "read", {**summary_of_one_member(), "program": sources})
     cases = [
         (["report", str(tmp_path / "nowhere")], "no such run or experiment folder"),
         (["apply", str(run), "g1-i0"], "no record of the files the run read (program.sources)"),
         (["apply", str(tmp_path / "nowhere"), "g1-i0"], "no such run folder"),
         (["init", str(tmp_path / "nowhere")], "no such project folder"),
+        (["init", str(run / "summary.json")], "summary.json: a file, not a project folder; gi init takes the"),
+        (["apply", str(read), "g1-i0", "--project", str(tmp_path / "nowhere")], "nowhere: no such project folder"),
     ]
     for argv, problem in cases:
         assert main(argv) == 2, argv

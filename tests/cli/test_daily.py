@@ -139,7 +139,7 @@ def test_the_original_has_one_id_and_one_operator_everywhere(
 ) -> None:
     """summary.json, `gi show --json`, the tables and the report call it `original`; the id the
     search gave it (g0-i0) is still taken on the command line."""
-    _, run, summary = chain_run
+    project, run, summary = chain_run
     (original,) = (member for member in summary["front"] if not member["edits"])
     assert (original["id"], original["operator"]) == ("original", "none")
     assert summary["baseline"]["individuals"] == ["g0-i0"]
@@ -156,8 +156,10 @@ def test_the_original_has_one_id_and_one_operator_everywhere(
     assert (shown["original"]["id"], shown["original"]["operator"]) == ("original", "none")
     assert main(["show", str(run), "g0-i0"]) == 0
     assert "original (the original program)" in capsys.readouterr().out
-    assert main(["apply", str(run), "g0-i0", "--project", str(run / "nowhere")]) == 0
+    before = files(project)
+    assert main(["apply", str(run), "g0-i0", "--project", str(project)]) == 0
     assert "original changes nothing" in capsys.readouterr().out
+    assert files(project) == before
 
 
 # --- gi report ------------------------------------------------------------------------------------

@@ -90,6 +90,11 @@ MISTAKES = [
         r"program\.python = '\.venv/bin/python': no such interpreter",
     ),
     ("timeout = 10", "timeout = 10\ntimeout = 11", r"not valid TOML: Cannot overwrite a value \(at line 14"),
+    (
+        "generations = 10",
+        "generations = 10\nneighbourhood = 1.5",
+        r"search\.neighbourhood = 1\.5: Input should be 'auto' or less than or equal to 1; search\.neighbourhood is",
+    ),
     ('algorithm = "nsga2"', 'algorithm = "nsga9"', r"search\.algorithm = 'nsga9': unknown algorithm 'nsga9'\. Did you"),
     ('"complexity", "size"]', '"runtime", "size"]', r"objectives: 'runtime' needs a \[workload\] section"),
     ('operators = "all"', 'operators = "all"\n\n[workload]\ncall = "bench"', r"workload\.call = 'bench': .*pattern"),

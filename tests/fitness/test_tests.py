@@ -315,3 +315,42 @@ def test_one_definition_of_overfitting() -> None:
     assert not overfits(broken, broken, holdout, holdout)
     assert overfits({"t1": PASS, "t2": PASS}, broken, holdout, holdout)
     assert not overfits({"t1": PASS, "t2": PASS}, broken, {"h1": PASS, "h2": PASS}, holdout)
+
+
+OWN_ALARM = """\
+import signal
+import time
+
+
+def test_sets_and_cancels_its_own_alarm_then_hangs():
+    signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    signal.alarm(100)
+    signal.alarm(0)
+    while True:
+        time.sleep(0.01)
+
+
+def test_after():
+    assert True
+"""
+
+
+def test_a_test_that_cancels_an_alarm_of_its_own_still_times_out(tmp_path: Path) -> None:
+    run = _run_with_a_second_per_test(tmp_path / "alarm", "test_alarm.py", OWN_ALARM)
+    assert not run.timed_out and not run.forged
+    assert run.outcomes == {
+        "tests/test_alarm.py::test_sets_and_cancels_its_own_alarm_then_hangs": "timed_out",
+        "tests/test_alarm.py::test_after": "passed",
+    }
+
+
+def test_pytest_timeout_in_signal_mode_leaves_gis_limit_alone(tmp_path: Path) -> None:
+    """pytest-timeout (installed beside pytest here) times each test with SIGALRM in signal mode:
+    gi's per-test limit of 1 s still ends the hanging test, long before pytest-timeout's 50 s."""
+    folder = tmp_path / "timeout"
+    folder.mkdir()
+    (folder / "pytest.ini").write_text("[pytest]\ntimeout = 50\ntimeout_method = signal\n")
+    run = _run_with_a_second_per_test(folder, "test_hangs.py", HANGS)
+    assert not run.timed_out and not run.forged
+    assert run.outcomes["tests/test_hangs.py::test_hangs_and_swallows_exceptions"] == "timed_out"
+    assert run.outcomes["tests/test_hangs.py::test_after"] == "passed"

@@ -144,7 +144,7 @@ def test_without_bubblewrap_a_variant_over_its_quota_fails_as_resource(
     running = Engine(project, scratch, engine_name, Limits(isolate=False, disk_mb=QUOTA_MB))
     try:
         # Files written one after another, as code that writes results does (an allocation of
-        # gigabytes at once would go past the quota before the next look: README says so).
+        # gigabytes at once would go past the quota before the next look: docs/guides/sandbox.md says so).
         over = running.run(SLOW_FILL)
         assert over.resource.startswith("over its disk quota"), (over.resource, over.outcomes)
         within = running.run("return a + b")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import warnings
 
 import numpy as np
 
@@ -115,3 +116,16 @@ def test_the_survivors_of_a_line_spread_over_it() -> None:
         chosen = nsga3_survivors(line((25.0, 0.0)), 5, directions, np.random.default_rng(seed))
         xs = sorted(int(m.id[1:]) for m in chosen)
         assert xs[0] == 0 and xs[1] in (2, 3) and xs[2] == 5 and xs[3] in (7, 8) and xs[4] == 10, (seed, xs)
+
+
+def test_nsga3_leaves_the_warnings_of_gi_and_the_user_heard() -> None:
+    """pymoo's normalisation sets warnings.simplefilter("ignore"): it must not outlast it."""
+    directions, members = pool(np.random.default_rng(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        before = list(warnings.filters)
+        nsga3_survivors(members, 12, directions, np.random.default_rng(3))
+        warnings.warn("the user's warning", UserWarning, stacklevel=1)
+        after = list(warnings.filters)
+    assert [str(warning.message) for warning in caught] == ["the user's warning"]
+    assert after == before

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scipy.stats import mannwhitneyu
 
+from gi.cli.main import main
 from gi.fitness.statistics import holm
 from gi.reports.compare import RunData, a12, figures, mann_whitney, measures_of
+from tests.daily import PROGRAM, write_config, write_project
 
 
 def test_a12_counts_wins_and_half_ties_in_the_direction_of_better() -> None:
@@ -86,3 +89,35 @@ def test_a_run_with_no_feasible_variant_has_no_best() -> None:
     values = figures(run, run.reference()).values
     assert values["best complexity"] is None and values["evaluations to best complexity"] is None
     assert values["hypervolume"] == 0.0 and values["overfitting rate"] is None
+
+
+def tiny_run(tmp_path: Path, name: str, program: str, objectives: str) -> Path:
+    """A run of generation 0 alone on the daily project with `program` as chain.py and
+    `objectives` (the user's `mine:lines` among them, if named); its folder."""
+    project = write_project(tmp_path / name / "project")
+    (project / "chain.py").write_text(program)
+    config = write_config(tmp_path / name, project, tmp_path / name / "runs", population=2, generations=0)
+    config.write_text(config.read_text().replace('minimize = ["failed_tests", "complexity", "size"]', objectives))
+    (config.parent / "mine.py").write_text("def lines(variant):\n    return variant.sources['chain.py'].count('\\n')\n")
+    assert main(["run", str(config), "--quiet"]) == 0
+    return tmp_path / name / "runs" / "chain-seed1"
+
+
+def test_compare_refuses_runs_of_another_program_or_on_other_objectives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objectives = 'minimize = ["failed_tests", "mine:lines"]'
+    first = tiny_run(tmp_path, "first", PROGRAM, objectives)
+    again = tmp_path / "again" / "chain-seed1"
+    shutil.copytree(first, again)  # the same program's run, in another folder
+    other = tiny_run(tmp_path, "other", PROGRAM.replace('return "three"', 'return "3"'), objectives)
+    turned = tiny_run(tmp_path, "turned", PROGRAM, 'minimize = ["failed_tests"]\nmaximize = ["mine:lines"]')
+    capsys.readouterr()
+    assert main(["compare", str(first), str(again), "--output", str(tmp_path / "out")]) == 0
+    assert main(["compare", str(first), str(other), "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.replace("\n", "")
+    assert f"{other}: a run of another program than {first} (chain.py differ)" in error
+    assert main(["compare", str(first), str(turned), "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.replace("\n", "")
+    assert "mine:lines (maximize)" in error and "mine:lines (minimize)" in error
+    assert "only runs on the same objectives can be compared" in error and "Traceback" not in error

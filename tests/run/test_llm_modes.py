@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -300,3 +301,83 @@ def test_an_honest_import_and_helper_pass_the_guard_and_reach_the_front(
     assert all(member["objectives"]["failed_tests"] == 0 for member in kept)
     assert summary["llm"]["modes"]["rewrite"]["tampering"] == 0
     assert summary["operators"]["llm.rewrite"]["passing"] >= 1
+
+
+#: A rewrite that fails a training test (infeasible): the model hears so in the next generation.
+ALWAYS_FALSE = """\
+```python
+def has_pair_with_sum(values, target):
+    \"\"\"True if two different entries of values add up to target.\"\"\"
+    return False
+```
+"""
+
+#: Runs `gi` (its arguments), killed with SIGKILL as generation KILL_AT's checkpoint is about to be
+#: written: after the generation's batch is stored, before the checkpoint.
+KILLED_BEFORE_CHECKPOINT = """\
+import os
+import signal
+import sys
+
+from gi.engine.storage import RunStorage
+
+save = RunStorage.save_generation
+
+
+def killed(self, search, *args, **kwargs):
+    if search.generation == int(os.environ["KILL_AT"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return save(self, search, *args, **kwargs)
+
+
+RunStorage.save_generation = killed
+from gi.cli.main import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_model_run_killed_between_a_batch_and_its_checkpoint_resumes_to_the_uninterrupted_front(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    """The model's first rewrite fails a test; told so in the next generation (a follow-up), it
+    answers with the linear version. A run killed after generation 0's batch was stored and before
+    its checkpoint runs generation 0 again from the store: its offspring count as evaluated, the
+    model hears of the failure, and the run reaches the uninterrupted run's front and history."""
+    scripted, server = model
+
+    def respond(body: dict[str, Any]) -> Action:
+        told = "with this version the tests fail" in json.dumps(body)
+        return Action(reply=LINEAR if told else ALWAYS_FALSE)
+
+    scripted.respond = respond
+
+    def rewrites_only(folder: Path) -> Path:
+        config = write_experiment(folder, server.base_url, search="crossover_rate = 0.0")
+        config.write_text(config.read_text().replace("modes = { rewrite = 1, diff = 1, crossover = 1 }", ""))
+        return config
+
+    whole = rewrites_only(tmp_path / "whole")
+    assert main(["run", str(whole), "--quiet", "--generations", "2", "--population", "4"]) == 0
+    expected = summary_of(tmp_path / "whole")
+    assert any("seen = set()" in edit.get("source", "") for member in expected["front"] for edit in member["edits"]), (
+        "the follow-up's linear version is on the front"
+    )
+
+    killed = rewrites_only(tmp_path / "killed")
+    store = tmp_path / "killed" / "runs" / "pairs-seed3" / "store.sqlite"
+    (tmp_path / "kill.py").write_text(KILLED_BEFORE_CHECKPOINT)
+    command = [sys.executable, str(tmp_path / "kill.py"), "run", str(killed), "--quiet", "--generations", "2",
+               "--population", "4"]  # fmt: skip
+    environment = {**os.environ, "GI_TEST_KEY": "sk-test", "KILL_AT": "0"}
+    process = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, check=False)
+    assert process.returncode == -signal.SIGKILL, process.stderr
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0] == 0
+        assert db.execute("SELECT COUNT(*) FROM evaluations WHERE generation = 0").fetchone()[0] >= 2
+    assert main(["run", str(killed), "--quiet", "--generations", "2", "--population", "4"]) == 0
+    resumed = summary_of(tmp_path / "killed")
+    assert [(m["id"], m["edits"]) for m in resumed["front"]] == [(m["id"], m["edits"]) for m in expected["front"]]
+    assert resumed["generations"] == expected["generations"]
+    assert resumed["llm"]["requests"] == expected["llm"]["requests"]

@@ -317,3 +317,31 @@ def test_candidates_are_evaluated_while_the_model_is_asked_and_the_front_does_no
     fast = run_experiment(config, fresh=True).summary
     assert [(m["id"], m["edits"]) for m in fast["front"]] == [(m["id"], m["edits"]) for m in slow["front"]]
     assert fast["generations"] == slow["generations"]
+
+
+@pytest.mark.slow
+def test_two_seeds_draw_replies_of_their_own_from_a_sampling_model_and_each_replays_its_own(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    """A sampling model answers one prompt with another reply each time it is asked. Two seeds of
+    one config share the reply cache: the second seed is answered by the model, not by the first
+    seed's draws (runs of several seeds are independent samples); a replay of the first seed,
+    the server gone, takes its own replies from the cache and reaches its front."""
+    scripted, server = model
+    drawn = iter(range(1000))
+    scripted.respond = lambda body: Action(reply=LINEAR.replace("seen", f"seen_{next(drawn)}"))
+    config = write_experiment(tmp_path, server.base_url, share=1.0)
+    assert main(["run", str(config), "--quiet", "--generations", "0", "--population", "4"]) == 0
+    first = summary_of(tmp_path)
+    asked = len(scripted.requests)
+    assert first["llm"]["requests"] == asked >= 2
+    assert main(["run", str(config), "--quiet", "--generations", "0", "--population", "4", "--seed", "4"]) == 0
+    second: dict[str, Any] = json.loads((tmp_path / "runs" / "pairs-seed4" / "summary.json").read_text())
+    assert second["llm"]["cache_hits"] == 0, "the second seed took the first seed's draws"
+    assert second["llm"]["requests"] == len(scripted.requests) - asked >= 2
+
+    server.stop()
+    assert main(["run", str(config), "--quiet", "--generations", "0", "--population", "4", "--fresh", "--offline"]) == 0
+    replayed = summary_of(tmp_path)
+    assert [(m["id"], m["edits"]) for m in replayed["front"]] == [(m["id"], m["edits"]) for m in first["front"]]
+    assert replayed["llm"]["requests"] == 0 and replayed["llm"]["cache_hits"] == first["llm"]["requests"]

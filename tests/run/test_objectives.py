@@ -162,3 +162,17 @@ def test_a_users_module_named_like_one_of_gis_parts_or_the_standard_library_wins
     assert summary["baseline"]["objectives"]["fitness:score"] == LINES_IN_PROGRAM  # type: ignore[index]
     assert summary["baseline"]["objectives"]["json:score"] == 7.0  # type: ignore[index]
     assert sys.modules["json"] is json and Path(json.__file__).parent != tmp_path
+
+
+@pytest.mark.timeout(300)  # (it used to hang: NSGA-III's default divisions for one objective)
+def test_a_one_objective_nsga3_run_ends(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "project")
+    config = write_config(tmp_path, project, tmp_path / "runs", population=4, generations=2)
+    use_objectives(config, ["complexity"])
+    config.write_text(config.read_text().replace("[search]\n", '[search]\nalgorithm = "nsga3"\n'))
+    assert main(["run", str(config), "--quiet"]) == 0
+    summary = summary_of(tmp_path / "runs")
+    assert [row["generation"] for row in summary["generations"]] == [0, 1, 2]  # type: ignore[union-attr]
+    # One objective: the front is the least complex feasible program found (deleting an `if`).
+    [best] = summary["front"]  # type: ignore[misc]
+    assert best["objectives"]["complexity"] < summary["baseline"]["objectives"]["complexity"]  # type: ignore[index]

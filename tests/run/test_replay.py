@@ -193,9 +193,10 @@ def test_replaying_a_folder_without_a_run_is_a_clear_error(
 
 def request_keys(body: dict[str, Any], base_url: str, samples: int = 20) -> set[str]:
     """The reply cache's file names a request the server got can have been stored under (one per
-    sample index): the cache keys a request by its content and sample index."""
+    sample index): the cache keys a request by its content, the run's seed and sample index."""
     request = {key: body[key] for key in ("model", "messages", "temperature", "max_tokens")}
     request["base_url"] = base_url
+    request["seed"] = 5  # the config's
     return {f"{request_key({**request, 'api': 'chat', 'sample': index})}.json" for index in range(samples)}
 
 

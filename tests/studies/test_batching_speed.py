@@ -19,7 +19,7 @@ from gi.studies.rerun import FinishedRun
 from tests.runs import assert_one_minimal
 
 BATCHING = Path(__file__).resolve().parents[2] / "experiments"
-#: `BATCH_SIZE = 1` becomes 2: the speed-up (about 2x, README).
+#: `BATCH_SIZE = 1` becomes 2: the speed-up (about 2x, docs/benchmarks/examples.md).
 BATCH_SIZE_2 = ReplaceNumber(Location("batching.py", "body[1].body[0].value"), "2")
 #: The docstring of `mean`, which the workload never calls: an edit that takes effect and does nothing.
 MEAN_DOCSTRING = DeleteStatement(Location("batching.py", "body[3].body.body[0]"))

@@ -174,7 +174,7 @@ def test_the_gap_counts_every_overfitting_front_member(runs: dict[bool, Path]) -
             m for (text,) in db.execute("SELECT record FROM generalisation") for m in json.loads(text)["overfitting"]
         }
     overfitting = {member["id"] for member in summary["front"] if member["overfits"]}
-    # The seed-1 run of this size finds the deletion of the range check (see README): it overfits.
+    # The seed-1 run of this size finds the deletion of the range check (see docs/guides/overfitting.md): it overfits.
     assert overfitting, "expected an overfitting member on this front"
     assert overfitting <= flagged, "a front member that overfits was not flagged when it joined the front"
     for row in gap:

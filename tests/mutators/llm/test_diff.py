@@ -53,6 +53,28 @@ def test_each_level_is_named() -> None:
     assert levels == ["blank lines"] and new == CODE.replace("result = 0", "result = 1")
 
 
+def test_a_replace_written_from_column_0_under_an_exact_search_takes_the_match_s_indentation() -> None:
+    reply = (
+        "<<<<<<< SEARCH\n    for item in items:\n        result = result + item\n"
+        "=======\nfor item in items:\n    result += item\n>>>>>>> REPLACE"
+    )
+    new, levels = apply_blocks(CODE, parse_blocks(reply))
+    assert levels == ["exact"]
+    assert new == CODE.replace("result = result + item", "result += item")
+    compile(new, "total.py", "exec")
+    # A trailing space in the SEARCH: the same at the next level.
+    new, levels = apply_blocks(CODE, parse_blocks(reply.replace("in items:\n", "in items:  \n", 1)))
+    assert levels == ["trailing whitespace"] and new == CODE.replace("result = result + item", "result += item")
+    # A REPLACE that keeps the match's indentation on its first line and adds a definition at
+    # column 0 after it is left as written.
+    helper = (
+        "<<<<<<< SEARCH\n    return result\n=======\n    return doubled(result)\n\n\n"
+        "def doubled(x):\n    return 2 * x\n>>>>>>> REPLACE"
+    )
+    new = apply_reply(CODE, helper)
+    assert new.endswith("    return doubled(result)\n\n\ndef doubled(x):\n    return 2 * x\n")
+
+
 def test_a_search_text_found_twice_is_an_error_that_says_where() -> None:
     code = "def f(x):\n    x = x + 1\n    x = x + 1\n    return x\n"
     with pytest.raises(DiffError, match=r"found at 2 places \(lines 2, 3\)"):
