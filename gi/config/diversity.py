@@ -136,14 +136,21 @@ class IslandSection(_Table):
     algorithm: Annotated[str, Field(description="the island's algorithm (any but 'islands')")] = "nsga2"
     population: Annotated[
         int | None,
-        Field(ge=2, le=10000, description="its population; default: search.population over the islands"),
+        Field(ge=2, le=10000, description="its population; default: search.population over the islands", examples=[10]),
     ] = None
     operators: Annotated[
-        list[str] | None, Field(description="the run's operators it uses ('llm' for the model); default: all")
+        list[str] | None,
+        Field(
+            description="the run's operators it uses ('llm' for the model); default: all",
+            examples=[["llm", "statement_delete", "statement_swap"]],
+        ),
     ] = None
     modes: Annotated[
         dict[str, float] | None,
-        Field(description="the weights of the model's modes on this island (rewrite, diff, crossover)"),
+        Field(
+            description="the weights of the model's modes on this island (rewrite, diff, crossover)",
+            examples=[{"diff": 1.0}],
+        ),
     ] = None
 
     @field_validator("algorithm")
