@@ -65,7 +65,8 @@ class GridSection(_Table):
         Field(
             description="the grid's feature dimensions: measures (complexity, size, runtime, diff_lines, ...),"
             f" '{EDIT_KIND}' (the kind of edit a patch mostly makes) or a function of the variant as"
-            " 'module:function'; empty: none, but map_elites takes complexity and size"
+            " 'module:function'; empty: none, but map_elites takes complexity and size",
+            examples=[["complexity", "edit_kind"]],
         ),
     ] = []
     bins: Annotated[
@@ -76,7 +77,8 @@ class GridSection(_Table):
         dict[str, tuple[float, float]],
         Field(
             description="[low, high] of a feature (values outside go to the end bins); by default size from 0 to"
-            " search.max_edits, runtime 0 to 2, others 0 to twice the original's; a user's function needs one"
+            " search.max_edits, runtime 0 to 2, others 0 to twice the original's; a user's function needs one",
+            examples=[{"complexity": [0, 40]}],
         ),
     ] = {}
     insertion: Annotated[
