@@ -28,7 +28,7 @@ def write_config(tmp_path: Path, output: str, workers: int) -> Path:
     text = (EXPERIMENTS / "grading.toml").read_text()
     text = text.replace('root = "programs/grading"', f'root = "{EXPERIMENTS / "programs" / "grading"}"')
     text = text.replace('output = "runs"', f'output = "{tmp_path / output}"')
-    text = text.replace("population = 20\ngenerations = 10", "population = 5\ngenerations = 3\nsteady_state = true")
+    text = text.replace("population = 20\ngenerations = 10", "population = 4\ngenerations = 2\nsteady_state = true")
     assert "steady_state = true" in text
     text += f"\n[evaluation]\nworkers = {workers}\n"
     path = tmp_path / f"{output}.toml"
@@ -86,7 +86,7 @@ def test_with_one_evaluator_a_killed_steady_state_run_resumes_to_the_uninterrupt
     assert main(["run", str(write_config(tmp_path, "whole", 1)), "--quiet"]) == 0
     expected = summary_of(tmp_path / "whole" / RUN)
     assert expected["stopped"]["reason"] == "generations"
-    assert len(expected["generations"]) == 4 and expected["evaluators"]["workers"] == 1
+    assert len(expected["generations"]) == 3 and expected["evaluators"]["workers"] == 1
 
     config = write_config(tmp_path, "killed", 1)
     store = tmp_path / "killed" / RUN / "store.sqlite"
@@ -109,12 +109,12 @@ def test_a_steady_state_run_killed_mid_generation_keeps_its_events_and_replays_t
     event recorded before the kill, and its replay, offline, follows them all to its front."""
     config = write_config(tmp_path, "two", 2)
     store = tmp_path / "two" / RUN / "store.sqlite"
-    recorded = kill_when(config, store, told=8)  # mid-way through generation 1
+    recorded = kill_when(config, store, told=6)  # mid-way through generation 1
     assert checkpoints(store) == 1
     assert main(["run", str(config), "--quiet"]) == 0
     finished = events(store)
     assert finished[: len(recorded)] == recorded
-    assert sum(kind == "told" for kind, _, _ in finished) == 5 * 4, "every candidate bred is told"
+    assert sum(kind == "told" for kind, _, _ in finished) == 4 * 3, "every candidate bred is told"
     summary = summary_of(store.parent)
     assert summary["stopped"]["reason"] == "generations" and summary["evaluators"]["busy"] > 0
 
