@@ -99,10 +99,6 @@ class Grid:
     def coverage(self) -> float:
         return len(self.elites) / self.cells if self.cells else 0.0
 
-    def cell_of(self, individual: Individual) -> Cell | None:
-        """The cell `individual` is the elite of, if any."""
-        return next((cell for cell, elite in self.elites.items() if elite is individual), None)
-
     def restore(self, placed: Iterable[tuple[Cell, Individual]]) -> None:
         """Put elites back where a checkpoint had them (no insertion rule: they won there)."""
         self.elites = {tuple(cell): individual for cell, individual in placed}

@@ -177,7 +177,7 @@ class Search(ABC):
         batch = self.batch(generation, on_candidate)
         if generation == 0:
             batch.offer(Offspring(Patch(), (), "original", None))
-            self._fill(batch, self._initial_maker())
+            self.fill(batch, self.initial_maker())
         else:
             self._propose(batch)
         return batch.candidates
@@ -190,7 +190,7 @@ class Search(ABC):
         self.variation.start_generation(mutations or self.settings.population)
         return Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
 
-    def _initial_maker(self) -> Callable[[], Offspring | None]:
+    def initial_maker(self) -> Callable[[], Offspring | None]:
         """What makes the initial population besides the original: one-edit patches (the rings' first)."""
         return self._from_rings(self._one_edit) if self.walking(0) else self._one_edit
 
@@ -200,9 +200,7 @@ class Search(ABC):
         assert rings is not None
         return lambda: rings.next() if not rings.exhausted else otherwise()
 
-    def _fill(
-        self, batch: Batch, make: Callable[[], Offspring | None], size: int | None = None, ahead: int = 0
-    ) -> None:
+    def fill(self, batch: Batch, make: Callable[[], Offspring | None], size: int | None = None, ahead: int = 0) -> None:
         """Offer what `make()` returns until the batch holds `size` candidates (by default a
         population, fewer where the budget of evaluations leaves less), or tries run out.
         Offspring still waiting for an operator's answer hold a slot: when every slot is held, the
@@ -237,81 +235,19 @@ class Search(ABC):
 
     def _propose(self, batch: Batch) -> None:
         """Fill `batch` with the candidates of a generation after the first."""
-        self._fill(batch, self.maker(batch.generation))
+        self.fill(batch, self.maker(batch.generation))
 
     @abstractmethod
     def maker(self, generation: int) -> Callable[[], Offspring | None]:
         """What breeds the offspring of `generation` (after the first), one a call (None: a try
         that made none)."""
 
-    # --- steady state: one candidate at a time ------------------------------------------------
+    # --- steady state (gi/algorithms/steady.py) ---------------------------------------------------
 
     @property
     def started(self) -> bool:
         """Whether the initial population is complete (steady-state: told)."""
         return self.generation >= 0
-
-    def ask_one(self, batch: Batch, ahead: int = 0) -> list[Candidate]:
-        """Breed until `batch` holds one candidate more, keeping up to `ahead` offspring waiting
-        on an operator's answer; the new candidates (several when waiting ones came in together,
-        none when tries ran out). Until the initial population is told, the candidates are the
-        original and one-edit patches, as in the initial generation."""
-        before = len(batch.candidates)
-        if not self.started and batch.generation == 0:
-            if not batch.candidates and not batch.waiting:
-                batch.offer(Offspring(Patch(), (), "original", None))
-            else:
-                self._fill(batch, self._initial_maker(), before + 1, ahead)
-        else:
-            self._fill(batch, self.maker(batch.generation), before + 1, ahead)
-        return batch.candidates[before:]
-
-    def top_up(self, batch: Batch, ahead: int) -> list[Candidate]:
-        """Make offspring until `ahead` of them wait in `batch` on an operator's answer, without
-        waiting for any (a steady-state search keeps a model's requests in flight while every
-        evaluator is busy); stops at the first offspring that needs no answer, which becomes a
-        candidate at once when none waits before it. The new candidates."""
-        before = len(batch.candidates)
-        make = self._initial_maker() if not self.started and batch.generation == 0 else self.maker(batch.generation)
-        tries = 0
-        while batch.waiting < ahead and len(batch.candidates) == before and tries < BREEDING_TRIES * ahead:
-            tries += 1
-            offspring = make()
-            if offspring is not None:
-                batch.offer(offspring)
-                if offspring.later is None:
-                    break
-        return batch.candidates[before:]
-
-    def settle(self, batch: Batch) -> list[Candidate]:
-        """Wait for every offspring `batch` still holds for an operator's answer; the candidates
-        they made (a steady-state search settles its batch before a checkpoint)."""
-        before = len(batch.candidates)
-        while batch.waiting:
-            batch.settle_one()
-        return batch.candidates[before:]
-
-    def tell_one(self, candidate: Candidate, evaluation: Evaluation, generation: int) -> Individual:
-        """Take one evaluation as it arrives (steady-state); `generation` is the one the candidate
-        was bred in. The initial population is taken whole once `population` of it are told
-        (then `generation` becomes 0); later ones join the search one by one."""
-        child = self.individual(candidate, evaluation, generation)
-        if not self.started:
-            self.initial = [*(self.initial or []), (child, evaluation)]
-            if len(self.initial) >= self.settings.population:
-                self.start_with_told()
-            return child
-        self._take([child], [evaluation])
-        return child
-
-    def start_with_told(self) -> None:
-        """Take the initial population as far as it was told (a steady-state search that stops
-        before a population of results came in)."""
-        if not self.started and self.initial:
-            children, evaluations = zip(*self.initial, strict=True)
-            self.initial = None
-            self.generation = 0
-            self._take(list(children), list(evaluations), initial=True)
 
     # --- tell -----------------------------------------------------------------------------
 
@@ -353,14 +289,14 @@ class Search(ABC):
             self.individual(candidate, evaluation, self.generation)
             for candidate, evaluation in zip(candidates, evaluations, strict=True)
         ]
-        self._take(children, evaluations, initial=self.generation == 0)
+        self.take(children, evaluations, initial=self.generation == 0)
         self.generation_done()
         return children
 
     def generation_done(self) -> None:  # noqa: B027 (most algorithms do nothing between generations)
         """What the algorithm does once a generation is told (the islands migrate)."""
 
-    def _take(self, children: list[Individual], evaluations: Sequence[Evaluation], *, initial: bool = False) -> None:
+    def take(self, children: list[Individual], evaluations: Sequence[Evaluation], *, initial: bool = False) -> None:
         """Let `children` into the grid, the population (the algorithm's survival: `initial`, they
         are the initial population) and the archive."""
         parents = {individual.id: individual for individual in (*self.population, *self.archive.members)}

@@ -18,7 +18,7 @@ grid are the whole run's. On Dask, each island's evaluations go to a worker of i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gi.algorithms.base import Search
@@ -94,7 +94,7 @@ class Islands(Search):
     def maker(self, generation: int) -> Callable[[], Offspring | None]:
         return self._bred_by(lambda island: island.maker(generation)())
 
-    def _initial_maker(self) -> Callable[[], Offspring | None]:
+    def initial_maker(self) -> Callable[[], Offspring | None]:
         # Each island's one-edit patches come from its own operators (and model modes).
         return self._bred_by(lambda island: island._one_edit())
 
@@ -212,8 +212,3 @@ class Islands(Search):
             )
             island.variation.accounting = dict(saved.get("accounting", {}))
         self._gather()
-
-    @property
-    def members(self) -> Sequence[Sequence[Individual]]:
-        """Each island's population (for reports and tests)."""
-        return [island.population for island in self.islands]

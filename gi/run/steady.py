@@ -1,10 +1,10 @@
 """The steady-state loop (search.steady_state): a candidate is bred as soon as an evaluator is
 free and each result is taken in as it arrives, with no generation barrier.
 
-The search breeds one candidate at a time (`Search.ask_one`, keeping up to a population of
+The search breeds one candidate at a time (`gi.algorithms.steady.ask_one`, keeping up to a population of
 offspring waiting on a model's answer, as a generational batch does, so its requests are in
 flight while evaluators work) and is told
-each result on its own (`Search.tell_one`). Every `population` results make a generation: the
+each result on its own (`gi.algorithms.steady.tell_one`). Every `population` results make a generation: the
 operators learn from them, the held-out tests run on the front's new members, the islands
 migrate, and a checkpoint is written. Before it, the search waits for the answers its batch
 still awaits, so a checkpoint never holds a request in flight; it holds the candidates still
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gi.algorithms.steady import ask_one, settle, start_with_told, tell_one, top_up
 from gi.algorithms.variation import Candidate
 from gi.config.sections import SearchSection
 from gi.engine.backends.base import Result
@@ -143,7 +144,7 @@ class SteadyLoop(RunLoop):
         to breed no more (search.generations: as many candidates as a generational run's;
         search.max_evaluations; nothing new to breed and nothing in evaluation). Decided here,
         by what was bred, so a resumed run and a replay decide alike."""
-        made = self.search.ask_one(self.batch, self.ahead)
+        made = ask_one(self.search, self.batch, self.ahead)
         self._record("bred", count=len(made))
         for candidate in made:
             self._fly(candidate)
@@ -161,7 +162,7 @@ class SteadyLoop(RunLoop):
 
     def _top_up(self) -> list[Candidate]:
         """Offspring made ahead, recorded (a candidate it makes is handed on; limits as `_breed`)."""
-        made = self.search.top_up(self.batch, self.ahead)
+        made = top_up(self.search, self.batch, self.ahead)
         self._record("topped", count=len(made))
         for candidate in made:
             self._fly(candidate)
@@ -217,7 +218,7 @@ class SteadyLoop(RunLoop):
         self.progress.cache_hits += not new
         self.progress.done_in_generation += 1
         self.on_progress(self.progress, False)
-        child = self.search.tell_one(candidate, own, flight.generation)
+        child = tell_one(self.search, candidate, own, flight.generation)
         self.told_now.append((candidate, own, child))
         self.told += 1
         if self.search.started and self.told % self.population == 0:
@@ -297,13 +298,13 @@ class SteadyLoop(RunLoop):
         so a replay, which makes the same requests, finds them); close the last, partial
         generation, if results came in after the last checkpoint, and say in the store why the
         search stopped."""
-        self.search.settle(self.batch)
+        settle(self.batch)
         if (self.storage.store.get_meta(STEADY) or {}).get("stopped"):
             self.stopped = dict((self.storage.store.get_meta(STEADY) or {})["stopped"])
             return
         search = self.search
         if not search.started:  # fewer results than a population: the initial one is what came
-            search.start_with_told()
+            start_with_told(search)
         if search.started and self.told_now:
             self._close_generation(stop=self._why_stopped())
         self._mark_stopped()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gi.algorithms import Islands, MapElites, Search
+from gi.algorithms.steady import ask_one, settle, tell_one
 from gi.algorithms.strategies import IslandPlan, IslandSettings, RandomMigration, RingMigration, RoundRobin
 from gi.algorithms.variation import Candidate, operator_of_label
 from gi.model.program import Program
@@ -150,16 +151,16 @@ def steady(search: Search, order: Sequence[int], total: int, ahead: int = 0) -> 
     step = 0
     while len(bred) < total:
         while len(flying) < 3 and len(bred) < total:
-            made = search.ask_one(batch, ahead)
+            made = ask_one(search, batch, ahead)
             assert made, "the tiny program always has a new candidate"
             for candidate in made:
                 flying.append((candidate, batch.generation))
                 bred.append((candidate.id, json.dumps(candidate.patch.to_json())))
         candidate, generation = flying.pop(order[step % len(order)] % len(flying))
         step += 1
-        search.tell_one(candidate, synthetic(candidate), generation)
+        tell_one(search, candidate, synthetic(candidate), generation)
         if search.started and search.generation == batch.generation and len(bred) > 6:
-            search.settle(batch)
+            settle(batch)
             search.generation += 1
             batch = search.batch(search.generation)
     return bred
@@ -176,13 +177,13 @@ def test_one_seed_and_one_order_of_arrivals_fix_a_steady_state_search(program: P
 def test_the_initial_population_is_taken_once_a_population_of_it_is_told(program: Program) -> None:
     search = make_search(program, "nsga2")
     batch = search.batch(0)
-    candidates = [c for _ in range(8) for c in search.ask_one(batch)]
+    candidates = [c for _ in range(8) for c in ask_one(search, batch)]
     assert all(c.id.startswith("g0-") for c in candidates) and candidates[0].patch.edits == ()
     assert all(len(c.patch) == 1 for c in candidates[1:]), "one-edit patches, as every initial generation"
     for index, candidate in enumerate(candidates[:6]):
         assert not search.started
-        search.tell_one(candidate, synthetic(candidate), 0)
+        tell_one(search, candidate, synthetic(candidate), 0)
         assert search.started == (index == 5)
     assert len(search.population) == 6 and search.generation == 0
-    search.tell_one(candidates[6], synthetic(candidates[6]), 0)
+    tell_one(search, candidates[6], synthetic(candidates[6]), 0)
     assert len(search.population) == 6, "later ones join by survival"
