@@ -322,6 +322,12 @@ class Operator(Protocol):
         """Continue from `state()` saved by an interrupted run."""
         ...
 
+    def replaying(self, recorded: Any) -> None:
+        """Start a replay of the run whose operator saved `recorded` (its last `state()`): take
+        from it what makes the replay count as the run did (the model's session, whose replies
+        count as the requests they were)."""
+        ...
+
     def usage(self) -> OperatorUsage | None:
         """What the operator spent outside gi, or None for an operator that asks nothing outside."""
         ...
@@ -406,6 +412,9 @@ class BaseOperator:
 
     def restore(self, state: Any) -> None:
         """Nothing to restore."""
+
+    def replaying(self, recorded: Any) -> None:
+        """Nothing to take from the recorded run."""
 
     def usage(self) -> OperatorUsage | None:
         return None

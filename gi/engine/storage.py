@@ -114,12 +114,17 @@ class RunStorage:
         """Give each operator the state it saved (a resumed run asks the model the same prompts
         for the same samples, and counts the requests it made); an operator with no saved
         state yet has its state saved at once (the model's session: a run killed before its
-        first checkpoint still owns the requests it sent)."""
+        first checkpoint still owns the requests it sent). A replay starting afresh first takes
+        what the recorded run's operator saved (`Operator.replaying`: the model's session)."""
+        recorded = self.measurements.recorded
         for operator in operators:
             saved = self.store.get_meta(state_key(operator))
             if saved is not None:
                 operator.restore(saved)
-            elif (state := operator.state()) is not None:
+                continue
+            if recorded is not None and (theirs := recorded.get_meta(state_key(operator))) is not None:
+                operator.replaying(theirs)
+            if (state := operator.state()) is not None:
                 self.store.set_meta(state_key(operator), state)
 
     def save_generation(

@@ -166,6 +166,14 @@ class LLMOperator(BaseOperator):
         self.overseer.restore(state)
         self.follow_ups = [FollowUp.from_json(follow) for follow in state.get("follow_ups", [])]
 
+    def replaying(self, recorded: Mapping[str, Any]) -> None:
+        """A replay asks as the recorded run's session: the replies that run's requests got count
+        as requests again (`LLMClient.submit`), so what counts them (the budget, the overseer's
+        patience) decides as it did in the run."""
+        if "session" in recorded:
+            for arm in self.models:
+                arm.client.session = recorded["session"]
+
     def share(self) -> float | None:
         return self.fraction
 
