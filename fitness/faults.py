@@ -24,6 +24,8 @@ from gi.fitness.tests import DEFAULT_SETUP, NOT_FAILING, PytestSetup, TestRun, r
 from gi.model.results import CommandRunner
 
 COVERAGE_FILE = ".gi-coverage"
+#: gi's coverage.py settings file (in the run's tools), read in place of the project's.
+COVERAGE_SETTINGS = "gi_coveragerc"
 
 #: Per file, per line: the node ids of the tests that executed it, and "" when it also ran
 #: outside any test (while modules were imported for collection).
@@ -51,16 +53,22 @@ def covered_test_run(
     runner: CommandRunner,
     default_limit: float = 0.0,
     setup: PytestSetup = DEFAULT_SETUP,
+    on_test: Callable[[int], None] | None = None,
 ) -> tuple[TestRun, LineCoverage]:
-    """Run the tests under coverage.py with a context per test; return outcomes and coverage."""
+    """Run the tests under coverage.py with a context per test; return outcomes and coverage
+    (`on_test` as for `gi.fitness.tests.run_tests`)."""
     if setup.lend_coverage:
         setup = dataclasses.replace(setup, lent=(*setup.lent, lend_coverage(runner)))
     runner.clear_output(COVERAGE_FILE)
     include = ",".join(str(runner.workdir / file) for file in files)
-    prefix = ["-m", "coverage", "run", f"--data-file={runner.outputs / COVERAGE_FILE}", f"--include={include}", "-m",
-              "pytest"]  # fmt: skip
+    # gi's settings alone, not the project's ([tool.coverage.run] in pyproject.toml, .coveragerc,
+    # setup.cfg, tox.ini): its `source` would override the files, `parallel` rename the data file
+    # and `relative_files` store paths gi does not look under.
+    settings = runner.install_tool(COVERAGE_SETTINGS, "[run]\n")
+    prefix = ["-m", "coverage", "run", f"--rcfile={settings}", f"--data-file={runner.outputs / COVERAGE_FILE}",
+              f"--include={include}", "-m", "pytest"]  # fmt: skip
     run = run_tests(paths, timeout=timeout, runner=runner, env={"GI_COVERAGE_CONTEXT": "1"}, prefix=prefix,
-                    default_limit=default_limit, setup=setup)  # fmt: skip
+                    default_limit=default_limit, setup=setup, on_test=on_test)  # fmt: skip
     coverage: LineCoverage = {}
     data = runner.read_output(COVERAGE_FILE)
     if data is None:

@@ -5,9 +5,15 @@ the project's (`gi init` and `gi run` say the same)."""
 
 from __future__ import annotations
 
+import configparser
+import contextlib
 import re
-from collections.abc import Sequence
+import tomllib
+from collections.abc import Collection, Sequence
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from gi.fitness.tests import TestRun
 
@@ -22,6 +28,7 @@ PLUGIN_OPTIONS = (
     ("--mpl", "pytest-mpl"), ("--snapshot-update", "syrupy"), ("--black", "pytest-black"),
     ("--isort", "pytest-isort"), ("--cache-clear", "pytest"),
 )  # fmt: skip
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '(?P<module>[\w.]+)'")
 _UNRECOGNISED = re.compile(r"error: unrecognized arguments: (?P<options>.+)$", re.MULTILINE)
 _CONFIG_FILE = re.compile(r"^\s*(?:inifile|configfile): (?P<file>\S+)", re.MULTILINE)
 READ_ONLY = re.compile(r"Read-only file system|\[Errno 30\]")
@@ -47,7 +54,7 @@ def cannot_run(run: TestRun, paths: Sequence[str], python: str, limit: float) ->
     if run.forged:
         return f"gi cannot trust the training tests' report: {run.forged}"
     if run.timed_out:
-        return f"the training tests did not finish in {limit:g} s (timed out)"
+        return run.stopped or f"the training tests did not finish in {limit:g} s (timed out)"
     if run.collect_errors:
         where, message = sorted(run.collect_errors.items())[0]
         more = len(run.collect_errors) - 1
@@ -96,3 +103,54 @@ def last_error_line(text: str) -> str:
     errors = [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
     usage = [line for line in lines if line.startswith(("ERROR:", "INTERNALERROR>")) or "error:" in line]
     return (errors or usage or lines or ["no output"])[-1]
+
+
+def missing_modules(run: TestRun, own: Collection[str]) -> dict[str, list[str]]:
+    """The modules the tests failed to import (the last `No module named 'x'` of a failing test's
+    report or a test file's collection error) that are not the project's own (`own`: top-level
+    names), each with the tests or test files that failed on it, sorted."""
+    found: dict[str, list[str]] = {}
+    for test, text in sorted({**run.failures, **run.collect_errors}.items()):
+        matches = list(_MISSING_MODULE.finditer(text))  # the last: what it failed on (the others were handled)
+        module = matches[-1].group("module") if matches else ""
+        if module and module.split(".", maxsplit=1)[0] not in own:
+            found.setdefault(module, []).append(test)
+    return found
+
+
+def install_hint(module: str, declared: Collection[str], python: str) -> str:
+    """How to give the tests' interpreter (`python`) a missing `module`: pip install of the
+    distribution the project declares for it (`declared`: its dependencies' names), or of the
+    module's own name, which may not be its distribution's; or name the environment that has it."""
+    top = module.split(".", maxsplit=1)[0]
+    wanted = canonicalize_name(top)
+    name = next((dist for dist in sorted(declared) if canonicalize_name(dist) == wanted), "")
+    command = f"{python} -m pip install {name or top}"
+    maybe = "" if name else f", if that is the name of the distribution that gives {top}"
+    return f"install it there ({command}{maybe}), or name the project's environment that has it (program.python)"
+
+
+def declared_dependencies(root: Path) -> set[str]:
+    """The distributions a project says it needs: pyproject.toml's [project] dependencies and
+    optional ones, setup.cfg's install_requires and extras, requirements*.txt files."""
+    lines: list[str] = []
+    with contextlib.suppress(OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8")).get("project", {})
+        lines += list(project.get("dependencies", []))
+        for extra in project.get("optional-dependencies", {}).values():
+            lines += list(extra)
+    setup = configparser.ConfigParser()
+    with contextlib.suppress(OSError, configparser.Error, UnicodeDecodeError):
+        setup.read(root / "setup.cfg", encoding="utf-8")
+        lines += setup.get("options", "install_requires", fallback="").splitlines()
+        if setup.has_section("options.extras_require"):
+            for value in setup["options.extras_require"].values():
+                lines += value.splitlines()
+    for path in sorted(root.glob("requirements*.txt")):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            lines += path.read_text(encoding="utf-8").splitlines()
+    names = set()
+    for line in lines:
+        with contextlib.suppress(InvalidRequirement):
+            names.add(Requirement(str(line).split("#")[0].strip()).name)
+    return names

@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,10 +117,20 @@ class Checks:
 NO_CHECKS = Checks()
 
 
+#: The plugin's files, as copied into a workspace's tools folder: the module pytest loads, and
+#: its per-test time limits beside it.
+PLUGIN_FILES = ((f"{PLUGIN_MODULE}.py", "pytest_plugin.py"), ("gi_pytest_limits.py", "pytest_limits.py"))
+
+
 @functools.cache
-def plugin_source() -> str:
-    """The plugin's source, copied into each workspace's tools folder."""
-    return (SANDBOXED / "pytest_plugin.py").read_text(encoding="utf-8")
+def _plugin_source(name: str) -> str:
+    return (SANDBOXED / name).read_text(encoding="utf-8")
+
+
+def install_plugin(install: Callable[[str, str], Path]) -> None:
+    """Copy gi's plugin into a run's tools folder with `install` (name, text)."""
+    for installed, source in PLUGIN_FILES:
+        install(installed, _plugin_source(source))
 
 
 @dataclass(frozen=True)
@@ -154,6 +164,9 @@ class TestRun:
     #: With an audit: the types of the values the editable code returned to the tests
     #: ("module.Type"), each with the method of its own that decides a check ("" for none).
     returned: dict[str, str] = field(default_factory=dict)
+    #: Why the plugin's watchdog stopped the run before its end ("" when it did not): a test
+    #: ran past its hard deadline in code its time limit could not interrupt.
+    stopped: str = ""
 
     @property
     def passed(self) -> int:
@@ -201,10 +214,12 @@ def plugin_files(
     default_limit: float,
     order: Sequence[str],
     modules: Mapping[str, str] | None = None,
+    selected: Collection[str] | None = None,
 ) -> dict[str, str]:
     """The environment that hands gi's plugin its per-test limits, the order to run the tests
-    in and the editable modules' files (module -> absolute path), each as a file `install`
-    writes into the run's read-only tools folder."""
+    in, the tests to run (`selected`; None: every test collected) and the editable modules'
+    files (module -> absolute path), each as a file `install` writes into the run's read-only
+    tools folder."""
     env: dict[str, str] = {}
     if modules:
         env["GI_PROJECT_MODULES"] = str(install("gi_project_modules.json", json.dumps(dict(modules))))
@@ -213,6 +228,8 @@ def plugin_files(
         env["GI_TEST_LIMITS"] = str(install("gi_test_limits.json", table))
     if order:
         env["GI_TEST_ORDER"] = str(install("gi_test_order.json", json.dumps(list(order))))
+    if selected is not None:
+        env["GI_TEST_SELECT"] = str(install("gi_test_select.json", json.dumps(sorted(selected))))
     return env
 
 
@@ -244,20 +261,35 @@ def run_tests(
     first_failure: bool = False,
     setup: PytestSetup = DEFAULT_SETUP,
     checks: Checks = NO_CHECKS,
+    selected: Sequence[str] | None = None,
+    on_test: Callable[[int], None] | None = None,
 ) -> TestRun:
     """Run pytest on `paths` in the runner's copy of the variant and read the per-test outcomes.
 
     `timeout` bounds the whole run; `limits` (by node id) and `default_limit` (for the other
-    tests; 0 for none) bound each test, which then fails alone as `timed_out`. The tests `order`
-    names run first, in that order; with `first_failure` the run stops at the first test that
-    fails, and the tests it did not reach are `not_run`. The plugin makes the `checks`.
+    tests; 0 for none) bound each test, which then fails alone as `timed_out`. Only the tests
+    `selected` names run, when it names them: pytest collects those node ids in place of `paths`
+    (the plugin deselects anything else), and the others are not in the outcomes.
+    The tests `order` names run first, in that order; with `first_failure` the run stops at the
+    first test that fails, and the tests it did not reach are `not_run`. The plugin makes the
+    `checks`. `on_test` is told how many tests have finished as the report arrives (for a
+    display; the report is checked at the end).
     """
-    runner.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
+    install_plugin(runner.install_tool)
     key = secrets.token_hex(32).encode()
-    files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir))
+    files = plugin_files(runner.install_tool, limits or {}, default_limit, order, setup.module_files(runner.workdir),
+                         selected)  # fmt: skip
     run_env = {**(env or {}), "PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir), **files}
-    command = pytest_command(paths, prefix, first_failure=first_failure, setup=setup)
-    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True)
+    command = pytest_command(paths if selected is None else selected, prefix, first_failure=first_failure, setup=setup)
+    finished = [0]
+
+    def count(chunk: bytes) -> None:
+        if on_test is not None and (done := chunk.count(b'"finish"')):
+            finished[0] += done
+            on_test(finished[0])
+
+    process = runner(command, timeout=timeout, env=run_env, stdin=key + checks.plan(), channel=True,
+                     on_channel=count if on_test is not None else None)  # fmt: skip
     return read_report(process, key, checks)
 
 
@@ -274,6 +306,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
     exit_status: int | None = None
     clones: dict[str, str] = {}
     returned: dict[str, str] = {}
+    stopped = ""
     forged = "the test report overflowed" if process.channel_overflow else ""
     # Line by line, never all at once: a flood of empty lines must cost no memory.
     complete = (raw for raw in io.BytesIO(b"" if forged else process.channel) if raw.endswith(b"\n"))
@@ -305,19 +338,22 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
             returned = dict(record["returned"])
         elif "tampered" in record:
             forged = f"the test run was tampered with: {record['tampered']}"
+        elif "stopped" in record:
+            stopped = str(record["stopped"])
+    timed_out = process.timed_out or bool(stopped)
     for test in started:
-        outcomes.setdefault(test, "timed_out" if process.timed_out else "error")
+        outcomes.setdefault(test, "timed_out" if timed_out else "error")
     for test in collected:
         outcomes.setdefault(test, "not_run")
-    if not forged and not process.timed_out:
+    if not forged and not timed_out:
         forged = _contradiction(process, exit_status, outcomes)
     if not forged and not checks.learn:
         forged = _canaries_betrayed(checks, clones, collected, outcomes, exit_status == process.returncode)
-    finished = exit_status is not None and exit_status == process.returncode and not process.timed_out
+    finished = exit_status is not None and exit_status == process.returncode and not timed_out
     return TestRun(
         outcomes=outcomes,
         durations=durations,
-        timed_out=process.timed_out,
+        timed_out=timed_out,
         exit_status=exit_status if finished and exit_status is not None else -1,
         collect_errors=collect_errors,
         failures=failures,
@@ -328,6 +364,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
         canaries=clones,
         returned=returned,
         resource=process.resource,
+        stopped=stopped,
     )
 
 

@@ -11,6 +11,7 @@ original scores its number of cells; coverage is the share of cells filled.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -88,6 +89,12 @@ class Grid:
             self.elites[cell] = individual
             return True
         return False
+
+    def trial(self) -> Grid:
+        """A copy to offer individuals to, leaving this grid's elites as they are."""
+        other = copy.copy(self)
+        other.elites = dict(self.elites)
+        return other
 
     def members(self) -> list[Individual]:
         """The elites, cell by cell in index order."""

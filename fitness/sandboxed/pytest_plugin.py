@@ -35,14 +35,12 @@ so the verdict does not rest on the signature alone:
 
 from __future__ import annotations
 
-import _thread
 import hashlib
 import hmac
+import importlib
 import json
 import os
 import random
-import select
-import signal
 import sys
 import time
 import types
@@ -52,15 +50,35 @@ from typing import Any
 import pytest
 
 KEY_BYTES = 64
+#: The per-test time limits' module, as gi installs it beside this one (gi.fitness.tests).
+LIMITS_MODULE = "gi_pytest_limits"
 #: Characters of one failing test's report that are kept (its end: the assertion and where).
 FAILURE_CHARS = 2000
 
 
-def _channel() -> tuple[Callable[[dict[str, Any]], None], dict[str, Any]]:
-    """The writer of signed records and gi's plan; a writer that drops them when gi did not start us."""
+if __package__:  # imported from gi's package (by gi's own tests)
+    from . import pytest_limits as time_limits
+else:  # a test run's tools folder, where gi copies it beside this file
+    time_limits = importlib.import_module(LIMITS_MODULE)  # type: ignore[assignment,unused-ignore]
+
+Writer = time_limits.Writer
+
+
+class Channel:
+    """The signed records' pipe to gi: its writer, the place in the sequence of the next record,
+    its descriptor (-1 when gi did not start us: the writer drops the records)."""
+
+    def __init__(self, write: Writer, position: Callable[[], int], descriptor: int) -> None:
+        self.write = write
+        self.position = position
+        self.descriptor = descriptor
+
+
+def _channel() -> tuple[Channel, dict[str, Any]]:
+    """The channel of signed records, and gi's plan."""
     descriptor = int(os.environ.pop("GI_CHANNEL_FD", "-1"))
     if descriptor < 0:
-        return lambda record: None, {}
+        return Channel(lambda record, at=None: None, lambda: 0, -1), {}
     data = b""
     while chunk := os.read(0, 65536):
         data += chunk
@@ -70,7 +88,9 @@ def _channel() -> tuple[Callable[[dict[str, Any]], None], dict[str, Any]]:
     os.close(nothing)
     sequence = [0]
 
-    def write(record: dict[str, Any]) -> None:
+    def write(record: dict[str, Any], at: int | None = None) -> None:
+        if at is not None:
+            sequence[0] = at
         text = json.dumps(record, separators=(",", ":"))
         mac = hmac.new(key, f"{sequence[0]}:{text}".encode(), hashlib.sha256).hexdigest()
         sequence[0] += 1
@@ -78,113 +98,7 @@ def _channel() -> tuple[Callable[[dict[str, Any]], None], dict[str, Any]]:
         while data:
             data = data[os.write(descriptor, data) :]
 
-    return write, json.loads(plan) if plan.strip() else {}
-
-
-class TestTimeout(BaseException):
-    """Raised in a test that runs past its own time limit (a BaseException, so that a test's
-    `except Exception` does not swallow it)."""
-
-
-#: When a test's time limit runs out while pytest's machinery runs (reading the captured
-#: output, reporting, this plugin writing a record), the alarm comes back this much later.
-ALARM_RETRY_SECONDS = 0.02
-
-
-#: The signal a test's time limit arrives by: not SIGALRM, which a test (or pytest-timeout in
-#: signal mode) may take for itself and cancel.
-TIMER_SIGNAL: int = getattr(signal, "SIGRTMAX", signal.SIGUSR2)
-
-
-class _Watchdog:
-    """A per-test timer of its own: a thread (started with `_thread`, so `threading.enumerate()`
-    does not list it) waits for the deadline and then signals the main thread with TIMER_SIGNAL,
-    whose handler stays this plugin's for the whole session. A test that sets and cancels an
-    alarm, or pytest-timeout timing the test with SIGALRM, leaves it alone; the signal interrupts
-    a sleeping or blocked test as an alarm would.
-
-    Its state is one tuple swapped whole, and a pipe wakes the thread, so neither side ever
-    waits on a lock the other may hold when the signal lands."""
-
-    def __init__(self) -> None:
-        self._pid = -1
-        self._main = 0
-        self._wake = (-1, -1)
-        #: (test number, deadline on the monotonic clock, what to call when it passes), or None.
-        self._armed: tuple[int, float, Callable[[types.FrameType | None], None]] | None = None
-        self._tests = 0
-        #: The test number whose deadline the thread signalled last.
-        self._fired = -1
-
-    def start(self, seconds: float, expire: Callable[[types.FrameType | None], None]) -> None:
-        """Time a test: `expire(frame)` runs in the main thread `seconds` from now."""
-        if self._pid != os.getpid():  # the first test, or a process forked since: a thread of its own
-            self._pid, self._main = os.getpid(), _thread.get_ident()
-            self._wake = os.pipe()
-            signal.signal(TIMER_SIGNAL, self._signalled)
-            _thread.start_new_thread(self._watch, ())
-        self._tests += 1
-        self._armed = (self._tests, time.monotonic() + seconds, expire)
-        self._poke()
-
-    def again(self, seconds: float) -> None:
-        """Signal the same test once more, `seconds` from now (called from `expire`)."""
-        armed = self._armed
-        if armed is not None:
-            self._armed = (armed[0], time.monotonic() + seconds, armed[2])
-            self._poke()
-
-    def stop(self) -> None:
-        self._armed = None
-        self._poke()
-
-    def _poke(self) -> None:
-        os.write(self._wake[1], b".")
-
-    def _signalled(self, signum: int, frame: types.FrameType | None) -> None:
-        armed = self._armed
-        if armed is not None and armed[0] == self._fired:  # (a late signal for a test that ended: nothing)
-            armed[2](frame)
-
-    def _watch(self) -> None:
-        signalled = None
-        while True:
-            armed = self._armed
-            wait = None if armed is None or armed is signalled else max(0.0, armed[1] - time.monotonic())
-            if select.select([self._wake[0]], [], [], wait)[0]:
-                os.read(self._wake[0], 4096)
-                continue
-            if armed is not None and armed is self._armed and armed[1] <= time.monotonic():
-                signalled, self._fired = armed, armed[0]
-                signal.pthread_kill(self._main, TIMER_SIGNAL)
-
-
-def _machinery_places() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Where pytest's, pluggy's and this plugin's code lives, and where the code lives that
-    runs on behalf of whichever called it (the standard library, frozen modules)."""
-    import sysconfig
-
-    import _pytest
-    import pluggy
-
-    folders = (os.path.dirname(module.__file__) + os.sep for module in (pytest, _pytest, pluggy) if module.__file__)
-    return (*folders, __file__), ("<", sysconfig.get_paths()["stdlib"] + os.sep)
-
-
-def _in_machinery(frame: types.FrameType | None, places: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
-    """Whether the interrupted code is pytest's or this plugin's rather than the test's: the
-    innermost frame outside the standard library (which runs for its caller) is theirs. A test
-    timed out there would raise inside pytest's own bookkeeping (a record cut in half, a
-    report that contradicts pytest), and be scored as tampered with."""
-    machinery, on_behalf = places
-    while frame is not None:
-        file = frame.f_code.co_filename
-        if file.startswith(machinery):
-            return True
-        if not file.startswith(on_behalf):
-            return False
-        frame = frame.f_back
-    return True
+    return Channel(write, lambda: sequence[0], descriptor), json.loads(plan) if plan.strip() else {}
 
 
 def _limits() -> tuple[dict[str, float], float]:
@@ -205,6 +119,16 @@ def _order() -> list[str]:
         return []
     with open(path, encoding="utf-8") as stream:
         return [str(nodeid) for nodeid in json.load(stream)]
+
+
+def _selection() -> set[str] | None:
+    """The node ids to run, from the JSON list GI_TEST_SELECT names (the training tests that can
+    see a variant's edits); None: every collected test."""
+    path = os.environ.pop("GI_TEST_SELECT", "")
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as stream:
+        return {str(nodeid) for nodeid in json.load(stream)}
 
 
 def _project_modules() -> dict[str, str]:
@@ -532,12 +456,14 @@ def _switch_coverage_context(nodeid: str) -> None:
         current.switch_context(nodeid)
 
 
-def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dict[str, Any]:
-    """The plugin's hooks, as closures over the writer and their state: rebinding a name of this
-    module after pytest registered them changes nothing."""
+def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
+    """The plugin's hooks, as closures over the channel and their state: rebinding a name of
+    this module after pytest registered them changes nothing."""
+    write = channel.write
     test_limits, default_limit = _limits()
-    places = _machinery_places()
+    places = time_limits.machinery_places(__file__)
     first = {nodeid: position for position, nodeid in enumerate(_order())}
+    selected = _selection()
     loaded = _machinery()
     project_modules = _project_modules()
     timed_out: set[str] = set()
@@ -549,7 +475,14 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
     canary_outcomes: dict[int, str] = {}
     frozen: dict[str, Any] = {}
     running: list[int] = [0]  # id() of the item in its protocol: a clone shares its node id
-    watchdog = _Watchdog()
+    #: The running test's phase ("setup", "call", "teardown"; "" between them) and the phase it
+    #: ran out of time in ("" while it has time).
+    phase = {"now": "", "expired": ""}
+    #: The running test and when its protocol started (time.monotonic()).
+    current: dict[str, Any] = {}
+    #: The per-test timer (a thread signalling this one), and the watchdog process, once started.
+    timer = time_limits.Timer()
+    watchdog: list[Callable[[dict[str, Any]], None]] = []
 
     def check(where: str) -> None:
         """The machinery as frozen at the start of the session, but for conftest.py files."""
@@ -562,9 +495,26 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
         frozen["registry"] = now
 
+    def limit_of(item: pytest.Item) -> float:
+        return test_limits.get(item.nodeid, default_limit)
+
+    def arm(item: pytest.Item, at: float) -> None:
+        """Tell the watchdog the running test's hard deadline (a time.monotonic() time)."""
+        if watchdog:
+            watchdog[0]({"at": at, "sequence": channel.position(), "test": item.nodeid, "limit": limit_of(item),
+                         "canary": running[0] in canaries})  # fmt: skip
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
         root = os.path.realpath(str(session.config.rootpath))
+        if channel.descriptor >= 0 and (test_limits or default_limit > 0):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter(
+                    "ignore"
+                )  # (Python warns of a fork beside threads; the watchdog runs none of theirs)
+                watchdog.append(time_limits.start_watchdog(channel.descriptor, channel.write))
         if plan.get("audit"):
             watch, found = _audit({os.path.realpath(os.path.join(root, file)) for file in plan.get("editable", [])})
             frozen["found"] = found
@@ -574,8 +524,14 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """The tests GI_TEST_ORDER names first, in its order; the others after, as collected;
+        """Only the tests GI_TEST_SELECT names, if it names any (the others deselected, as `-k`
+        would); those GI_TEST_ORDER names first, in its order; the others after, as collected;
         then the canaries the plan asks for."""
+        if selected is not None:
+            left_out = [item for item in items if item.nodeid not in selected]
+            if left_out:
+                items[:] = [item for item in items if item.nodeid in selected]
+                config.hook.pytest_deselected(items=left_out)
         if first:
             items[:] = sorted(items, key=lambda item: first.get(item.nodeid, len(first)))
         canaries.update(_place_canaries(items, plan, str(config.rootpath)))
@@ -591,39 +547,76 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
     def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
         if running[0] not in canaries:
             write({"start": nodeid})
+        item = current.get("item")
+        if item is not None and id(item) == running[0] and limit_of(item) > 0:
+            arm(item, current["started"] + limit_of(item) + time_limits.hard_grace(limit_of(item)))
         if os.environ.get("GI_COVERAGE_CONTEXT") == "1":
             _switch_coverage_context(nodeid)
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-        """Run one test under its own time limit, so a test that hangs fails alone as `timed_out`
-        and the rest of the run still counts (gi's limit on the whole run stays as a backstop).
-        The limit is raised only in the test's own code: run out in pytest's, it comes back in
-        ALARM_RETRY_SECONDS, and a test whose protocol ends first keeps its outcome."""
+        """Run one test under its own time limit (gi_pytest_limits: the alarm, and the watchdog
+        at its hard deadline), so a test that hangs fails alone as `timed_out` and the rest of
+        the run still counts (gi's limit on the whole run stays as a backstop)."""
         running[0] = id(item)
-        limit = test_limits.get(item.nodeid, default_limit)
+        phase.update(now="", expired="")
+        current.update(item=item, started=time.monotonic())
+        limit = limit_of(item)
         if limit <= 0:
             yield
             return
 
         def expire(frame: types.FrameType | None) -> None:
-            if _in_machinery(frame, places):
-                watchdog.again(ALARM_RETRY_SECONDS)
+            if phase["expired"] and phase["now"] != phase["expired"]:
+                return  # the phase it timed out in has ended: the alarm is done
+            if not phase["now"] or not time_limits.in_tests_code(frame, places):
+                timer.again(time_limits.ALARM_RETRY_SECONDS)
                 return
             if id(item) not in canaries:
                 timed_out.add(item.nodeid)
-            raise TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
+            phase["expired"] = phase["now"]
+            timer.again(time_limits.ALARM_RETRY_SECONDS)  # again, should the test swallow it
+            raise time_limits.TestTimeout(f"{item.nodeid} ran past its time limit of {limit:.3g} s")
 
-        watchdog.start(limit, expire)
+        timer.start(limit, expire)
         try:
             yield
         finally:
-            watchdog.stop()
+            timer.stop()
+            if watchdog:
+                watchdog[0]({})
+
+    def in_phase(item: pytest.Item, when: str) -> Iterator[None]:
+        """Mark the test's phase `when` as running (the alarm raises in its code only then);
+        once the phase it timed out in ends, its hard deadline starts afresh, for its reports
+        and teardown."""
+        phase["now"] = when
+        try:
+            yield
+        finally:
+            phase["now"] = ""
+            if phase["expired"] == when:
+                arm(item, time.monotonic() + time_limits.hard_grace(limit_of(item)))
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+        yield from in_phase(item, "setup")
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+        yield from in_phase(item, "call")
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        yield from in_phase(item, "teardown")
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
         """The report, as every other hook left it: here the outcome is taken. A phase that raised
-        cannot have passed; a canary's outcome goes to gi alone, pytest counts it as passed."""
+        cannot have passed; a canary's outcome goes to gi alone, pytest counts it as passed. A
+        test whose phases took longer than its limit timed out, however it ended (its time went
+        where the alarm could not raise, a bare `except:` swallowed it): the first of its reports
+        that does not say failed is made to, so pytest counts it as gi does."""
         result: Any = yield
         report = result.get_result()
         check(item.nodeid)
@@ -636,6 +629,14 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
             return
         nodeid = item.nodeid
         durations[nodeid] = durations.get(nodeid, 0.0) + report.duration
+        limit = limit_of(item)
+        if limit > 0 and durations[nodeid] > limit:
+            timed_out.add(nodeid)
+        if nodeid in timed_out and not report.failed and nodeid not in failures:
+            report.outcome = "failed"
+            report.longrepr = f"{nodeid} ran past its time limit of {limit:.3g} s ({durations[nodeid]:.3g} s)"
+            if hasattr(report, "wasxfail"):
+                del report.wasxfail
         if report.when == "call":
             expected_to_fail = hasattr(report, "wasxfail")
             outcomes[nodeid] = ("xfailed" if report.skipped else "passed") if expected_to_fail else report.outcome
@@ -647,6 +648,8 @@ def _hooks(write: Callable[[dict[str, Any]], None], plan: dict[str, Any]) -> dic
             failures[nodeid] = report.longreprtext[-FAILURE_CHARS:]
 
     def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+        if watchdog:  # first: no record of ours may be on its way when the watchdog strikes
+            watchdog[0]({})
         check(nodeid)
         if running[0] in canaries:
             write({"canary": nodeid, "outcome": canary_outcomes.get(running[0], "error")})

@@ -58,6 +58,7 @@ import stat
 import struct
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -223,21 +224,59 @@ def serve_spawned(sources: dict[str, str]) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [os.environ.get("PYTHONPATH", "")])])
 
 
+def rewriting_as_pytest_does() -> Any:
+    """pytest's assertion rewriting import hook, installed and told which modules to rewrite as
+    pytest does before it loads its plugins (every top-level module of a distribution that
+    brings a pytest plugin); its config, whose cleanup removes the hook; or None when this
+    pytest cannot be asked. A module imported through the hook is one pytest rewrote: in a child,
+    pytest finds it imported by a hook of its own kind and stays silent, as it does in a cold
+    run. Imported without it, pytest warns "Module already imported so cannot be rewritten"
+    when it starts, and a project whose settings turn warnings into errors
+    (`filterwarnings = ["error"]`) stops there."""
+    try:
+        from _pytest.assertion import install_importhook
+        from _pytest.config import get_config
+
+        config = get_config()
+        hook = install_importhook(config)
+    except Exception:
+        return None
+    try:
+        config._mark_plugins_for_rewrite(hook, False)  # type: ignore[call-arg,unused-ignore]
+    except TypeError:  # an older pytest takes the hook alone
+        try:
+            config._mark_plugins_for_rewrite(hook)  # type: ignore[call-arg,unused-ignore]
+        except Exception:
+            config._ensure_unconfigure()
+            return None
+    except Exception:
+        config._ensure_unconfigure()
+        return None
+    return config
+
+
 def preload(modules: Sequence[str]) -> None:
-    """Import pytest, its plugins and the project's third-party dependencies, once."""
+    """Import pytest, its plugins and the project's third-party dependencies, once, each as a
+    cold run imports it (`rewriting_as_pytest_does`); where pytest cannot be asked how, only
+    pytest's own plugins (the children import the rest, as a cold run does)."""
     import pytest  # noqa: F401
     from _pytest import config
 
     for name in (*config.essential_plugins, *config.default_plugins):
         with contextlib.suppress(ImportError):
             importlib.import_module(f"_pytest.{name}")
-
-    for entry in importlib.metadata.entry_points(group="pytest11"):
-        with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
-            entry.load()
-    for name in modules:
-        with contextlib.suppress(BaseException):
-            importlib.import_module(name)
+    rewriting = rewriting_as_pytest_does()
+    if rewriting is None:
+        return
+    try:
+        for entry in importlib.metadata.entry_points(group="pytest11"):
+            with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
+                entry.load()
+        for name in modules:
+            with contextlib.suppress(BaseException):
+                importlib.import_module(name)
+    finally:
+        rewriting._ensure_unconfigure()
     # A module of the project's own must not stay imported here (named as a third-party one by
     # mistake, or imported by one): each child would find it and run it in place of its variant.
     project = os.path.join(os.getcwd(), "")
@@ -380,8 +419,14 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     import pytest
 
     try:
-        status = int(pytest.main(list(request["argv"]))) if config is None else run_prepared(config)
-    except BaseException:
+        if config is None:
+            status = int(pytest.main(list(request.get("selected_argv") or request["argv"])))
+        else:
+            if request.get("args"):  # the selected tests, in place of the training paths
+                config.args = list(request["args"])
+            status = run_prepared(config)
+    except BaseException:  # pytest's own failure, as `python -m pytest` would show it
+        traceback.print_exc()
         status = 3
     sys.stdout.flush()
     sys.stderr.flush()

@@ -282,6 +282,24 @@ class Search(ABC):
         """Objective values for a broken variant: the reference point, in each objective's direction."""
         return tuple(o.from_minimised(r) for o, r in zip(self.objectives, self.reference, strict=True))
 
+    def joining(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[int]:
+        """The positions of the candidates that `tell` with these evaluations would make feasible
+        members of the archive (what the report calls the front) or elites of the grid (what its
+        QD-score counts); nothing changes."""
+        children = [
+            self.individual(candidate, evaluation, self.generation + 1)
+            for candidate, evaluation in zip(candidates, evaluations, strict=True)
+        ]
+        trial = ParetoArchive(self.archive.members)
+        trial.update(children)
+        kept = {id(member) for member in trial.members}
+        if self.grid is not None and self.grid_settings is not None:
+            cells = self.grid.trial()
+            for child in children:
+                cells.insert(child, self.grid_settings.features.cell(child.features))
+            kept |= {id(elite) for elite in cells.elites.values()}
+        return [position for position, child in enumerate(children) if id(child) in kept and child.fitness.feasible]
+
     def tell(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Individual]:
         """Take the evaluations of the batch from `ask`; returns the new individuals."""
         self.generation += 1

@@ -33,11 +33,17 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def init_command(args: argparse.Namespace, console: Console) -> int:
-    from gi.cli.starter import CHECK_TEST_TIMEOUT, HOLDOUT_FRACTION, write_starter_config
+    from gi.cli.starter import HOLDOUT_FRACTION, write_starter_config
 
     path, project, original = write_starter_config(args.project, before_tests=say_isolation)
     say(console, f"wrote {path}")
     say(console, f"  editable files: {', '.join(project.files)}")
+    if project.scripts:
+        folders = ", ".join(f"{folder}/" for folder in project.scripts)
+        say(
+            console,
+            f"  left out: {folders} (scripts beside the program; add them to program.files to edit them)",
+        )
     say(console, f"  training tests: {', '.join(project.train)}")
     if project.holdout:
         say(console, f"  held-out tests: {', '.join(project.holdout)}")
@@ -53,9 +59,7 @@ def init_command(args: argparse.Namespace, console: Console) -> int:
         say(console, f"  environment: the tests run in {project.python} (program.python)")
     if original.repair:
         timed = (
-            f", {len(original.timed_out)} of them timed out after {CHECK_TEST_TIMEOUT:g} s"
-            if original.timed_out
-            else ""
+            f", {len(original.timed_out)} of them timed out after {original.limit:g} s" if original.timed_out else ""
         )
         say(
             console,

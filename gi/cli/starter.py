@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gi.engine.project import find_environment
+from gi.fitness.outcomes import TEST_SHARE
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.program import IGNORED_DIRS
 
 if TYPE_CHECKING:
     from gi.config import Config
+    from gi.fitness.tests import TestRun
 
 CONFIG_NAME = "gi.toml"
 HOLDOUT_NAMES = frozenset({"holdout", "heldout", "held_out"})
@@ -46,12 +48,19 @@ TEST_FOLDERS = frozenset({"tests", "test", "testing"}) | HOLDOUT_NAMES
 NOT_EDITABLE = frozenset({"conftest.py", "setup.py", "noxfile.py", "fabfile.py"})
 #: Folders whose Python files are documentation, not the program (Sphinx's conf.py, examples).
 DOCUMENTATION = frozenset({"docs", "doc"})
+#: Top-level folders of scripts beside the program (a project's dev tools, benchmarks, examples):
+#: left out of the editable files, unless nothing else is left.
+SCRIPTS = frozenset({"tools", "scripts", "benchmarks", "examples"})
 #: The share of the training tests' ids held out when the project has no held-out folder.
 HOLDOUT_FRACTION = 0.2
 #: Seconds `gi init` gives the original's whole training run, and one of its tests (a test
 #: past it is failing, as one that loops forever is).
 CHECK_TIMEOUT = 600.0
 CHECK_TEST_TIMEOUT = 60.0
+#: A test past CHECK_TEST_TIMEOUT runs again alone with this limit (the most of a whole run one
+#: test may take), to tell a slow test on a loaded machine from one that hangs: more-itertools'
+#: test_primes, 22 s with the machine quiet, passed the first limit at a load average of 13.
+RETRY_TEST_TIMEOUT = TEST_SHARE * CHECK_TIMEOUT
 #: The written limits: one test may take this many times the slowest test's time in gi init's
 #: run (and at least MIN_TEST_TIMEOUT seconds), a whole run this many times the run's (and at
 #: least MIN_TIMEOUT): enough that the original's own run under `gi run` never meets them.
@@ -74,6 +83,8 @@ class Project:
     workload: str | None
     #: The interpreter of the project's own virtual environment, relative to root (None: gi's).
     python: str | None = None
+    #: The folders of scripts (SCRIPTS) whose files were left out of the editable ones.
+    scripts: tuple[str, ...] = ()
 
 
 def _is_test(name: str) -> bool:
@@ -150,11 +161,22 @@ def survey(root: Path) -> Project:
         and not (path.parts and path.parts[0] in DOCUMENTATION)
         and not (workload and path.as_posix() == "workload.py")
     )
+    scripts = tuple(sorted({file.split("/")[0] for file in editable if "/" in file and file.split("/")[0] in SCRIPTS}))
+    if len(editable) > sum(file.split("/")[0] in scripts for file in editable):
+        editable = tuple(file for file in editable if file.split("/")[0] not in scripts)
+    else:  # nothing but scripts: they are the program
+        scripts = ()
     if not editable:
         raise ProgramError(f"{root}: no Python file to improve (every .py file there is a test or tooling)")
     python = find_environment(root)
     return Project(
-        root, editable, train, holdout, workload, None if python is None else python.relative_to(root).as_posix()
+        root,
+        editable,
+        train,
+        holdout,
+        workload,
+        None if python is None else python.relative_to(root).as_posix(),
+        scripts,
     )
 
 
@@ -169,8 +191,9 @@ class OriginalRun:
     #: both: their time is the limit's, not theirs).
     slowest: float
     seconds: float
-    #: The tests that ran past gi init's limit on one test (among `failing`).
+    #: The tests that ran past gi init's limit on one test (among `failing`), and that limit.
     timed_out: tuple[str, ...] = ()
+    limit: float = CHECK_TEST_TIMEOUT
 
     @property
     def repair(self) -> bool:
@@ -184,8 +207,9 @@ class OriginalRun:
 
     @property
     def timeout(self) -> int:
-        """The limit on a whole test run to write: never below the limit on one test."""
-        return max(MIN_TIMEOUT, math.ceil(TIMEOUT_FACTOR * self.seconds), self.test_timeout)
+        """The limit on a whole test run to write: at least what one test may take is of it
+        (TEST_SHARE), so the two agree as `gi run` reads them."""
+        return max(MIN_TIMEOUT, math.ceil(TIMEOUT_FACTOR * self.seconds), math.ceil(self.test_timeout / TEST_SHARE))
 
 
 def run_original_tests(project: Project, config: Config) -> OriginalRun:
@@ -212,15 +236,49 @@ def run_original_tests(project: Project, config: Config) -> OriginalRun:
         limits=dataclasses.replace(limits, read_only=(*limits.read_only, *map(Path, interpreter.folders))),
         pytest=setup,
     )
-    run = Evaluator(program, settings).training_run(apply(program, Patch()))
+    original = apply(program, Patch())
+    run = Evaluator(program, settings).training_run(original)
+    missing = None if run.forged or run.timed_out else _missing_module(run, project, setup.python)
+    if missing is not None:
+        raise ProgramError(f"{project.root}: {missing}")
     problem = cannot_run(run, project.train, setup.python, CHECK_TIMEOUT)
     if problem is not None:
         raise ProgramError(f"{project.root}: the original's training tests cannot run: {problem}")
-    failing = tuple(sorted(test for test, outcome in run.outcomes.items() if outcome not in NOT_FAILING))
-    timed_out = tuple(sorted(test for test, outcome in run.outcomes.items() if outcome == "timed_out"))
-    finished = [seconds for test, seconds in run.durations.items() if test not in timed_out]
-    seconds = max(0.0, run.seconds - sum(run.durations.get(test, 0.0) for test in timed_out))
-    return OriginalRun(len(run.outcomes), failing, max(finished, default=0.0), seconds, timed_out)
+    outcomes, durations, limit = dict(run.outcomes), dict(run.durations), CHECK_TEST_TIMEOUT
+    seconds = run.seconds
+    if hung := tuple(sorted(test for test, outcome in outcomes.items() if outcome == "timed_out")):
+        alone = dataclasses.replace(settings, train=hung, test_timeout=RETRY_TEST_TIMEOUT)
+        again = Evaluator(program, alone).training_run(original)
+        if not again.forged:
+            seconds += sum(again.durations.get(test, 0.0) - durations.get(test, 0.0) for test in hung)
+            outcomes.update({test: again.outcomes.get(test, "timed_out") for test in hung})
+            durations.update({test: again.durations.get(test, durations.get(test, 0.0)) for test in hung})
+            limit = RETRY_TEST_TIMEOUT
+    failing = tuple(sorted(test for test, outcome in outcomes.items() if outcome not in NOT_FAILING))
+    timed_out = tuple(sorted(test for test, outcome in outcomes.items() if outcome == "timed_out"))
+    finished = [took for test, took in durations.items() if test not in timed_out]
+    seconds = max(0.0, seconds - sum(durations.get(test, 0.0) for test in timed_out))
+    return OriginalRun(len(outcomes), failing, max(finished, default=0.0), seconds, timed_out, limit)
+
+
+def _missing_module(run: TestRun, project: Project, python: str) -> str | None:
+    """One line naming a module the training tests fail to import that is not the project's own
+    (its tests then fail for the environment, not the code: no repair), with the fix; or None."""
+    from gi.engine.project import own_modules
+    from gi.fitness.pytest_diagnosis import declared_dependencies, install_hint, missing_modules
+
+    missing = missing_modules(run, own_modules(project.root, project.files))
+    if not missing:
+        return None
+    module, failing = next(iter(sorted(missing.items())))
+    others = sorted(missing)[1:]
+    also = f" (and {', '.join(others[:3])}{', ...' if len(others) > 3 else ''})" if others else ""
+    shown = failing[0] + (", ..." if len(failing) > 1 else "")
+    hint = install_hint(module, declared_dependencies(project.root), python)
+    return (
+        f"the training tests import {module}{also}, which the interpreter they run in ({python}) lacks:"
+        f" {len(failing)} test(s) fail on it ({shown}); {hint}"
+    )
 
 
 def _toml_list(items: tuple[str, ...]) -> str:
@@ -246,14 +304,16 @@ def _comments(text: str) -> str:
 
 
 def _seconds(value: float) -> str:
-    """A measured time for a comment: '0.93 s', or 'under 0.01 s'."""
-    return "under 0.01 s" if value < 0.01 else f"{value:.2g} s"
+    """A measured time for a comment: '0.93 s', '154 s', or 'under 0.01 s'."""
+    if value < 0.01:
+        return "under 0.01 s"
+    return f"{value:.2g} s" if value < 10 else f"{value:.0f} s"
 
 
 def _failing_words(original: OriginalRun) -> str:
     """'3 of its 6 training tests (tests/a.py::one, tests/a.py::two timed out, ...)'."""
     shown = ", ".join(
-        _comment(test) + (f" timed out after {CHECK_TEST_TIMEOUT:g} s" if test in original.timed_out else "")
+        _comment(test) + (f" timed out after {original.limit:g} s" if test in original.timed_out else "")
         for test in original.failing[:3]
     )
     more = ", ..." if len(original.failing) > 3 else ""
@@ -328,6 +388,15 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
         if project.python
         else ""
     )
+    scripts = (
+        "\n"
+        + _comments(
+            f"Left out: the scripts in {', '.join(folder + '/' for folder in project.scripts)}, beside the program"
+            " (add their files here to edit them)."
+        )
+        if project.scripts
+        else ""
+    )
     if repair and original is not None:
         why = (
             f"gi init ran the training tests: the original fails {_failing_words(original)}. So this is a"
@@ -386,7 +455,7 @@ output = "../{name}-gi-runs"
 [program]
 # The project folder, only ever read.
 root = "."
-# The files gi may edit (globs allowed); tests and conftest.py never are.
+# The files gi may edit (globs allowed); tests and conftest.py never are.{scripts}
 files = {_toml_list(project.files)}{python}
 
 [tests]

@@ -112,6 +112,14 @@ class TestsSection(_Section):
             " so its tests stop at the first failure, those that failed most recently first"
         ),
     ] = False
+    select: Annotated[
+        Literal["coverage", "all"],
+        Field(
+            description="which training tests judge a variant in the search: 'coverage', those that execute a line"
+            " its edits touch (the original's coverage; an edit at import runs them all), the others keeping the"
+            " original's outcomes, and every member of the front confirmed by all of them; 'all', every test"
+        ),
+    ] = "coverage"
 
     @field_validator("differential_inputs")
     @classmethod

@@ -11,6 +11,7 @@ so two workers do not compete for the same core while the clock runs.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import re
 import time
@@ -74,10 +75,20 @@ class Evaluator(WorkloadRuns):
 
     # --- one variant --------------------------------------------------------------------------
 
-    def evaluate(self, variant: Variant) -> Evaluation:
+    def evaluate(self, variant: Variant, *, every_test: bool = False, measured: bool = True) -> Evaluation:
         """Measure one variant; whatever the variant does becomes the evaluation's status, never
         an exception. An exception is gi's own failure (a full disk, no more open files, a
-        measure that broke): raised as EvaluationError, it stops the run, and scores nothing."""
+        measure that broke): raised as EvaluationError, it stops the run, and scores nothing.
+
+        With tests.select = "coverage", only the training tests that can see the variant's
+        edits run (`selection`), unless `every_test`; the evaluation is then `partial`. Without
+        `measured`, only the tests run: neither the workload nor the program's static measures are
+        taken (a confirmation by every test keeps the search's, `EvaluationService.confirm`)."""
+        return self._evaluate(variant, None if every_test else self.selection(variant), measured)
+
+    def _evaluate(self, variant: Variant, selected: frozenset[str] | None, measured: bool = True) -> Evaluation:
+        """`evaluate`, running only the `selected` training tests when given (the others take
+        the original's outcomes)."""
         started = time.perf_counter()
         tree_hash = variant.tree_hash
 
@@ -85,7 +96,7 @@ class Evaluator(WorkloadRuns):
                    run: TestRun | None = None) -> Evaluation:  # fmt: skip
             return Evaluation(status, tree_hash, measures or {}, dict(run.outcomes) if run else {},
                               self.redact(detail), time.perf_counter() - started,
-                              dict(run.durations) if run else {})  # fmt: skip
+                              dict(run.durations) if run else {}, partial=selected is not None)  # fmt: skip
 
         try:
             if variant.syntax_error is not None:
@@ -93,11 +104,16 @@ class Evaluator(WorkloadRuns):
             refused = self.refusal(variant)
             if refused is not None:
                 return result(Status.TAMPERED, refused)
-            measures = static_measures(variant, names=self.settings.measures)
+            measures = static_measures(variant, names=self.settings.measures) if measured else {}
             warm = self.settings.engine == "warm"
+            checks = self._checks(variant)
+            if selected is not None and checks.canaries:  # a canary is the clone of a test that runs
+                selected = selected | set(checks.canaries)
             with ExitStack() as stack:
-                if warm:
-                    run = self.warm_training(variant)
+                if selected is not None and not selected:
+                    run = TestRun({}, exit_status=0)  # no training test executes what the edits change
+                elif warm:
+                    run = self.warm_training(variant, selected, checks)
                 else:
                     sandbox = stack.enter_context(self._sandbox(variant))
                     run = self._run_tests(
@@ -106,8 +122,12 @@ class Evaluator(WorkloadRuns):
                         self.test_limits,
                         training=True,
                         variant=variant,
-                        checks=self._checks(variant),
+                        checks=checks,
+                        selected=selected,
                     )
+                measures["tests_run"] = float(sum(outcome != "not_run" for outcome in run.outcomes.values()))
+                if selected is not None:
+                    run = self._with_original_outcomes(run, selected)
                 failed = count_failed(run, self.baseline_tests)
                 measures["failed_tests"] = float(failed)
                 measures["passed_tests"] = float(run.passed)
@@ -123,7 +143,7 @@ class Evaluator(WorkloadRuns):
                 if self.settings.fail_fast and failed:
                     status, detail = self._fails(run, status, detail, measures)
                 wanted = self.settings.time_failing or measures["failed_tests"] == 0
-                if status is Status.OK and self.settings.workload is not None and wanted:
+                if status is Status.OK and self.settings.workload is not None and wanted and measured:
                     # The behaviour check and the timings run cold, in a read-only copy of their
                     # own: nothing the test run wrote in its copy reaches them.
                     sandbox = stack.enter_context(self._sandbox(variant, tests=False))
@@ -134,6 +154,12 @@ class Evaluator(WorkloadRuns):
             return result(status, detail, measures, run)
         except Exception as error:  # a broken variant is a result, never an exception: this is gi's
             raise EvaluationError(_gi_failure(error)) from error
+
+    def _with_original_outcomes(self, run: TestRun, selected: frozenset[str]) -> TestRun:
+        """A run of the `selected` training tests, with the original's outcomes for the others
+        (after those that ran, in the original's order)."""
+        others = {test: outcome for test, outcome in (self.baseline_tests or {}).items() if test not in selected}
+        return dataclasses.replace(run, outcomes={**run.outcomes, **others})
 
     def refusal(self, variant: Variant) -> str | None:
         """Why the variant is scored tampered without running, or None: its model-written code
@@ -157,20 +183,28 @@ class Evaluator(WorkloadRuns):
         return Status.OK, run.failure_report(only=first)
 
     def evaluate_many(
-        self, variants: Iterable[Variant], on_done: Callable[[Evaluation], None] | None = None
+        self,
+        variants: Iterable[Variant],
+        on_done: Callable[[Evaluation], None] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate in parallel (threads: each evaluation is a subprocess), each variant as soon
-        as `variants` yields it; results keep input order."""
+        as `variants` yields it; results keep input order. `every_test` and `measured` as for
+        `evaluate`."""
         if self.settings.workers <= 1:
             results = []
             for variant in variants:
-                results.append(self.evaluate(variant))
+                results.append(self.evaluate(variant, every_test=every_test, measured=measured))
                 if on_done:
                     on_done(results[-1])
             return results
         pool = ThreadPoolExecutor(max_workers=self.settings.workers)
         try:
-            futures = [pool.submit(self.evaluate, variant) for variant in variants]
+            futures = [
+                pool.submit(self.evaluate, variant, every_test=every_test, measured=measured) for variant in variants
+            ]
             results = []
             for future in futures:
                 results.append(future.result())
@@ -181,13 +215,18 @@ class Evaluator(WorkloadRuns):
             # On Ctrl-C or SIGTERM, drop the queued variants instead of evaluating them first.
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def evaluate_sources(self, sources: Mapping[str, str]) -> Evaluation:
+    def evaluate_sources(
+        self, sources: Mapping[str, str], selected: Iterable[str] | None = None, measured: bool = True
+    ) -> Evaluation:
         """`evaluate` the program that `sources` (editable file -> text; a file left out keeps the
         original's text) make: for a backend that ships sources, not patches. The variant's patch
-        is empty, so `size` is 0; the engine takes the patch's own measures (gi.engine.measures)."""
+        is empty, so `size` is 0; the engine takes the patch's own measures (gi.engine.measures).
+        `selected`: the training tests to run (the host's `selection`, which has the patch);
+        None: every test."""
         from gi.model.patch import Patch
 
         unknown = sorted(set(sources) - set(self.program.files))
         if unknown:
             raise ValueError(f"not editable files of the program: {', '.join(unknown)}")
-        return self.evaluate(Variant(self.program, Patch(), {**self.program.sources, **sources}, ()))
+        variant = Variant(self.program, Patch(), {**self.program.sources, **sources}, ())
+        return self._evaluate(variant, None if selected is None else frozenset(selected), measured)

@@ -54,6 +54,10 @@ class EvaluationSettings:
     #: Stop each variant's training tests at the first failure, the tests that failed most
     #: recently first (fail_fast with evaluation.shortcuts); the score is the same without.
     first_failure: bool = False
+    #: tests.select = "coverage": a variant's training run in the search takes only the tests
+    #: that can see its edits (`gi.engine.suite_runs.SuiteRuns.selection`), once the original's
+    #: coverage is known.
+    select: bool = False
     #: How the project's tests run: its interpreter, what gi adds to its pytest settings, the
     #: copy's import roots (gi.engine.project).
     pytest: PytestSetup = DEFAULT_SETUP

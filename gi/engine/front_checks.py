@@ -7,7 +7,7 @@ Both read a finished search's store and services; neither steers the search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gi.engine.held_out import HeldOut
@@ -19,7 +19,7 @@ from gi.fitness.size import diff_lines, tokens_changed
 from gi.fitness.tests import NOT_FAILING
 from gi.model.describe import describe
 from gi.model.patch import Patch, Variant, apply
-from gi.model.plausible import rank
+from gi.model.plausible import Ranked, rank
 from gi.model.program import Program
 from gi.model.results import Evaluation, Status
 
@@ -75,21 +75,31 @@ def plausible_patches(
     held_out: HeldOut | None,
     baseline: Evaluation,
     suspicious: Mapping[tuple[str, int], float],
+    confirm: Callable[[Sequence[Variant]], Sequence[Evaluation]] | None = None,
 ) -> list[dict[str, Any]]:
     """When repairing: the programs the search found that pass every training test, each by the
     patch that first made it without the edits that took no effect, ranked against overfitting
     (gi.model.plausible: fewest anti-patterns, smallest diff, fewest edits, fewest tokens
     changed, the most suspicious line edited by `suspicious`, first found); the first
-    PLAUSIBLE_LISTED ranked, the first of them checked on the held-out tests."""
+    PLAUSIBLE_LISTED ranked, the first of them checked on the held-out tests. A program whose
+    evaluation ran only the tests selected by coverage is listed once every training test
+    passed on it (`confirm`: the evaluation service's; without it, it is not listed)."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
-    found: list[str] = []
-    for _, individual, _, evaluation in store.evaluation_log():
+
+    def passes(evaluation: Mapping[str, Any]) -> bool:
         measures = evaluation["measures"]
-        passes = evaluation["status"] == Status.OK.value and measures.get("failed_tests") == 0
-        if individual != "baseline" and passes and measures.get("test_count") == tests:
+        ok = evaluation["status"] == Status.OK.value
+        return bool(ok and measures.get("failed_tests") == 0 and measures.get("test_count") == tests)
+
+    found: list[str] = []
+    partial: set[str] = set()
+    for _, individual, _, evaluation in store.evaluation_log():
+        if individual != "baseline" and passes(evaluation):
             found.append(individual)
+            if evaluation.get("partial"):
+                partial.add(individual)
     variants = {}
     for record in store.individuals(found):
         variant = apply(program, Patch.from_json(record.patch))
@@ -98,8 +108,15 @@ def plausible_patches(
     for i in found:
         edited = {file: variants[i].sources[file] for file in variants[i].changed_files}
         sizes.append((variants[i].patch, int(diff_lines(variants[i].diff())), tokens_changed(program.sources, edited)))
-    ranked = rank(program, sizes, suspicious)[:PLAUSIBLE_LISTED]
     by_patch = {variants[i].patch: i for i in reversed(found)}
+    ranked: list[Ranked] = []
+    for entry in rank(program, sizes, suspicious):
+        if len(ranked) >= PLAUSIBLE_LISTED:
+            break
+        unconfirmed = by_patch[entry.patch] in partial
+        if unconfirmed and (confirm is None or not passes(confirm([apply(program, entry.patch)])[0].to_json())):
+            continue
+        ranked.append(entry)
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []
     listed = []

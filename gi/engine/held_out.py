@@ -12,7 +12,8 @@ selects. The final front reuses these outcomes (a cache by tree hash).
 
 Held-out tests are tests.holdout's paths, the test ids tests.holdout_fraction splits off the
 training tests (`split_tests`), and the checks tests.differential generates
-(`gi.fitness.differential`); `configure_held_out` sets the last two up on the original.
+(`gi.fitness.differential`); `configure_held_out` sets the last two up on the original, the
+split from the test ids pytest collects on the cold path (the reference, whatever the engine).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gi.engine.run_folder import gap_rate
 from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
 from gi.fitness.differential import DifferentialError, checks_module
 from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
+from gi.fitness.pytest_diagnosis import cannot_run
 from gi.fitness.tests import TestRun
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.patch import Patch, Variant, apply
@@ -63,7 +65,11 @@ def configure_held_out(
     if fraction:
 
         def split_collected() -> dict[str, list[str]]:
-            collected = list(evaluator.evaluate(original).tests)
+            run = evaluator.collected(original)  # on the cold path: the reference, whatever the engine
+            python = evaluator.settings.pytest.python
+            if not run.outcomes and (problem := cannot_run(run, config.tests.train, python, config.tests.timeout)):
+                raise ProgramError(f"{config.source}: the original's training tests cannot run: {problem}")
+            collected = list(run.outcomes)
             if len(collected) < 2:
                 raise ConfigError(
                     f"{config.source}: tests.holdout_fraction = {fraction:g}, but tests.train collects"

@@ -27,12 +27,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from packaging.utils import canonicalize_name
 
 from gi.fitness.tests import PytestSetup
 from gi.model.errors import ProgramError
@@ -60,11 +61,6 @@ print(json.dumps({
     "plugins": sorted(plugins),
 }))
 """
-
-
-def _normalised(name: str) -> str:
-    """A distribution's name as packaging normalises it (pytest_cov -> pytest-cov)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True)
@@ -140,7 +136,7 @@ def probe(executable: str, root: Path | None = None) -> Interpreter:
         executable=executable,
         version=(int(answer["version"][0]), int(answer["version"][1])),
         folders=kept,
-        plugins=tuple(sorted({_normalised(name) for name in answer["plugins"]})),
+        plugins=tuple(sorted({canonicalize_name(name) for name in answer["plugins"]})),
         has_pytest=True,
         has_coverage=bool(answer["coverage"]),
     )
@@ -159,6 +155,16 @@ def import_roots(root: Path, files: Sequence[str]) -> tuple[str, ...]:
             parts = parts[:1]
         roots.add(PurePosixPath(*parts).as_posix() if parts else ".")
     return tuple(sorted(roots - {"."})) + ((".",) if "." in roots else ())
+
+
+def own_modules(root: Path, files: Sequence[str], roots: Sequence[str] = ()) -> set[str]:
+    """The top-level names a project's own modules import as: its editable files' first folder
+    or module, and whatever lies in its folder and in each import root (`src` of a src layout)."""
+    own = {path.split("/")[0].removesuffix(".py") for path in files}
+    for folder in (root, *(root / import_root for import_root in roots)):
+        if folder.is_dir():
+            own |= {entry.name.removesuffix(".py") for entry in folder.iterdir()}
+    return own
 
 
 def module_names(files: Sequence[str], roots: Sequence[str]) -> dict[str, str]:

@@ -14,6 +14,10 @@ under a key, and looked up before it is taken:
     differential_cases     the inputs and results tests.differential checks
     speedup:<tree hash>    the rigorous re-measurement of a front member
     warm_check             whether the warm path gave the original the cold path's outcomes
+    coverage               the lines each training test executes on the original, and the tests
+                           whose coverage was measured
+    confirmation:<hash>    every training test's run of a program that ran a selection of them
+                           (tests.select) and would have counted as passing
 
 A resumed run finds what it measured before it stopped in its own store. A replay
 (`gi replay`) also looks in the recorded run's store, and takes that run's evaluations of
@@ -103,7 +107,11 @@ class Measurements:
         for key, source in self.store.measurement_sources().items():
             counts[source][key.partition(":")[0]] += 1
         for tree_hash, evaluation in evaluations.items():
-            replayed = self.recorded_evaluation(tree_hash) == evaluation
+            # A program confirmed by every training test stands by its confirmation, a measurement.
+            confirmed = self.recorded.get_measurement(f"confirmation:{tree_hash}") if self.recorded else None
+            replayed = self.recorded_evaluation(tree_hash) == evaluation or (
+                confirmed is not None and Evaluation.from_json(confirmed[0]) == evaluation
+            )
             counts[REPLAYED if replayed else MEASURED]["evaluation"] += 1
         return {
             "replayed_from": str(self.recorded.path.parent) if self.recorded is not None else None,

@@ -3,6 +3,12 @@
 Programs are evaluated once: the cache holds the search's evaluations by tree hash (what a
 program measure depends on). A candidate takes the measures of its own patch and text on top
 (`gi.engine.measures`). A replay takes the recorded run's evaluations instead of measuring.
+
+With tests.select = "coverage" a variant's evaluation runs only the training tests that can
+see its edits (`Evaluation.partial`); `confirm` runs every training test on a program before
+anything counts it as passing (the front, a report), and records that run as a measurement of
+its own (`confirmation:<tree hash>`), so the search's partial evaluation stays what it was, a
+resumed run and a replay find the confirmation, and the cache holds the confirmed one.
 Studies after the search (minimisation, ablation) evaluate through the same backend, kept apart
 from the search's evaluations; with an objective measured against the run's timing of the
 original (`Basis.TIMING`), a study measures every program itself, against its own timing.
@@ -12,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from gi.algorithms.variation import Candidate
@@ -29,6 +36,17 @@ from gi.model.results import Evaluation, Status
 
 if TYPE_CHECKING:
     from gi.engine.backends.base import Backend, Result
+
+
+#: The measurement key (with `:<tree hash>`) of a program's run of every training test.
+CONFIRMATION = "confirmation"
+#: What the workload's runs measure of a variant (gi.engine.workload_runs): a confirmation keeps them.
+TIMING_MEASURES = frozenset({"runtime", "runtime_seconds", "output_differs", "workload_failed"})
+
+
+def _verdict(evaluation: Evaluation) -> tuple[str, float | None]:
+    """What a confirmation may overturn: the status and the failed tests."""
+    return evaluation.status.value, evaluation.measures.get("failed_tests")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +82,8 @@ class EvaluationService:
         self.choice = choice
         checkpoint = store.last_checkpoint()
         last = -1 if checkpoint is None else checkpoint.generation
-        #: The search's evaluations, by tree hash: those of the checkpointed generations.
+        #: The search's evaluations, by tree hash: those of the checkpointed generations (a program's
+        #: confirmation in place of its partial evaluation).
         self.cache: dict[str, Evaluation] = store.evaluations(through=last)
         #: Evaluations a run killed after storing a generation's batch and before its checkpoint
         #: made of that batch: the generation, run again, takes each as just made (counted as
@@ -77,6 +96,12 @@ class EvaluationService:
         self.failure_order = FailureOrder()
         for evaluation in self.cache.values():
             self.failure_order.note(evaluation.tests)
+        for key, data in store.measurements(f"{CONFIRMATION}:").items():
+            if (tree_hash := key.partition(":")[2]) in self.cache:  # else the generation runs again
+                self.cache[tree_hash] = Evaluation.from_json(data)
+        #: Confirmations started while their batch runs, by tree hash (`evaluate`'s `early`).
+        self._early: dict[str, Future[Evaluation]] = {}
+        self._early_pool: ThreadPoolExecutor | None = None
         #: Seconds the backend's evaluators spent on the search's evaluations (each evaluation's own
         #: time, taken where it ran), in this session.
         self.busy_seconds = 0.0
@@ -116,13 +141,22 @@ class EvaluationService:
         self.cache[evaluation.tree_hash] = evaluation
 
     def evaluate(
-        self, candidates: Iterable[Candidate], generation: int, expected: int, islands: bool = False
+        self,
+        candidates: Iterable[Candidate],
+        generation: int,
+        expected: int,
+        early: Callable[[Candidate, Evaluation], bool] | None = None,
+        islands: bool = False,
     ) -> tuple[list[Candidate], list[Evaluation]]:
         """Evaluate a batch (of about `expected` candidates, for the display), each candidate as
         soon as `candidates` yields it, skipping programs already measured; a replay takes the
         recorded run's evaluations. With `islands`, each island's candidates go to a worker of
         its own where the backend has several. Returns the batch and its evaluations (each with
-        its candidate's own measures), in the batch's order."""
+        its candidate's own measures), in the batch's order.
+
+        A partial evaluation `early` says may join the front starts its confirmation by every
+        test at once, beside the rest of the batch (`confirm` takes it; `settle` waits for
+        those it did not take)."""
         batch: list[Candidate] = []
         measured: list[Candidate] = []
         recorded: dict[str, Evaluation] = {}
@@ -133,12 +167,19 @@ class EvaluationService:
         if self.evaluator.settings.fail_fast:  # fixed for the batch, whatever finishes first
             self.evaluator.test_order = self.failure_order.order(list(self.evaluator.baseline_tests or {}))
 
+        bred: dict[str, Candidate] = {}
+
         def done(evaluation: Evaluation, measured_here: bool = True) -> None:
             self.busy_seconds += evaluation.seconds if measured_here else 0.0
             progress.evaluations += 1
             progress.timed_out += evaluation.status is Status.TIMED_OUT or "timed_out" in evaluation.tests.values()
             progress.done_in_generation += 1
             self.on_progress(progress, False)
+            candidate = bred.get(evaluation.tree_hash)
+            if early is None or candidate is None or not evaluation.partial:
+                return
+            if early(candidate, self._own(evaluation, candidate.variant)):
+                self._confirm_early(candidate.variant)
 
         def to_measure() -> Iterator[Variant]:
             for candidate in candidates:
@@ -152,6 +193,7 @@ class EvaluationService:
                     done(evaluation, measured_here=False)
                 else:
                     measured.append(candidate)
+                    bred.setdefault(tree_hash, candidate)
                     if islands and candidate.island is not None:
                         where[tree_hash] = candidate.island
                     yield candidate.variant
@@ -166,6 +208,65 @@ class EvaluationService:
                     self.failure_order.note(evaluation.tests)
         progress.batch_size = len(batch)
         return batch, [self._own(self.cache[c.variant.tree_hash], c.variant) for c in batch]
+
+    def confirm(self, variants: Sequence[Variant]) -> list[Evaluation]:
+        """Every training test on each program (once a program), for a partial evaluation that
+        would count as passing: the evaluation that replaces it in the cache, with each variant's
+        own measures. Recorded (`confirmation:<tree hash>`) and found again on a resume or replay."""
+        found: dict[str, Evaluation] = {}
+        fresh: dict[str, Variant] = {}
+        for variant in variants:
+            recorded = self.measurements.found(f"{CONFIRMATION}:{variant.tree_hash}")
+            if recorded is not None:
+                found[variant.tree_hash] = Evaluation.from_json(recorded)
+            else:
+                fresh.setdefault(variant.tree_hash, variant)
+        started = {tree_hash: self._early.pop(tree_hash) for tree_hash in list(fresh) if tree_hash in self._early}
+        others = [variant for tree_hash, variant in fresh.items() if tree_hash not in started]
+        confirmed = self.backend().evaluate_many(others, every_test=True, measured=False) if others else []
+        for evaluation in [*confirmed, *(future.result() for future in started.values())]:
+            found[evaluation.tree_hash] = self._record(evaluation)
+        self.cache.update(found)
+        return [self._own(found[variant.tree_hash], variant) for variant in variants]
+
+    def _record(self, confirmation: Evaluation) -> Evaluation:
+        """Record a confirmation, with the search's static measures of the program and, when the
+        verdict stands, its timing (neither is taken again: a confirmation runs only the tests)."""
+        before = self.cache.get(confirmation.tree_hash)
+        if before is not None:
+            same = _verdict(before) == _verdict(confirmation)
+            kept = {
+                name: value
+                for name, value in before.measures.items()
+                if name not in confirmation.measures and (same or name not in TIMING_MEASURES)
+            }
+            confirmation = dataclasses.replace(confirmation, measures={**kept, **confirmation.measures})
+        self.measurements.record(f"{CONFIRMATION}:{confirmation.tree_hash}", confirmation.to_json())
+        return confirmation
+
+    def _confirm_early(self, variant: Variant) -> None:
+        """Start every training test on `variant` in a thread of its own, on this machine's
+        evaluator (with a Dask backend, confirmations wait for the batch)."""
+        tree_hash = variant.tree_hash
+        if tree_hash in self._early or self.choice.backend == "dask":
+            return
+        if self.measurements.lookup(f"{CONFIRMATION}:{tree_hash}") is not None:
+            return  # a resumed run's or a replay's: recorded
+        if self._early_pool is None:
+            self._early_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gi-confirming")
+        self._early[tree_hash] = self._early_pool.submit(
+            self.evaluator.evaluate, variant, every_test=True, measured=False
+        )
+
+    def settle(self) -> None:
+        """Wait for the confirmations started early that `confirm` did not take (a candidate
+        that would have joined the front alone, but another of its batch came first), and
+        record them: which ones start depends on the batch alone, so a resumed run and a replay
+        find the same."""
+        while self._early:
+            tree_hash, future = next(iter(self._early.items()))
+            self.cache[tree_hash] = self._record(future.result())
+            del self._early[tree_hash]
 
     def _unfinished_or_recorded(self, tree_hash: str) -> Evaluation | None:
         """The evaluation of a program made in the generation a killed run did not checkpoint, or
@@ -227,9 +328,9 @@ class EvaluationService:
             original = self.evaluator.program.tree_hash
             known = {**self.studied, **({original: self.cache[original]} if original in self.cache else {})}
         else:
-            known = {**self.studied, **self.cache}
+            known = {**self.studied, **{tree_hash: e for tree_hash, e in self.cache.items() if not e.partial}}
         fresh = list({v.tree_hash: v for v in variants if v.tree_hash not in known}.values())
-        results = self.backend().evaluate_many(fresh)
+        results = self.backend().evaluate_many(fresh, every_test=True)  # a study's verdicts are every test's
         with self.store.transaction():
             for evaluation in results:
                 known[evaluation.tree_hash] = self.studied[evaluation.tree_hash] = evaluation
@@ -237,7 +338,10 @@ class EvaluationService:
         return [self._own(known[variant.tree_hash], variant) for variant in variants]
 
     def close(self) -> None:
-        """Stop the backend and the evaluator's warm workers."""
+        """Stop the backend and the evaluator's warm workers (and confirmations under way)."""
+        if self._early_pool is not None:
+            self._early_pool.shutdown(wait=True, cancel_futures=True)
+            self._early_pool = None
         if self._backend is not None:
             self._backend.close()
         self._backend = None

@@ -23,11 +23,10 @@ from gi.engine.verdict import CanaryTests, SecondRun, second_run
 from gi.engine.warm import WarmPool
 from gi.fitness.differential import record_cases
 from gi.fitness.faults import LineCoverage, covered_test_run, suspiciousness
-from gi.fitness.selection import Coverage, first_tests
+from gi.fitness.selection import Coverage, EditedLines, first_tests
 from gi.fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
 from gi.model.patch import Variant
 from gi.model.program import Program
-from gi.model.sites import Location
 
 
 def _retried(run: Callable[[], TestRun]) -> TestRun:
@@ -54,7 +53,7 @@ class SuiteRuns:
         #: The original's coverage by the training tests (set by the engine): a variant's tests
         #: that execute an edited line run first when its run may stop at the first failure.
         self.coverage: Coverage | None = None
-        self._site_lines: dict[Location, tuple[int, int]] | None = None
+        self._edited: EditedLines | None = None
         self._warm: WarmPool | None = None
         self._warm_lock = threading.Lock()
         #: The training tests whose canaries fail on the original (`learn_canaries`), and the
@@ -63,6 +62,8 @@ class SuiteRuns:
         self.original_types: dict[str, str] = {}
         #: Set on a worker whose host judged each variant's code before sending its sources.
         self.judged = False
+        #: Told how many tests of a cold run have finished, as they finish (the run's start shows it).
+        self.on_test: Callable[[int], None] | None = None
         self._canary_lock = threading.Lock()
 
     @property
@@ -102,14 +103,17 @@ class SuiteRuns:
         training: bool = False,
         variant: Variant | None = None,
         checks: Checks = NO_CHECKS,
+        selected: frozenset[str] | None = None,
     ) -> TestRun:
         """One cold test run, each test under its own limit (see `_retried`); a variant's training
-        run stops at its first failure when the settings say so; the plugin makes the `checks`."""
+        run stops at its first failure when the settings say so, and runs only the `selected`
+        tests when given; the plugin makes the `checks`."""
         order, first_failure = self._stop_plan(variant) if training else ((), False)
         before = loadable_files(sandbox.workdir)
         run = _retried(lambda: run_tests(paths, timeout=self.settings.timeout, runner=sandbox, limits=limits,
                                          setup=self.settings.pytest, default_limit=self.settings.test_timeout,
-                                         order=order, first_failure=first_failure, checks=checks))  # fmt: skip
+                                         order=order, first_failure=first_failure, checks=checks,
+                                         selected=self._in_order(selected), on_test=self.on_test))  # fmt: skip
         planted = sorted(loadable_files(sandbox.workdir) - before)
         if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
             run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
@@ -165,7 +169,8 @@ class SuiteRuns:
             return (), False
         order = self.test_order or tuple(self.baseline_tests)
         if self.coverage is not None and variant is not None and variant.patch.edits:
-            order = first_tests(self.coverage.tests_for(self.edited_lines(variant)), order)
+            lines = self.edited_lines(variant)
+            order = first_tests(None if lines is None else self.coverage.tests_for(lines), order)
         return order, self.settings.first_failure
 
     def training_order(self, variant: Variant) -> tuple[str, ...]:
@@ -173,21 +178,29 @@ class SuiteRuns:
         workers get the variant's sources but not its patch, so cannot tell its edited lines."""
         return self._stop_plan(variant)[0]
 
-    def edited_lines(self, variant: Variant) -> list[tuple[str, int]]:
-        """The lines of the original that the variant's edits change or insert before: each
-        edit's target and insertion points, over the whole site."""
-        if self._site_lines is None:
-            spans: dict[Location, tuple[int, int]] = {}
-            for site in self.program.sites:
-                first, last = spans.get(site.location, (site.line, site.line))
-                spans[site.location] = (min(first, site.line), max(last, site.last_line, site.line))
-            self._site_lines = spans
-        lines: list[tuple[str, int]] = []
-        for edit in variant.patch.edits:
-            for location in (edit.target, *edit.positions()):
-                first, last = self._site_lines.get(location, (0, -1))
-                lines += [(location.file, line) for line in range(first, last + 1)]
-        return lines
+    def selection(self, variant: Variant) -> frozenset[str] | None:
+        """The training tests that judge the variant in the search with tests.select = "coverage"
+        (`gi.fitness.selection.Coverage.selected`: those that can see its edits); None when every
+        test runs: selection is off, the original's coverage is unknown, an edit changes what
+        runs at import, or every test can see the edits."""
+        baseline = self.baseline_tests
+        if not self.settings.select or self.coverage is None or baseline is None or not variant.patch.edits:
+            return None
+        lines = self.edited_lines(variant)
+        selected = None if lines is None else self.coverage.selected(lines, baseline)
+        return None if selected is None or len(selected) == len(baseline) else selected
+
+    def _in_order(self, selected: frozenset[str] | None) -> tuple[str, ...] | None:
+        """The `selected` training tests in the original's order (what pytest is given to collect)."""
+        if selected is None:
+            return None
+        return tuple(test for test in self.baseline_tests or () if test in selected)
+
+    def edited_lines(self, variant: Variant) -> list[tuple[str, int]] | None:
+        """The lines of the original that the variant's edits change (`gi.fitness.selection.EditedLines`)."""
+        if self._edited is None:
+            self._edited = EditedLines(self.program)
+        return self._edited.of(variant.patch)
 
     def _training_exclude(self) -> tuple[Path, ...]:
         """What never enters a training workspace: the run folder, the reply cache, and the
@@ -202,14 +215,17 @@ class SuiteRuns:
                                       scratch=self.scratch, setup=self.settings.pytest)  # fmt: skip
             return self._warm
 
-    def warm_training(self, variant: Variant) -> TestRun:
-        """The training tests on a variant in a warm worker (the engine's fast path)."""
+    def warm_training(
+        self, variant: Variant, selected: frozenset[str] | None = None, checks: Checks = NO_CHECKS
+    ) -> TestRun:
+        """The training tests on a variant in a warm worker (the engine's fast path): only the
+        `selected` ones when given."""
         warm, settings, limits = self._warm_pool(), self.settings, self.test_limits
         order, first_failure = self._stop_plan(variant)
-        checks = self._checks(variant)
         return _retried(lambda: warm.run_tests(variant.sources, settings.train, timeout=settings.timeout,
                                                limits=limits, default_limit=settings.test_timeout, order=order,
-                                               first_failure=first_failure, checks=checks))  # fmt: skip
+                                               first_failure=first_failure, checks=checks,
+                                               selected=self._in_order(selected)))  # fmt: skip
 
     @property
     def warm_started(self) -> int:
@@ -231,6 +247,13 @@ class SuiteRuns:
         for `gi init`'s check of a project's tests."""
         with self._sandbox(variant) as sandbox:
             return self._run_tests(sandbox, self.settings.train, self.test_limits, training=True, variant=variant)
+
+    def collected(self, variant: Variant) -> TestRun:
+        """The training tests pytest collects on a variant (the original), cold and without running
+        them (`--collect-only`): each `not_run`, and the collection errors."""
+        setup = dataclasses.replace(self.settings.pytest, options=(*self.settings.pytest.options, "--collect-only"))
+        with self._sandbox(variant) as sandbox:
+            return run_tests(self.settings.train, timeout=self.settings.timeout, runner=sandbox, setup=setup)
 
     def _tests(self, variant: Variant, paths: Sequence[str], limits: Mapping[str, float]) -> TestRun:
         with self._sandbox(variant, holdout=True) as sandbox:
@@ -269,6 +292,7 @@ class SuiteRuns:
                 runner=sandbox,
                 default_limit=self.settings.test_timeout * 3,
                 setup=self.settings.pytest,
+                on_test=self.on_test,
             )
 
     def suspiciousness(self, variant: Variant, formula: str = "ochiai") -> dict[tuple[str, int], float]:

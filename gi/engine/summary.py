@@ -8,7 +8,7 @@ rigorous re-timing of speed-ups) from the run's services; `write_report` writes 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from gi.engine.accounting import count_by_operator
 from gi.engine.front_checks import plausible_patches, without_riders
 from gi.engine.held_out import HeldOut, front_members, generalisation_gap
 from gi.engine.recorded import replay_comparison
-from gi.engine.service import EvaluationService
+from gi.engine.service import CONFIRMATION, EvaluationService
 from gi.engine.storage import RunStorage
 from gi.engine.timing import OriginalTiming
 from gi.fitness.objectives import Objective, objective_values
@@ -252,7 +252,7 @@ class SummaryBuilder:
             baseline_holdout=holdout_baseline,
             front=front,
             history=store.history(),
-            evaluation_log=store.evaluation_log(),
+            evaluation_log=self._evaluation_log(),
             original_ids=originals,
             evaluations=len(cache) - 1,  # every program measured, but the original
             cache_hits=self.evaluations.progress.cache_hits,
@@ -282,7 +282,10 @@ class SummaryBuilder:
                     replay_comparison(measurements.recorded, store) if measurements.recorded is not None else None
                 ),
                 "operators": operators,
-                "plausible": plausible_patches(self.program, store, self.held_out, baseline, setup.suspicious),
+                "plausible": plausible_patches(
+                    self.program, store, self.held_out, baseline, setup.suspicious, self.evaluations.confirm
+                ),
+                "tests": self._tests_section(baseline),
                 "riders": riding,
                 "stopped": dict(setup.stopped),
                 "generalisation_gap": generalisation_gap(store.generalisation()),
@@ -295,6 +298,51 @@ class SummaryBuilder:
                 "warnings": self.evaluations.progress.warnings,
             },
         )
+
+    def _evaluation_log(self) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
+        """The store's evaluations in the order made, each partial one with its confirmation
+        (every training test's run), if one was made."""
+        confirmed = self.storage.store.measurements(f"{CONFIRMATION}:")
+        for seq, individual, generation, stored in self.storage.store.evaluation_log():
+            confirmation = confirmed.get(f"{CONFIRMATION}:{stored['tree_hash']}")
+            yield (
+                seq,
+                individual,
+                generation,
+                stored if confirmation is None else {**stored, "confirmation": confirmation},
+            )
+
+    def _tests_section(self, baseline: Evaluation) -> dict[str, Any]:
+        """How the training tests judged the search (summary.json `tests`): tests.select, the
+        training tests, how many an evaluation ran on average (every program the search measured
+        but the original; a run that stopped at a failure ran fewer), how many evaluations ran
+        a selection, and the confirmations: programs every test ran on before they could count
+        as passing, and those whose verdict that changed."""
+        store = self.storage.store
+        ran: list[float] = []
+        partial = 0
+        verdicts: dict[str, tuple[Any, Any]] = {}
+        for _, individual, _, evaluation in store.evaluation_log():
+            if individual == "baseline":
+                continue
+            tests = evaluation.get("tests", {})
+            ran.append(evaluation["measures"].get("tests_run", sum(o != "not_run" for o in tests.values())))
+            partial += bool(evaluation.get("partial"))
+            verdicts[evaluation["tree_hash"]] = (evaluation["status"], evaluation["measures"].get("failed_tests"))
+        confirmed = {
+            key.partition(":")[2]: (value["status"], value["measures"].get("failed_tests"))
+            for key, value in store.measurements(f"{CONFIRMATION}:").items()
+        }
+        training = len(baseline.tests)
+        return {
+            "select": self.config.tests.select,
+            "training": training,
+            "evaluations": len(ran),
+            "run_per_evaluation": round(sum(ran) / len(ran), 2) if ran else None,
+            "selected_evaluations": partial,
+            "confirmed": len(confirmed),
+            "overturned": sum(verdicts.get(tree_hash, verdict) != verdict for tree_hash, verdict in confirmed.items()),
+        }
 
     def _sections(self, accounting: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
         """The sections of summary.json operators have of their own (the language model's `llm`):

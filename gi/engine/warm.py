@@ -34,19 +34,20 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from gi.engine.project import own_modules
 from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
 from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
 from gi.engine.sandbox.workspace import Workspace, workspace
+from gi.fitness.pytest_diagnosis import last_error_line
 from gi.fitness.sandboxed import FOLDER as SANDBOXED
 from gi.fitness.tests import (
     DEFAULT_SETUP,
     NO_CHECKS,
-    PLUGIN_MODULE,
     Checks,
     PytestSetup,
     TestRun,
+    install_plugin,
     plugin_files,
-    plugin_source,
     pytest_arguments,
     read_report,
 )
@@ -64,6 +65,22 @@ ANSWER_MARGIN = 10.0
 #: and serves the variant through its import system (to the Python processes the tests start
 #: too, see fitness/sandboxed/warm_worker.py), so such a project keeps the cold path.
 _SPAWNS = re.compile(r"\b(runpy|spec_from_file_location|SourceFileLoader|run_path)\b|[\"']-[IE]S?[\"']")
+
+
+def disagreement(cold: Mapping[str, str], warm: TestRun) -> str:
+    """How the warm path's run of the original differs from the cold path's outcomes (`cold`),
+    in a few words naming the first test that differs; "" when they agree."""
+    if warm.forged:
+        return f"its report could not be trusted: {warm.forged}"
+    if cold and not warm.outcomes:
+        why = last_error_line(warm.failure_report() or warm.output_tail)
+        return f"it collected no test of {len(cold)}: {why}"
+    for test in [*cold, *(test for test in warm.outcomes if test not in cold)]:
+        if cold.get(test) != warm.outcomes.get(test):
+            said = last_error_line(warm.failures[test]) if test in warm.failures else ""
+            return (f"{test}: {cold.get(test, 'not collected')} cold, {warm.outcomes.get(test, 'not collected')} warm"
+                    + (f": {said}" if said else ""))  # fmt: skip
+    return ""
 
 
 class WarmError(Exception):
@@ -85,10 +102,7 @@ def third_party_imports(program: Program, test_texts: Sequence[str], import_root
     (the project's own modules never are: a child would find the original's already imported,
     and run it in place of its variant). Its own: what lies in the root and in each import
     root (`src` of a src layout)."""
-    own = {path.split("/")[0].removesuffix(".py") for path in program.files}
-    for folder in (program.root, *(program.root / root for root in import_roots)):
-        if folder.is_dir():
-            own |= {entry.name.removesuffix(".py") for entry in folder.iterdir()}
+    own = own_modules(program.root, program.files, import_roots)
     found: set[str] = set()
     for text in [*program.sources.values(), *test_texts]:
         try:
@@ -117,7 +131,7 @@ class WarmWorker:
         """Start a worker in `space` (the original's copy); it imports `preload` and compiles the
         `editable` files (relative paths) once."""
         self.sandbox = Sandbox(limits, space)
-        self.sandbox.install_tool(f"{PLUGIN_MODULE}.py", plugin_source())
+        install_plugin(self.sandbox.install_tool)
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
         # What the worker empties between variants: what a variant may write, and in the sandbox
@@ -290,18 +304,25 @@ class WarmPool:
         order: Sequence[str] = (),
         first_failure: bool = False,
         checks: Checks = NO_CHECKS,
+        selected: Sequence[str] | None = None,
     ) -> TestRun:
         """Run the tests on the variant whose edited files are `sources` (relative path -> text):
-        what `gi.fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure` and
-        `checks` as there)."""
+        what `gi.fitness.tests.run_tests` gives on a cold copy (`order`, `first_failure`, `checks`
+        and `selected` as there)."""
         changed = {file: text for file, text in sources.items() if text != self.program.sources.get(file)}
         key = secrets.token_hex(32)
         with self._worker() as worker:
             modules = self.setup.module_files(worker.sandbox.workdir)
-            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order, modules)
+            env = plugin_files(worker.sandbox.install_tool, limits, default_limit, order, modules, selected)
             argv = pytest_arguments(paths, first_failure=first_failure, options=self.setup.options)
-            request = {"sources": changed, "argv": argv, "env": env,
-                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
+            request: dict[str, Any] = {"sources": changed, "argv": argv, "env": env,
+                                       "key": key + checks.plan().decode(), "timeout": timeout}  # fmt: skip
+            if selected is not None:
+                # Only the selected tests are collected: the worker's prepared configuration (the
+                # training paths' rootdir and settings) takes them as its arguments.
+                request["args"] = list(selected)
+                request["selected_argv"] = pytest_arguments(selected, first_failure=first_failure,
+                                                            options=self.setup.options)  # fmt: skip
             before = worker.prepared_runs
             outcome = worker.run(request, timeout)
             with self._lock:

@@ -7,7 +7,7 @@ An `Evaluation` is a tagged result: its `status` says whether the variant could 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,6 +66,7 @@ class CommandRunner(Protocol):
         cwd: Path | None = None,
         stdin: bytes = b"",
         channel: bool = False,
+        on_channel: Callable[[bytes], None] | None = None,
     ) -> ProcessOutcome: ...
 
 
@@ -98,6 +99,10 @@ class Evaluation:
     seconds: float = 0.0
     #: Seconds each training test took (setup, call and teardown), by node id.
     durations: dict[str, float] = field(default_factory=dict)
+    #: Only the training tests that can see the variant's edits ran (tests.select = "coverage");
+    #: the others keep the original's outcomes in `tests` and the measures. Such an evaluation
+    #: steers the search; nothing counts as passing on it until every test confirmed it.
+    partial: bool = False
 
     @property
     def ok(self) -> bool:
@@ -112,6 +117,7 @@ class Evaluation:
             "detail": self.detail,
             "seconds": self.seconds,
             "durations": {test: round(seconds, 4) for test, seconds in self.durations.items()},
+            **({"partial": True} if self.partial else {}),
         }
 
     @classmethod
@@ -124,4 +130,5 @@ class Evaluation:
             detail=str(data.get("detail", "")),
             seconds=float(data.get("seconds", 0.0)),
             durations={str(k): float(v) for k, v in data.get("durations", {}).items()},
+            partial=bool(data.get("partial", False)),
         )

@@ -25,6 +25,7 @@ from gi.reports.tables import (
     changed_members,
     describe_speedup,
     model_rows,
+    tests_line,
     validation_baseline,
     validation_rows,
 )
@@ -353,6 +354,8 @@ def _run_document(folder: Path) -> _Document:
         f"{_number(summary.get('wall_seconds'))} s; overfitting rate {'-' if rate is None else f'{rate:.0%}'}; "
         f"sandbox: {summary.get('sandbox', '-')}."
     )
+    if (tests := tests_line(summary)) is not None:
+        doc.paragraph(tests[0].upper() + tests[1:] + ".")
     stopped = summary.get("stopped") or {}
     if stopped.get("reason"):
         doc.paragraph(

@@ -298,3 +298,22 @@ def model_table(summary: Mapping[str, Any]) -> Group | None:
 _TERMINAL_MODEL_COLUMNS = {"proposals": "asked", "parse_rate": "read", "apply_rate": "fit", "evaluated": "run",
                            "pass_rate": "pass", "front": "front", "improvements": "better", "tokens": "tokens",
                            "cost": "USD"}  # fmt: skip
+
+
+def tests_line(summary: Mapping[str, Any]) -> str | None:
+    """How many training tests an evaluation ran, and what selection by coverage saved and
+    confirmed (summary.json `tests`); None for a summary without it (an older gi's)."""
+    tests = summary.get("tests")
+    if not isinstance(tests, Mapping) or tests.get("run_per_evaluation") is None:
+        return None
+    ran, training = float(tests["run_per_evaluation"]), int(tests["training"])
+    said = f"tests: an evaluation ran {ran:.3g} of the {training} training tests on average"
+    if tests.get("select") != "coverage":
+        return said + " (tests.select = 'all': every test judged every variant)"
+    saved = 1 - ran / training if training else 0.0
+    confirmed, overturned = int(tests.get("confirmed", 0)), int(tests.get("overturned", 0))
+    return (
+        f"{said}, {saved:.0%} fewer than every test (tests.select = 'coverage': those that execute a line its edits"
+        f" change); {confirmed} program{'s' if confirmed != 1 else ''} ran every test before counting as passing,"
+        f" {overturned} of them failing it"
+    )

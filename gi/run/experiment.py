@@ -43,7 +43,7 @@ from gi.engine.storage import RunStorage
 from gi.engine.store import RunStore
 from gi.engine.summary import RunSetup, SummaryBuilder
 from gi.engine.timing import OriginalTiming, workload_settings
-from gi.engine.warm import third_party_imports, warm_unsafe
+from gi.engine.warm import disagreement, third_party_imports, warm_unsafe
 from gi.fitness.objectives import measures_read, objective_values, reference_point
 from gi.fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
 from gi.fitness.pytest_diagnosis import READ_ONLY
@@ -62,6 +62,9 @@ from gi.run.steering import Steering
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
 REPLAY_FOLDER = "replay"
+
+#: Seconds between two reports of how far a test run before generation 0 is.
+PROGRESS_SECONDS = 10.0
 
 #: Words in an environment variable's name that mark its value as a secret to redact.
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -129,6 +132,8 @@ class Experiment:
             self.on_progress, BackendChoice(section.backend, section.scheduler, section.workers),
         )  # fmt: skip
         self.operators: list[Operator] = []
+        self._phase_said = (self.progress.phase, 0.0)
+        self.evaluator.on_test = self._tests_done
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
             HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
@@ -164,6 +169,7 @@ class Experiment:
             secrets=_secrets(config),
             fail_fast=config.tests.fail_fast,
             first_failure=config.tests.fail_fast and section.shortcuts,
+            select=config.tests.select == "coverage",
             pytest=self.pytest,
             measures=measures_read(self.objectives),
             **workload_settings(config),
@@ -236,6 +242,17 @@ class Experiment:
     def phase(self, text: str) -> None:
         """Say what the run does before its first generation: each phase, as it starts."""
         self.progress.phase = text
+        self._phase_said = (text, time.monotonic())
+        self.on_progress(self.progress, False)
+
+    def _tests_done(self, count: int) -> None:
+        """How far a long test run before generation 0 is (the original's, its coverage's):
+        said again with the tests finished, every PROGRESS_SECONDS."""
+        phase, said = self._phase_said
+        if not phase or time.monotonic() - said < PROGRESS_SECONDS:
+            return
+        self.progress.phase = f"{phase}: {count} tests done"
+        self._phase_said = (phase, time.monotonic())
         self.on_progress(self.progress, False)
 
     def _check_warm(self, original: Variant, baseline: Evaluation) -> None:
@@ -245,10 +262,11 @@ class Experiment:
             return
         self.phase("checking that the warm path gives the original the cold path's outcomes")
 
-        def agrees() -> dict[str, bool]:
+        def agrees() -> dict[str, Any]:
             warm = self.evaluator.warm_training(original)
             writes = bool(READ_ONLY.search(warm.failure_report()))
-            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes}
+            how = disagreement(baseline.tests, warm)
+            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes, "how": how}
 
         check = self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)
         if not check["agrees"]:
@@ -257,6 +275,8 @@ class Experiment:
             why = "the warm path gave the original other outcomes than the cold"
             if check.get("writes"):
                 why += " (its tests write where they stand: the warm workers' copy is read-only, a cold one is not)"
+            elif check.get("how"):
+                why += f" ({check['how']})"
             self.engine, self.engine_reason = "cold", why
             self.progress.warnings.append(f"evaluation.engine: {self.engine_reason}; the run uses the cold path")
 
@@ -365,6 +385,7 @@ class Experiment:
             self.progress.cache_hits = int(checkpoint.stats.get("cache_hits", 0))
         self.phase(f"generation 0: {self.config.search.population} programs, the original among them")
         self.progress.phase = ""
+        self.evaluator.on_test = None
         loop = (SteadyLoop if self.config.search.steady_state else RunLoop)(
             search, self.evaluations, self.storage, self.timing, self.held_out, self.operators, self.on_progress,
             replay_of=self.replay_of,

@@ -92,6 +92,7 @@ class RunLoop:
                 stop = "nothing new"  # the search has no program left to propose
                 break
             self._note_stops()
+            evaluations = self._confirmed(candidates, evaluations)
             children = search.tell(candidates, evaluations)
             self._teach(candidates, evaluations, children, baseline, cached, counted)
             gap = None
@@ -103,6 +104,26 @@ class RunLoop:
             self._checkpoint(children, gap, new_programs=len(fresh))
             self.on_progress(self.progress, True)
         self.stopped = {"reason": stop, "generation": search.generation, "evaluations": len(self.known - {original})}
+
+    def _confirmed(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Evaluation]:
+        """The batch's evaluations, those that would make a candidate a feasible member of the
+        archive (the front) run again with every training test first when they ran only the
+        tests that can see its edits (tests.select): no verdict on the front rests on the
+        selection. A confirmation that fails lets another candidate join: it is confirmed too."""
+        evaluations = list(evaluations)
+        while waiting := [i for i in self.search.joining(candidates, evaluations) if evaluations[i].partial]:
+            self.evaluations.confirm([candidates[i].variant for i in waiting])
+            evaluations = [
+                self.evaluations.measured(c.variant) or e for c, e in zip(candidates, evaluations, strict=True)
+            ]
+        self.evaluations.settle()
+        # Every program the batch confirmed counts by its confirmation, as when the run resumes.
+        return [self.evaluations.measured(c.variant) or e for c, e in zip(candidates, evaluations, strict=True)]
+
+    def _would_join(self, candidate: Candidate, evaluation: Evaluation) -> bool:
+        """Whether the candidate would join the front were it the only one of its batch: its
+        confirmation may start while the batch runs (`EvaluationService.evaluate`)."""
+        return bool(self.search.joining([candidate], [evaluation]))
 
     def _stop(self, limits: SearchSection, elapsed: float) -> str | None:
         """Why the run stops before its next generation, or None: its generations are done
@@ -228,7 +249,7 @@ class RunLoop:
         expected = self.search.settings.population
         islands = self.search.name == "islands"
         if self.timing.active and not any(operator.waits for operator in self.operators):
-            return self.evaluations.evaluate(self._ask(generation), generation, expected, islands)
+            return self.evaluations.evaluate(self._ask(generation), generation, expected, self._would_join, islands)
         bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
@@ -253,7 +274,7 @@ class RunLoop:
         breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
         breeder.start()
         try:
-            return self.evaluations.evaluate(arriving(), generation, expected, islands)
+            return self.evaluations.evaluate(arriving(), generation, expected, self._would_join, islands)
         finally:
             # Never leave breeding running (asking the model, drawing from the generator)
             # after the generation: it ends at its next candidate, or its current request.

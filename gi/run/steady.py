@@ -58,6 +58,9 @@ class Flight:
 class SteadyLoop(RunLoop):
     """A steady-state search: breed while an evaluator is free, take results as they arrive."""
 
+    #: The results told in the generation under way: candidate, evaluation, individual.
+    told_now: list[tuple[Candidate, Evaluation, Individual]]
+
     def run(self, limits: SearchSection, baseline: Evaluation, elapsed: Callable[[], float]) -> None:
         search, store = self.search, self.storage.store
         saved: dict[str, Any] = store.get_meta(STEADY) or {}
@@ -218,17 +221,45 @@ class SteadyLoop(RunLoop):
         self.progress.cache_hits += not new
         self.progress.done_in_generation += 1
         self.on_progress(self.progress, False)
+        own = self._judged(candidate, own)
         child = tell_one(self.search, candidate, own, flight.generation)
         self.told_now.append((candidate, own, child))
         self.told += 1
         if self.search.started and self.told % self.population == 0:
             self._close_generation()
 
+    def _judged(self, candidate: Candidate, own: Evaluation) -> Evaluation:
+        """The result to tell: confirmed by every training test first when it ran only those that
+        see its edits (tests.select) and would join the front or the grid, as a generational
+        run's batch is (`RunLoop._confirmed`). The initial population is told whole: its front is
+        confirmed when its last result comes in. A confirmation is recorded, so a resumed run
+        and a replay find it where the run made it."""
+        if self.search.started:
+            return self._confirmed([candidate], [own])[0]
+        if len(self.search.initial or []) + 1 < self.population:
+            return own
+        return self._confirm_initial([(candidate, own)])[-1]
+
+    def _confirm_initial(self, more: list[tuple[Candidate, Evaluation]]) -> list[Evaluation]:
+        """Confirm the front of the initial population told so far and `more` (about to be told),
+        the individuals told already scored again by their confirmations; the evaluations of `more`."""
+        search = self.search
+        told = [(candidate, evaluation) for candidate, evaluation, _ in self.told_now]
+        pairs = [*told, *more]
+        confirmed = self._confirmed([c for c, _ in pairs], [e for _, e in pairs])
+        initial = search.initial or []
+        search.initial = [
+            (search.individual(c, e, child.generation), e)
+            for (c, _), e, (child, _) in zip(told, confirmed[: len(told)], initial, strict=True)
+        ] or None
+        self.told_now = [(c, e, child) for (c, _), (child, e) in zip(told, search.initial or [], strict=True)]
+        return confirmed[len(told) :]
+
     # --- generations ------------------------------------------------------------------------
 
     def _open_generation(self) -> None:
         """Start counting a generation: its results, and what was known at its start."""
-        self.told_now: list[tuple[Candidate, Evaluation, Individual]] = []
+        self.told_now = []
         self.programs_before = set(self.programs)
         self.counted_before = self.progress.evaluations
         self.front_before = {member.tree_hash for member in front_members(self.search.archive.members)}
@@ -304,6 +335,7 @@ class SteadyLoop(RunLoop):
             return
         search = self.search
         if not search.started:  # fewer results than a population: the initial one is what came
+            self._confirm_initial([])
             start_with_told(search)
         if search.started and self.told_now:
             self._close_generation(stop=self._why_stopped())

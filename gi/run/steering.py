@@ -26,6 +26,9 @@ from gi.model.sites import Location
 from gi.mutators import Feedback, MutationContext
 from gi.mutators.base import unexecuted_sites
 
+#: The outcomes of a test in the coverage run whose coverage is known: it ran to its end.
+MEASURED_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
+
 
 def test_texts(config: Config, program: Program) -> list[str]:
     """The text of every test file of the training and held-out paths."""
@@ -77,7 +80,10 @@ class Steering:
         self.suspicious = self._suspicious_lines(baseline)
         executed: dict[str, frozenset[int]] | None = None
         tested: dict[str, frozenset[int]] = {}
-        self.phase("coverage of the original by its training tests")
+        recorded = self.measurements.lookup("coverage") is not None
+        count = len(self.evaluator.baseline_tests or {})
+        what = "coverage of the original by its training tests"
+        self.phase(f"{what}: recorded" if recorded else f"{what} ({count} tests, a coverage.py context each)")
         coverage = self.evaluator.coverage = self._coverage()
         if coverage is None:
             self.progress.warn("coverage of the original could not be read: every site may be edited")
@@ -115,10 +121,15 @@ class Steering:
             if run.foreign_imports:
                 problem = cannot_run(run, self.config.tests.train, self.evaluator.settings.pytest.python, 0)
                 raise ProgramError(f"{self.config.source}: {problem}")
-            return {"lines": Coverage.of(lines, sources).to_json() if lines else None}
+            # A test's coverage holds up to where it stopped (a failing test's too), unless a
+            # time limit cut it short: coverage.py's slower run is not the original's.
+            measured = sorted(test for test, outcome in run.outcomes.items() if outcome in MEASURED_OUTCOMES)
+            return {"lines": Coverage.of(lines, sources).to_json() if lines else None, "tests": measured}
 
         recorded = self.measurements.get("coverage", measure, encode=as_is, decode=as_is)
-        return None if recorded["lines"] is None else Coverage.from_json(recorded["lines"], sources)
+        if recorded["lines"] is None:
+            return None
+        return Coverage.from_json(recorded["lines"], sources, recorded.get("tests"))
 
     def _workload_functions(self) -> frozenset[str]:
         """The workload's entry point (and what only it calls) when it lives in an editable

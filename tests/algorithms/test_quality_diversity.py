@@ -3,6 +3,7 @@ test_algorithms.py: synthetic evaluations fed to the algorithms, no pytest runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 
@@ -14,6 +15,7 @@ from gi.algorithms.steady import ask_one, settle, tell_one
 from gi.algorithms.strategies import IslandPlan, IslandSettings, RandomMigration, RingMigration, RoundRobin
 from gi.algorithms.variation import Candidate, operator_of_label
 from gi.model.program import Program
+from gi.model.results import Evaluation, Status
 from gi.populations import Individual
 from tests.algorithms.test_algorithms import SOURCE, make_search, run, synthetic
 
@@ -187,3 +189,26 @@ def test_the_initial_population_is_taken_once_a_population_of_it_is_told(program
     assert len(search.population) == 6 and search.generation == 0
     tell_one(search, candidates[6], synthetic(candidates[6]), 0)
     assert len(search.population) == 6, "later ones join by survival"
+
+
+def test_a_result_that_would_take_a_cell_of_the_grid_joins_though_the_front_dominates_it(program: Program) -> None:
+    """`joining` names what a confirmation by every test must settle first (tests.select): the
+    grid's elites count (the QD-score) as the front's members do."""
+    search = make_search(program, "map_elites")
+    run(search, 2)
+    assert search.grid is not None
+    features = search.grid_settings.features  # type: ignore[union-attr]
+    candidate = search.ask()[0]
+    # Complex and large: dominated by the original, in a cell no program reached.
+    measures = next(
+        {"failed_tests": 0.0, "complexity": 15.5, "size": size}
+        for size in (1.0, 3.0, 6.0, 9.0)
+        if features.cell((15.5, size)) not in search.grid.elites
+    )
+    costly = Evaluation(Status.OK, candidate.variant.tree_hash, measures)
+    child = search.individual(candidate, costly, search.generation + 1)
+    assert any(member.fitness.dominates(child.fitness) for member in search.archive.members)
+    assert search.joining([candidate], [costly]) == [0]
+    elites = dict(search.grid.elites)
+    assert search.joining([candidate], [dataclasses.replace(costly, measures={**measures, "failed_tests": 1.0})]) == []
+    assert search.grid.elites == elites, "nothing changes"

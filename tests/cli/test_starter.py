@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from gi.cli.main import main
-from gi.config import load_config
+from gi.cli.starter import OriginalRun, Project, starter_config, survey
+from gi.config import load_config, parse_config
 from gi.fitness.objectives import Constraint
+from gi.fitness.outcomes import one_test_limit
 from gi.model.program import Program
+from tests.layouts import strict_src_layout
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "programs"
 NAMES = sorted(path.name for path in EXAMPLES.iterdir() if path.is_dir())
@@ -146,7 +150,7 @@ def write_broken(folder: Path, test: str) -> Path:
     [
         (
             "import not_installed_anywhere\n\n\ndef test_one():\n    assert True\n",
-            "tests/test_code.py cannot be collected: ModuleNotFoundError: No module named 'not_installed_anywhere'",
+            "the training tests import not_installed_anywhere, which the interpreter they run in",
         ),
         ("import sys\n\nsys.exit(4)\n", "pytest could not run the training tests"),
         ("def helper():\n    return 1\n", "pytest collects no test in tests"),
@@ -160,9 +164,64 @@ def test_tests_that_cannot_run_are_one_line_and_no_config(
     assert main(["init", str(project)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gi: error: ")]
     assert len(err) == 1, err
-    assert f"{project}: the original's training tests cannot run: " in err[0]
+    assert f"gi: error: {project}: " in err[0]
     assert problem in err[0], err[0]
     assert not (project / "gi.toml").exists()
+
+
+LAZY_IMPORT = """\
+def one():
+    return 1
+
+
+def transliterate(text):
+    from ascii_tables_gi_lacks import table
+
+    return table(text)
+"""
+
+
+def test_init_names_a_module_the_tests_lack_and_writes_no_repair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The code imports a dependency when called (python-slugify's text_unidecode): without it in
+    the environment, tests fail. That is no repair: gi init names the module and its fix."""
+    project = write_broken(
+        tmp_path / "lazy",
+        "from code import one, transliterate\n\n\ndef test_one():\n    assert one() == 1\n\n\n"
+        "def test_plain():\n    assert transliterate('a') == 'a'\n\n\n"
+        "def test_accents():\n    assert transliterate('é') == 'e'\n",
+    )
+    (project / "code.py").write_text(LAZY_IMPORT)
+    (project / "pyproject.toml").write_text('[project]\nname = "lazy"\ndependencies = ["Ascii-Tables-Gi-Lacks>=1.3"]\n')
+    assert main(["init", str(project)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gi: error: ")]
+    assert len(err) == 1, err
+    assert "the training tests import ascii_tables_gi_lacks, which the interpreter they run in" in err[0]
+    assert "2 test(s) fail on it (tests/test_code.py::test_accents, ...)" in err[0]
+    assert "-m pip install Ascii-Tables-Gi-Lacks)" in err[0] and "program.python" in err[0], err[0]
+    assert not (project / "gi.toml").exists(), "no repair config"
+
+
+def test_init_leaves_scripts_beside_the_program_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = write_broken(tmp_path / "scripts", "from code import one\n\n\ndef test_one():\n    assert one() == 1\n")
+    for folder in ("tools", "scripts", "benchmarks", "examples"):
+        (project / folder).mkdir()
+        (project / folder / "check.py").write_text("print('a script')\n")
+    assert main(["init", str(project)]) == 0
+    said = capsys.readouterr().out
+    assert "left out: benchmarks/, examples/, scripts/, tools/ (scripts beside the program" in said, said
+    assert load_config(project / "gi.toml").program.files == ["code.py"]
+    assert "# Left out: the scripts in benchmarks/, examples/, scripts/, tools/" in (project / "gi.toml").read_text()
+
+
+def test_a_project_of_scripts_alone_keeps_them_editable(tmp_path: Path) -> None:
+    project = tmp_path / "only"
+    (project / "scripts").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "scripts" / "tally.py").write_text("def tally(n):\n    return n + 1\n")
+    (project / "tests" / "test_tally.py").write_text("def test_tally():\n    assert True\n")
+    assert survey(project).files == ("scripts/tally.py",)
 
 
 def test_init_holds_out_a_share_and_stops_at_the_first_failure(tmp_path: Path) -> None:
@@ -190,7 +249,8 @@ def test_init_calls_a_hanging_test_timed_out_and_writes_limits_that_agree(
 ) -> None:
     from gi.cli import starter
 
-    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 2.0)
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 1.0)
+    monkeypatch.setattr(starter, "RETRY_TEST_TIMEOUT", 2.0)
     project = write_broken(
         tmp_path / "hangs",
         "import time\n\nfrom code import one\n\n\ndef test_one():\n    assert one() == 1\n\n\n"
@@ -203,6 +263,59 @@ def test_init_calls_a_hanging_test_timed_out_and_writes_limits_that_agree(
     assert config.tests.test_timeout <= config.tests.timeout
     assert config.tests.test_timeout < 10, "the hanging test's time is the limit's, not its own"
     assert "tests/test_code.py::test_hangs timed out after 2 s" in (project / "gi.toml").read_text()
+
+
+def test_init_names_a_test_its_time_limit_cannot_interrupt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that spends its time in C code never returns to Python for its time limit to
+    raise: it is stopped at its hard deadline, and gi init names it rather than waiting for the
+    whole run's limit."""
+    from gi.cli import starter
+
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 1.0)
+    project = write_broken(
+        tmp_path / "c", "from code import one\n\n\ndef test_in_c():\n    assert sum(range(10**12)) == one()\n"
+    )
+    assert main(["init", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "tests/test_code.py::test_in_c ran past its time limit of 1 s in code the limit could not interrupt" in err
+    assert not (project / "gi.toml").exists()
+
+
+def test_init_writes_limits_gi_run_takes_as_they_are(tmp_path: Path) -> None:
+    """more-itertools' figures (its slowest test 22 s, the run 45.7 s) once gave test_timeout = 441
+    beside timeout = 457, which gi run warned about: one test may take at most TEST_SHARE of a
+    whole run."""
+    (tmp_path / "m.py").write_text("x = 1\n")
+    (tmp_path / "tests").mkdir()
+    project = Project(tmp_path, ("m.py",), ("tests",), (), None)
+    for slowest, seconds in ((22.0, 45.7), (0.01, 0.5), (3.0, 4.0), (100.0, 1000.0)):
+        text = starter_config(project, OriginalRun(tests=612, failing=(), slowest=slowest, seconds=seconds))
+        tests = parse_config(tomllib.loads(text), tmp_path / "gi.toml").tests
+        assert tests.test_timeout > 20 * slowest, "what the slowest test took, with room to spare"
+        assert one_test_limit(tests.test_timeout, tests.timeout) == tests.test_timeout, (slowest, seconds)
+
+
+def test_init_runs_a_test_past_its_limit_again_alone_to_tell_slow_from_hanging(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test past gi init's limit on one test (more-itertools' test_primes on a loaded machine)
+    runs again alone with a longer one: slow, it passes, and the limits written fit its time."""
+    from gi.cli import starter
+
+    monkeypatch.setattr(starter, "CHECK_TEST_TIMEOUT", 1.0)
+    monkeypatch.setattr(starter, "RETRY_TEST_TIMEOUT", 30.0)
+    project = write_broken(
+        tmp_path / "slow",
+        "import time\n\nfrom code import one\n\n\ndef test_one():\n    assert one() == 1\n\n\n"
+        "def test_slow():\n    time.sleep(2)\n    assert one() == 1\n",
+    )
+    assert main(["init", str(project)]) == 0
+    assert "the original passes all 2 training tests" in capsys.readouterr().out
+    config = load_config(project / "gi.toml")
+    assert config.objectives.constraint is Constraint.TRAIN_PASS
+    assert config.tests.test_timeout >= 20 * 2, "its time, with room to spare"
 
 
 def test_a_projects_environment_is_the_one_the_tests_run_in(tmp_path: Path) -> None:
@@ -223,3 +336,27 @@ def test_a_projects_environment_is_the_one_the_tests_run_in(tmp_path: Path) -> N
     config = load_config(project / "gi.toml")
     assert config.program.python == ".venv/bin/python"
     assert config.program.files == ["code.py"], "nothing of the environment is editable"
+
+
+@pytest.mark.slow
+def test_a_src_layout_that_turns_warnings_into_errors_runs_warm_from_init_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gi init, then gi run as written, on a src layout with filterwarnings = error: the run keeps
+    the warm engine (no fallback), reads coverage, splits held-out tests, and its front has the
+    verdicts of the same run on the cold engine."""
+    project = strict_src_layout(tmp_path / "strict")
+    assert main(["init", str(project)]) == 0
+    fronts = {}
+    for engine in ("warm", "cold"):
+        argv = ["run", str(project / "gi.toml"), "--quiet", "--population", "6", "--generations", "1"]
+        if engine == "cold":
+            argv += ["--set", "evaluation.engine=cold", "--set", "experiment.output=../cold-runs"]
+        assert main(argv) == 0, capsys.readouterr().err
+        folder = tmp_path / ("strict-gi-runs" if engine == "warm" else "cold-runs") / "strict-seed1"
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["engine"]["training_tests"] == engine, summary["engine"]
+        assert not [warning for warning in summary["warnings"] if "engine" in warning or "coverage" in warning]
+        assert len(summary["holdout_split"]["holdout"]) == 1 and summary["sites"] is not None
+        fronts[engine] = sorted((member["id"], json.dumps(member["objectives"])) for member in summary["front"])
+    assert fronts["warm"] == fronts["cold"]

@@ -250,6 +250,7 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         preload=("numpy",),
         fail_fast=True,
         first_failure=True,
+        select=True,
         pytest=PytestSetup("/project/.venv/bin/python", ("--no-cov",), ("src",), (("shop", "src/shop.py"),), True),
         measures=frozenset({"complexity", "size"}),
     )
@@ -344,3 +345,22 @@ def test_each_islands_evaluations_go_to_a_worker_of_its_own(scheduler: str, proj
     assert first != second
     assert sorted(asked) == sorted([first] * 3 + [second])
     assert [same(one_by_one[variant.tree_hash]) for variant in variants] == [same(e) for e in batch]
+
+
+def test_workers_run_only_the_tests_the_host_selects(scheduler: str, project: Path, tmp_path: Path) -> None:
+    """tests.select: the host, which has the patch, selects the tests that execute an edited line
+    and the worker runs only those, as the local evaluator does; with every_test, all of them."""
+    evaluator = evaluator_of(project, select=True)
+    program = evaluator.program
+    run, lines = evaluator.line_coverage(apply(program, Patch()))
+    evaluator.coverage = Coverage.of(lines, program.sources, run.outcomes)
+    returns = [site for site in program.sites_of(SiteKind.STATEMENT) if site.function == "average"]
+    variant = apply(program, Patch((DeleteStatement(returns[-1].location),)))  # average returns None
+    selected = evaluator.selection(variant)
+    assert selected is not None and 0 < len(selected) < len(evaluator.baseline_tests or {})
+    local = evaluator.evaluate(variant)
+    with DaskBackend(evaluator, scheduler, cache=tmp_path / "bundles") as backend:
+        remote, full = backend.evaluate_many([variant]), backend.evaluate_many([variant], every_test=True)
+    assert remote[0].partial and set(remote[0].durations) == set(local.durations) == selected
+    assert same(remote[0]) == same(local)
+    assert not full[0].partial and set(full[0].durations) == set(evaluator.baseline_tests or {})

@@ -4,6 +4,7 @@ copy of the original, pytest settings asking for a plugin the interpreter lacks.
 from __future__ import annotations
 
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,13 @@ from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
+from gi.engine.warm import WarmPool
 from gi.fitness.faults import covered_test_run
 from gi.fitness.pytest_diagnosis import why_not_run
 from gi.fitness.tests import PytestSetup, run_tests
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
+from tests.layouts import strict_src_layout
 
 CACHE = "def get(key):\n    return key * 2\n"
 TESTS = "from shop.cache import get\n\n\ndef test_get():\n    assert get(2) == 4\n"
@@ -166,3 +169,32 @@ def test_a_conftest_the_run_adds_makes_it_forged(tmp_path: Path) -> None:
     evaluator = Evaluator(program, EvaluationSettings(train=("tests",), timeout=60))
     run = evaluator.training_run(Variant(program, Patch(), {"calc.py": planting}, ()))
     assert run.forged == "the test run added tests/sub/conftest.py to the project's copy"
+
+
+def test_a_src_layout_that_turns_warnings_into_errors_runs_warm_as_cold(tmp_path: Path) -> None:
+    """python-slugify's pytest settings (filterwarnings = error) in a src layout, with coverage
+    settings of the project's own: the warm workers give the original and a variant the cold
+    path's outcomes (they imported pytest's plugins without its assertion rewriter, and pytest's
+    warning about it stopped every run), and coverage reads the lines each test ran."""
+    assert list(entry_points(group="pytest11")), "needs a pytest plugin installed (gi's dev extras have two)"
+    root = strict_src_layout(tmp_path / "strict")
+    files = ["src/shop/__init__.py", "src/shop/prices.py"]
+    setup = setup_for(root, files)
+    program = Program.load(root, files, protected=["tests"])
+    broken = {"src/shop/prices.py": (root / "src/shop/prices.py").read_text().replace("0.9", "0.8")}
+    pool = WarmPool(program, Limits(), 1, preload=["pytest", "warnings"], setup=setup)
+    try:
+        warm = [pool.run_tests(sources, ["tests"], timeout=60, limits={}, default_limit=10) for sources in ({}, broken)]
+    finally:
+        pool.close()
+    cold = []
+    for sources in ({}, broken):
+        with workspace(root, sources) as space:
+            cold.append(run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), setup=setup))
+    assert [run.outcomes for run in warm] == [run.outcomes for run in cold]
+    assert set(cold[0].outcomes.values()) == {"passed"} and len(cold[0].outcomes) == 5
+    assert cold[1].outcomes["tests/test_prices.py::test_discount"] == "failed"
+    assert not any(run.forged for run in warm + cold)
+    with workspace(root, {}) as space:
+        _, coverage = covered_test_run(["tests"], files, timeout=60, runner=Sandbox(Limits(), space), setup=setup)
+    assert "tests/test_prices.py::test_discount" in coverage["src/shop/prices.py"][16]

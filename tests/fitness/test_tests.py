@@ -21,7 +21,7 @@ from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.fitness.outcomes import count_failed, overfits, per_test_limits
-from gi.fitness.sandboxed import pytest_plugin
+from gi.fitness.sandboxed import pytest_limits, pytest_plugin
 from gi.fitness.tests import TestRun, run_tests
 
 PROGRAM = """\
@@ -228,8 +228,8 @@ def test_after():
 
 
 def _run_with_a_second_per_test(folder: Path, name: str, text: str) -> TestRun:
-    """The tests of a project holding only tests/`name` (`text`), each limited to 1 s."""
-    (folder / "tests").mkdir(parents=True)
+    """The tests of a project holding tests/`name` (`text`), each limited to 1 s."""
+    (folder / "tests").mkdir(parents=True, exist_ok=True)
     (folder / "tests" / name).write_text(text)
     with workspace(folder, {}) as space:
         return run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=1.0)
@@ -249,9 +249,11 @@ def test_a_test_that_hangs_fails_alone(tmp_path: Path) -> None:
 
 
 def test_a_time_limit_runs_out_in_the_tests_code_not_in_pytests() -> None:
-    """The classifier the per-test alarm asks, on real frames: code compiled as pytest's own,
-    as the standard library's (which runs for its caller), and as a test's."""
-    places = pytest_plugin._machinery_places()
+    """The classifier the per-test alarm asks, on real frames: code compiled as pytest's own, as
+    the standard library's (which runs for its caller), as gi's plugin's, as a doctest's example
+    and as a test's, called from the phase's runner (pytest's CallInfo.from_call; here this
+    test's own call phase, or a stand-in compiled as pytest's)."""
+    places = pytest_limits.machinery_places(pytest_plugin.__file__)
     stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "codecs.py")
     capture = os.path.join(os.path.dirname(_pytest.__file__), "capture.py")
 
@@ -260,12 +262,21 @@ def test_a_time_limit_runs_out_in_the_tests_code_not_in_pytests() -> None:
         exec(compile("def call(inner):\n    return inner()\n", file, "exec"), namespace)
         return cast(Callable[[Callable[[], FrameType | None]], FrameType | None], namespace["call"])
 
-    in_pytest, in_stdlib = compiled(capture), compiled(stdlib)
-    assert not pytest_plugin._in_machinery(sys._getframe(), places)
-    assert pytest_plugin._in_machinery(in_pytest(sys._getframe), places)
-    # The standard library decoding what pytest captured is pytest's time; called by the test, the test's.
-    assert pytest_plugin._in_machinery(in_pytest(functools.partial(in_stdlib, sys._getframe)), places)
-    assert not pytest_plugin._in_machinery(in_stdlib(sys._getframe), places)
+    in_pytest, in_stdlib, in_plugin = compiled(capture), compiled(stdlib), compiled(pytest_plugin.__file__)
+    in_doctest = compiled("<doctest calc.add[0]>")
+    frame = sys._getframe
+    # In this test's call phase: its own code, and what it calls of pytest's and the standard library's.
+    assert pytest_limits.in_tests_code(frame(), places)
+    assert pytest_limits.in_tests_code(in_pytest(frame), places), "pytest.approx, say, called by the test"
+    assert pytest_limits.in_tests_code(in_pytest(functools.partial(in_stdlib, frame)), places)
+    assert not pytest_limits.in_tests_code(in_plugin(frame), places), "never in gi's plugin (a record cut in half)"
+    # Around the test: pytest's machinery (reading what it captured) between the runner and the test.
+    runner = compiled(capture)
+    around = places._replace(runner=runner.__code__)
+    assert not pytest_limits.in_tests_code(runner(functools.partial(in_pytest, functools.partial(in_stdlib, frame))),
+                                           around)  # fmt: skip
+    assert pytest_limits.in_tests_code(runner(functools.partial(in_pytest, functools.partial(in_doctest, frame))),
+                                       around), "a doctest's example is the test's code"  # fmt: skip
 
 
 SPINS_IN_PYTEST = """\
@@ -289,6 +300,92 @@ def test_a_test_that_spends_its_time_in_pytests_code_still_times_out(tmp_path: P
         "tests/test_spins.py::test_spins_in_pytests_code": "timed_out",
         "tests/test_spins.py::test_after": "passed",
     }
+
+
+OUT_OF_THE_ALARMS_REACH = """\
+import time
+
+import pytest
+
+
+def test_swallows_its_timeout():
+    try:
+        time.sleep(3)
+    except BaseException:
+        pass
+
+
+class SlowToFinalise:
+    def __del__(self):
+        time.sleep(3)
+
+
+def test_times_out_in_a_finaliser():
+    SlowToFinalise()  # its __del__ runs here, where Python prints what it raises and goes on
+
+
+@pytest.mark.xfail(reason="expected to fail, and slow")
+def test_expected_to_fail_runs_out_of_time():
+    time.sleep(3)
+    assert False
+
+
+def test_quick_but_reported_slowly():
+    assert True
+
+
+def test_after():
+    assert True
+"""
+
+SLOW_REPORTING = """\
+import time
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.nodeid.endswith("reported_slowly"):
+        time.sleep(1.5)
+"""
+
+
+def test_a_test_past_its_limit_is_a_timeout_and_pytest_counts_it_failed(tmp_path: Path) -> None:
+    """A test that swallowed its timeout, one that timed out in a finaliser (whose exceptions
+    Python prints and drops), one expected to fail that ran out of time: timeouts, counted
+    failed by pytest too, so the report agrees with pytest (never tampered: a hostile run under
+    load was, once); a test whose report a hook of the project's makes slowly is not timed out
+    in the hook's code."""
+    (tmp_path / "limits" / "tests").mkdir(parents=True)
+    (tmp_path / "limits" / "tests" / "conftest.py").write_text(SLOW_REPORTING)
+    run = _run_with_a_second_per_test(tmp_path / "limits", "test_limits.py", OUT_OF_THE_ALARMS_REACH)
+    assert not run.forged and not run.timed_out
+    assert run.outcomes == {
+        "tests/test_limits.py::test_swallows_its_timeout": "timed_out",
+        "tests/test_limits.py::test_times_out_in_a_finaliser": "timed_out",
+        "tests/test_limits.py::test_expected_to_fail_runs_out_of_time": "timed_out",
+        "tests/test_limits.py::test_quick_but_reported_slowly": "passed",
+        "tests/test_limits.py::test_after": "passed",
+    }
+    assert run.exit_status == 1, "pytest counts them failed"
+
+
+IN_C_CODE = """\
+def test_in_c_code():
+    sum(range(10**12))
+
+
+def test_after():
+    assert True
+"""
+
+
+def test_a_test_the_alarm_cannot_interrupt_is_stopped_at_its_hard_deadline(tmp_path: Path) -> None:
+    """C code never returns to Python for the alarm to raise: the watchdog stops the run at the
+    test's hard deadline, long before the whole run's limit, and says so."""
+    run = _run_with_a_second_per_test(tmp_path / "c", "test_c.py", IN_C_CODE)
+    assert not run.forged
+    assert run.outcomes == {"tests/test_c.py::test_in_c_code": "timed_out", "tests/test_c.py::test_after": "not_run"}
+    assert run.timed_out and "test_in_c_code ran past its time limit of 1 s" in run.stopped, run.stopped
+    assert "could not interrupt" in run.failure_report()
 
 
 def test_per_test_limits_come_from_the_originals_times() -> None:

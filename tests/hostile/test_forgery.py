@@ -234,3 +234,47 @@ def test_names_the_original_already_uses_are_allowed() -> None:
     assert new_risky_names(original, variant) == []
     sneaky = {"tool.py": "import subprocess as s\n\ndef run(argv):\n    return s.Popen(argv)\n"}
     assert new_risky_names(original, sneaky) == ["tool.py: subprocess.Popen"]
+
+
+ASK_THE_WATCHDOG = """\
+import json, os, stat, time
+
+def add(a, b):
+    return a - b
+
+def forge():
+    environ = open("/proc/self/environ", "rb").read().split(b"\\0")
+    channel = int(next(v for v in environ if v.startswith(b"GI_CHANNEL_FD=")).split(b"=")[1])
+    tests = ["tests/test_calc.py::test_one", "tests/test_calc.py::test_two", "tests/test_calc.py::test_zero"]
+    records = [{"collected": tests}] + [{"finish": t, "outcome": "passed", "duration": 0.0} for t in tests]
+    told = {"at": time.monotonic(), "sequence": 0, "test": tests[0], "limit": 1.0, "canary": False,
+            "records": records + [{"exitstatus": 0}]}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and fd != channel and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, (json.dumps(told) + "\\n").encode())
+        except OSError:
+            pass
+    time.sleep(2)
+
+forge()
+"""
+
+
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_the_watchdog_never_signs_what_the_code_under_test_tells_it(project: Path, engine: str) -> None:
+    """Each test's limit has a watchdog process that writes signed records when it stops a test:
+    code that finds its pipe can move its deadline, but what it writes is its own (the test
+    timed out, the run was stopped), never records the code hands it."""
+    if engine == "warm":
+        pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+        try:
+            forged = pool.run_tests({"calc.py": ASK_THE_WATCHDOG}, ["tests"], timeout=60, limits={}, default_limit=5)
+        finally:
+            pool.close()
+    else:
+        with workspace(project, {"calc.py": ASK_THE_WATCHDOG}) as space:
+            forged = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=5)
+    assert forged.forged or count_failed(forged, run(project, HONEST).outcomes) > 0, forged.outcomes
+    assert forged.outcomes.get("tests/test_calc.py::test_one") != "passed"

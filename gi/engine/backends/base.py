@@ -30,16 +30,30 @@ class BackendError(GIError):
 
 
 class Backend(Protocol):
-    """Evaluates batches of variants (results keep input order), or one variant at a time."""
+    """Evaluates batches of variants (results keep input order), or one variant at a time. Each
+    runs the training tests the evaluator selects for it (tests.select), or with `every_test` all
+    of them; without `measured`, only the tests run (a confirmation keeps the search's timing and
+    static measures)."""
 
     def evaluate_many(
         self,
         variants: Iterable[Variant],
         on_done: Callable[[Evaluation], None] | None = None,
         where: Mapping[str, int] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]: ...
 
-    def submit(self, variant: Variant, done: Callable[[Result], None], affinity: int | None = None) -> None: ...
+    def submit(
+        self,
+        variant: Variant,
+        done: Callable[[Result], None],
+        affinity: int | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
+    ) -> None: ...
 
     def close(self) -> None: ...
 
@@ -58,18 +72,29 @@ class LocalBackend:
         variants: Iterable[Variant],
         on_done: Callable[[Evaluation], None] | None = None,
         where: Mapping[str, int] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch in this process's threads (`where`, the islands' workers, is for
         backends of several machines)."""
-        return self.evaluator.evaluate_many(variants, on_done)
+        return self.evaluator.evaluate_many(variants, on_done, every_test=every_test, measured=measured)
 
-    def submit(self, variant: Variant, done: Callable[[Result], None], affinity: int | None = None) -> None:
+    def submit(
+        self,
+        variant: Variant,
+        done: Callable[[Result], None],
+        affinity: int | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
+    ) -> None:
         """Evaluate one variant in the next free thread; `done` gets its result (`affinity` is for
         backends of several machines)."""
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.evaluator.settings.workers, thread_name_prefix="gi-evaluate")
-            future = self._pool.submit(self.evaluator.evaluate, variant)
+            future = self._pool.submit(self.evaluator.evaluate, variant, every_test=every_test, measured=measured)
 
         def finished(result: Future[Evaluation]) -> None:
             done(result.result)

@@ -183,10 +183,15 @@ class DaskBackend:
         variants: Iterable[Variant],
         on_done: Callable[[Evaluation], None] | None = None,
         where: Mapping[str, int] | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch on the workers, one task a variant submitted as soon as `variants`
         yields it (to the worker of its island, `where` by tree hash, if it says); `on_done` is
-        called as each result comes in, and the results keep input order."""
+        called as each result comes in, and the results keep input order. Each runs the training
+        tests the host selects for it (`Evaluator.selection`, from its patch), or every test with
+        `every_test`; the workload and the static measures too unless not `measured`."""
         from distributed import as_completed
 
         submitted: list[Variant] = []
@@ -194,7 +199,8 @@ class DaskBackend:
         results: dict[int, Evaluation] = {}
         try:
             for variant in variants:
-                sent = self._send(variant, None if where is None else where.get(variant.tree_hash))
+                island = None if where is None else where.get(variant.tree_hash)
+                sent = self._send(variant, island, every_test=every_test, measured=measured)
                 submitted.append(variant)
                 if isinstance(sent, Evaluation):  # judged here, where the patch is: never sent
                     results[len(submitted) - 1] = sent
@@ -215,9 +221,17 @@ class DaskBackend:
             self.client.cancel([future for future in futures if future is not None and not future.done()])
         return [results[position] for position in range(len(submitted))]
 
-    def submit(self, variant: Variant, done: Callable[[Result], None], affinity: int | None = None) -> None:
+    def submit(
+        self,
+        variant: Variant,
+        done: Callable[[Result], None],
+        affinity: int | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
+    ) -> None:
         """Evaluate one variant on a worker (island `affinity`'s, if given); `done` gets its result."""
-        sent = self._send(variant, affinity)
+        sent = self._send(variant, affinity, every_test=every_test, measured=measured)
         if isinstance(sent, Evaluation):
             done(lambda: sent)
             return
@@ -228,10 +242,11 @@ class DaskBackend:
 
         sent.add_done_callback(finished)
 
-    def _send(self, variant: Variant, affinity: int | None) -> Any:
+    def _send(self, variant: Variant, affinity: int | None, *, every_test: bool, measured: bool) -> Any:
         """Submit one variant's task (to the worker of island `affinity`, any worker if that one
         is busy or gone), or its evaluation when it is refused here. The tests covering the
-        variant's edited lines go first: the worker sees no patch."""
+        variant's edited lines go first, and only the tests the host selects run unless
+        `every_test`: the worker sees no patch."""
         refused = self.evaluator.refusal(variant)
         if refused is not None:
             return Evaluation(Status.TAMPERED, variant.tree_hash, detail=refused)
@@ -239,6 +254,7 @@ class DaskBackend:
             self.evaluator.learn_canaries()  # here: the workers get the canaries with the job
         job = self._scatter_job()
         order = self.evaluator.training_order(variant)
+        selected = None if every_test else self.evaluator.selection(variant)
         workers = self.worker_of(affinity)
         return self.client.submit(
             evaluate_on_worker,
@@ -246,6 +262,8 @@ class DaskBackend:
             {file: variant.sources[file] for file in variant.changed_files},
             variant.tree_hash,
             list(order) if order != self.evaluator.test_order else None,
+            None if selected is None else sorted(selected),
+            measured,
             pure=False,
             **({"workers": workers, "allow_other_workers": True} if workers else {}),
         )

@@ -120,6 +120,7 @@ def settings_to_json(settings: EvaluationSettings) -> dict[str, Any]:
         "preload": list(settings.preload),
         "fail_fast": settings.fail_fast,
         "first_failure": settings.first_failure,
+        "select": settings.select,
         "pytest": {
             "python": settings.pytest.python,
             "options": list(settings.pytest.options),
@@ -155,6 +156,7 @@ def settings_from_json(data: Mapping[str, Any]) -> EvaluationSettings:
         preload=tuple(data["preload"]),
         fail_fast=bool(data["fail_fast"]),
         first_failure=bool(data["first_failure"]),
+        select=bool(data.get("select", False)),
         pytest=PytestSetup(
             python=str(data["pytest"]["python"]),
             options=tuple(data["pytest"]["options"]),
@@ -260,11 +262,18 @@ def _original_timing(evaluator: Evaluator, host: Timing) -> Timing:
 
 
 def evaluate_on_worker(
-    job_text: str, sources: Mapping[str, str], tree_hash: str, order: Sequence[str] | None = None
+    job_text: str,
+    sources: Mapping[str, str],
+    tree_hash: str,
+    order: Sequence[str] | None = None,
+    selected: Sequence[str] | None = None,
+    measured: bool = True,
 ) -> dict[str, Any]:
     """A Dask task: evaluate the variant whose changed `sources` are given, on this worker, with
     the evaluator's state in `job_text` (JSON), its training tests in `order` (the host's, where
-    the patch is: those covering its edited lines first; None: the job's); the `Evaluation` as JSON."""
+    the patch is: those covering its edited lines first; None: the job's), only the `selected`
+    ones when given (the host's selection by coverage; None: every test), the workload and the
+    static measures unless not `measured`; the `Evaluation` as JSON."""
     job = json.loads(job_text)
     program = _worker_program(job)
     timing = job["baseline_timing"]
@@ -285,7 +294,7 @@ def evaluate_on_worker(
             host = Timing(tuple(timing["process_means"]), int(timing["loops"]))
             same_machine = job["timing_host"] == timing_lock_name()
             evaluator.baseline_timing = host if same_machine else _original_timing(evaluator, host)
-        evaluation = evaluator.evaluate_sources(sources)
+        evaluation = evaluator.evaluate_sources(sources, selected, measured)
     if evaluation.tree_hash != tree_hash:
         raise BackendError(
             f"a worker made the program {evaluation.tree_hash[:12]} of sources this machine hashes as {tree_hash[:12]}"

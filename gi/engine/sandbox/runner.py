@@ -41,7 +41,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,9 +65,12 @@ class _Tail:
     """Keeps the last `limit` bytes of a stream read on a thread (or, with `head`, the first),
     and a digest of all of it; the rest is read and dropped, so a flood costs gi no memory."""
 
-    def __init__(self, stream: int, limit: int, *, head: bool = False) -> None:
+    def __init__(
+        self, stream: int, limit: int, *, head: bool = False, on_chunk: Callable[[bytes], None] | None = None
+    ) -> None:
         self.limit = limit
         self.head = head
+        self.on_chunk = on_chunk
         self.data = bytearray()
         self.total = 0
         self.digest = hashlib.sha256()
@@ -79,6 +82,8 @@ class _Tail:
             while chunk := source.read(65536):
                 self.total += len(chunk)
                 self.digest.update(chunk)
+                if self.on_chunk is not None:
+                    self.on_chunk(chunk)
                 if self.head:
                     self.data += chunk[: max(0, self.limit - len(self.data))]
                     continue
@@ -176,12 +181,14 @@ class Sandbox:
         cwd: Path | None = None,
         stdin: bytes = b"",
         channel: bool = False,
+        on_channel: Callable[[bytes], None] | None = None,
     ) -> ProcessOutcome:
         """Run `argv` in the workspace's program copy (or `cwd`) within the limits.
 
         `stdin` is written to the command's standard input before it starts (it must fit a pipe
         buffer). With `channel`, the command gets one more pipe, whose descriptor number is in
-        GI_CHANNEL_FD; what it writes there comes back as `ProcessOutcome.channel`.
+        GI_CHANNEL_FD; what it writes there comes back as `ProcessOutcome.channel`, and each
+        piece read goes to `on_channel` as it arrives (for a display: nothing checked yet).
         """
         cwd = cwd or self.space.program
         # Nothing a command left in temporary/ reaches the next one: no result cached across
@@ -217,7 +224,7 @@ class Sandbox:
                 if descriptor >= 0:
                     os.close(descriptor)
         out, err = _Tail(read_out, limit), _Tail(read_err, limit)
-        report = _Tail(read_channel, CHANNEL_BYTES, head=True) if channel else None
+        report = _Tail(read_channel, CHANNEL_BYTES, head=True, on_chunk=on_channel) if channel else None
         timed_out, bomb = False, ""
         quota = _Quota.of(self)
         try:
