@@ -173,6 +173,7 @@ class LLMOperator(BaseOperator):
         if "session" in recorded:
             for arm in self.models:
                 arm.client.session = recorded["session"]
+                arm.client.replaying = True
 
     def share(self) -> float | None:
         return self.fraction

@@ -119,6 +119,7 @@ def test_an_islands_model_modes_replace_the_sections(
     )
     config = write_experiment(tmp_path, server.base_url, search=search, llm="")
     text = config.read_text().replace("modes = { rewrite = 1, diff = 1, crossover = 1 }", "modes = { rewrite = 1 }")
+    text = text.replace("generations = 3", "generations = 1")  # the initial population and one more
     config.write_text(text)
     assert main(["run", str(config), "--quiet"]) == 0
     modes = [mode_of(body) for body in scripted.requests]
