@@ -40,17 +40,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.llm_speed import PROGRAM  # noqa: E402 (the same quadratic pair search)
 from tests.llm_server import Action, ModelServer, ScriptedModel  # noqa: E402
-
-PROGRAM = '''\
-def has_pair_with_sum(values, target):
-    """True if two different entries of values add up to target."""
-    for i in range(len(values)):
-        for j in range(len(values)):
-            if i != j and values[i] + values[j] == target:
-                return True
-    return False
-'''
 
 
 def tests(seconds: float) -> str:

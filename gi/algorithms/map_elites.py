@@ -10,15 +10,13 @@ the elites; the Pareto archive, as in every algorithm, is the front of the whole
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from gi.algorithms.base import Search
-from gi.algorithms.variation import Offspring
+from gi.algorithms.base import Evolutionary
 from gi.populations import Individual, nsga2_survivors
 
 
-class MapElites(Search):
+class MapElites(Evolutionary):
     """A grid of elites over feature dimensions; offspring of uniformly drawn elites."""
 
     name = "map_elites"
@@ -39,17 +37,8 @@ class MapElites(Search):
         elites = self.grid.members() or self.archive.members or self.population
         return elites[int(self.rng.integers(len(elites)))]
 
-    def _breed(self) -> Offspring | None:
-        first, second = self._parent(), self._parent()
-        return self.variation.breed(
-            (first.id, first.patch),
-            (second.id, second.patch),
-            self.settings.crossover_rate,
-            self.settings.mutation_rate,
-        )
-
-    def maker(self, generation: int) -> Callable[[], Offspring | None]:
-        return self._from_rings(self._breed) if self.walking(generation) else self._breed
+    def _tournament(self) -> Individual:
+        return self._parent()  # never asked for: every parent is an elite drawn uniformly
 
     def _survive(self, children: list[Individual]) -> None:
         # The children are in the grid already (`Search._illuminate`); the elites go on. While

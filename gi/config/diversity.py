@@ -170,16 +170,20 @@ class IslandSection(_Table):
     @field_validator("modes")
     @classmethod
     def _modes(cls, modes: dict[str, float] | None) -> dict[str, float] | None:
-        if modes is None:
-            return None
-        unknown = sorted(set(modes) - set(MODES))
-        if unknown or not any(weight > 0 for weight in modes.values()) or any(w < 0 for w in modes.values()):
-            raise PydanticCustomError(
-                "modes",
-                "modes are weights, not all 0 and none negative, of {known}; got {modes}",
-                {"known": ", ".join(MODES), "modes": modes},
-            )
-        return modes
+        return None if modes is None else checked_modes(modes)
+
+
+def checked_modes(modes: dict[str, float]) -> dict[str, float]:
+    """The weights of the model's modes (llm.modes, an island's modes): of the known modes, none
+    negative, not all 0."""
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown or not any(weight > 0 for weight in modes.values()) or any(w < 0 for w in modes.values()):
+        raise PydanticCustomError(
+            "modes",
+            "modes are weights, not all 0 and none negative, of {known}; got {modes}",
+            {"known": ", ".join(MODES), "modes": modes},
+        )
+    return modes
 
 
 class IslandsSection(_Table):

@@ -11,12 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from gi.algorithms import ALGORITHMS
-from gi.config.diversity import GridSection, IslandsSection
+from gi.config.diversity import GridSection, IslandsSection, checked_modes
 from gi.fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
 from gi.fitness.runtime import RIGOROUS
 from gi.model.registry import suggest
 from gi.mutators import CROSSOVERS, OPERATORS
-from gi.mutators.llm import MODES, Prompts
+from gi.mutators.llm import Prompts
 from gi.mutators.llm.prompts import FIELDS
 
 
@@ -527,14 +527,7 @@ class LLMSection(_Section):
     @field_validator("modes")
     @classmethod
     def _modes(cls, modes: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(modes) - set(MODES))
-        if unknown or not any(weight > 0 for weight in modes.values()) or any(w < 0 for w in modes.values()):
-            raise PydanticCustomError(
-                "modes",
-                "modes are weights, not all 0 and none negative, of {known}; got {modes}",
-                {"known": ", ".join(MODES), "modes": modes},
-            )
-        return modes
+        return checked_modes(modes)
 
     @field_validator("models")
     @classmethod
