@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         replayed = json.loads((steady_run["folder"] / "replay" / "summary.json").read_text())
     print(f"{args.workers} evaluators, population {args.population}, {args.evaluations} programs a run, seed"
           f" {args.seed}; the model answers in {args.fastest:g}-{args.slowest:g} s, {args.concurrency} requests in"
-          f" flight; load before: {os.getloadavg()[0]:.1f}")  # fmt: skip
+          f" flight; load at the end: {os.getloadavg()[0]:.1f}")  # fmt: skip
     for name, result in results.items():
         summary = result["summary"]
         busy = summary["evaluators"]
