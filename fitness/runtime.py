@@ -34,14 +34,36 @@ RESULT_BYTES = 64 * 1024 * 1024
 #: Installed in the workspace's tools folder and run from the variant's copy, whose folder
 #: (the working directory, also that of pyperf's workers) heads sys.path, so `import
 #: package.module` finds the variant's code. It imports nothing of gi's.
+#:
+#: What times the loops and what hands the results to gi is taken before anything of the
+#: project is imported, and called, never looked up, afterwards: the clock, and the system calls
+#: that write each timed process's values and behaviour check into outputs/ (a rebound
+#: `time.perf_counter`, `json.dump` or `open` reaches none of it). pyperf's manager process
+#: only starts the workers and never imports the project; gi reads the values each worker
+#: recorded itself and holds pyperf's results (which the worker's `json.dump` wrote) to them.
 WORKLOAD_SCRIPT = """\
+import os
+import sys
+import time
+
+_clock = time.perf_counter
+_open, _write, _close = os.open, os.write, os.close
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
 import argparse
 import importlib
 import json
-import os
-import sys
 
 sys.path.insert(0, os.getcwd())
+
+
+def record(path, text):
+    \"\"\"Write `text` to `path` with the system calls taken at the start.\"\"\"
+    descriptor = _open(path, _CREATE, 0o644)
+    data = text.encode()
+    while data:
+        data = data[_write(descriptor, data):]
+    _close(descriptor)
 
 
 def load(spec):
@@ -133,9 +155,7 @@ if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
     args = parser.parse_args()
     function = load(args.gi_call)
     if args.gi_output:
-        text = check(function, args)
-        with open(args.gi_output, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        record(args.gi_output, check(function, args))
     else:
         import cProfile
         import pstats
@@ -149,11 +169,9 @@ if "--gi-output" in sys.argv or "--gi-profile" in sys.argv:
         with open(args.gi_profile, "w", encoding="utf-8") as stream:
             json.dump(rows, stream)
 else:
-    import time
-
     import pyperf
 
-    passed = ("--gi-call", "--gi-files", "--gi-inside", "--gi-cases", "--gi-audit")
+    passed = ("--gi-call", "--gi-files", "--gi-inside", "--gi-cases", "--gi-audit", "--gi-values")
 
     def forward(command, args):
         for option in passed:
@@ -162,27 +180,33 @@ else:
     runner = pyperf.Runner(add_cmdline_args=forward)
     options(runner.argparser)
     runner.argparser.add_argument("--gi-audit", default="")
+    runner.argparser.add_argument("--gi-values", default="")
     arguments = runner.parse_args()
-    function = load(arguments.gi_call)
+    calibrating = arguments.calibrate_loops or arguments.recalibrate_loops
+    pid = os.getpid()
+    values_path = os.path.join(arguments.gi_values, f"gi-values-{pid}.txt") if arguments.gi_values else ""
+    audit_path = os.path.join(arguments.gi_audit, f"gi-timed-{pid}.txt") if arguments.gi_audit else ""
+    # The manager only starts the workers: the project is imported in the timed processes alone.
+    function = load(arguments.gi_call) if arguments.worker else None
     timed = set()
+    measured = []
 
     def loops(count):
-        clock = time.perf_counter
-        start = clock()
+        start = _clock()
         for _ in range(count):
             value = function()
-        elapsed = clock() - start
+        elapsed = _clock() - start
+        measured.append(f"{count} {elapsed!r}\\n")
         timed.add(stable(value))  # the last value of each timed loop, outside the clock
         return elapsed
 
     runner.bench_time_func("workload", loops)
-    if arguments.worker and arguments.gi_audit:
+    if arguments.worker and values_path and not calibrating:
+        record(values_path, "".join(measured))
+    if arguments.worker and audit_path and not calibrating:
         # In the very process that was timed, after its timed loops: the behaviour check again.
         text = check(function, arguments)
-        answers = "".join(f"timed: {value}\\n" for value in sorted(timed))
-        path = os.path.join(arguments.gi_audit, f"gi-timed-{os.getpid()}.txt")
-        with open(path, "w", encoding="utf-8") as stream:
-            stream.write(text + answers)
+        record(audit_path, text + "".join(f"timed: {value}\\n" for value in sorted(timed)))
 """
 
 
@@ -218,10 +242,12 @@ RIGOROUS = TimingSettings(processes=30, values=3, warmups=1, min_time=0.1)
 
 @dataclass(frozen=True)
 class Timing:
-    """One pyperf measurement: the mean time of one call in each worker process, in seconds."""
+    """One pyperf measurement: the mean time of one call in each worker process, in seconds;
+    and, for each command that made it, its loop count and how long it took by gi's clock."""
 
     process_means: tuple[float, ...]
     loops: int
+    commands: tuple[tuple[int, float], ...] = ()
 
     @property
     def mean(self) -> float:
@@ -232,7 +258,7 @@ class Timing:
         return float(np.median(self.process_means))
 
     def merged(self, other: Timing) -> Timing:
-        return Timing(self.process_means + other.process_means, self.loops)
+        return Timing(self.process_means + other.process_means, self.loops, self.commands + other.commands)
 
 
 def loops_for(timing: Timing, settings: TimingSettings) -> int:
@@ -247,6 +273,11 @@ def loops_for(timing: Timing, settings: TimingSettings) -> int:
 
 class WorkloadError(Exception):
     """The workload failed on a variant (it raised, or pyperf could not measure it)."""
+
+
+class ForgedTimingError(WorkloadError):
+    """A timing's results are not what its timed processes measured, or claim calls cheaper
+    than the parent's clock saw them take: the variant is scored as tampered with."""
 
 
 def timing_cpu() -> int | None:
@@ -331,13 +362,13 @@ def measure(
     behaviour check too, after its timed loops and with the last value of each: `timed_answers`
     reads them, and they must be what the untimed check (`output_of`) gives."""
     runner.clear_output(TIMING_NAME)
-    for name in _timed_files(runner):
+    for name in _timed_files(runner) + _timed_files(runner, VALUES_PREFIX):
         runner.clear_output(name)
     output = runner.outputs / TIMING_NAME
     if workload.call is not None:
         script = runner.install_tool(SCRIPT_NAME, WORKLOAD_SCRIPT)
         audit = [*check.arguments(runner), "--gi-audit", str(runner.outputs)] if check is not None else []
-        argv = [sys.executable, str(script), "--gi-call", workload.call, *audit,
+        argv = [sys.executable, str(script), "--gi-call", workload.call, *audit, "--gi-values", str(runner.outputs),
                 *_pyperf_options(settings, output, loops)]  # fmt: skip
     else:
         argv = [sys.executable, "-m", "pyperf", "command", *_pyperf_options(settings, output, loops), "--",
@@ -350,15 +381,53 @@ def measure(
         benchmark = pyperf.Benchmark.loads(data.decode("utf-8"))
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
         raise WorkloadError(f"pyperf's results are unreadable ({error})") from None
-    runs = [run for run in benchmark.get_runs() if run.values]
+    runs = [tuple(float(value) for value in run.values) for run in benchmark.get_runs() if run.values]
     if not runs:
         raise WorkloadError("pyperf recorded no values")
-    return Timing(tuple(float(np.mean(run.values)) for run in runs), int(runs[0].get_loops()))
+    count = int(next(run for run in benchmark.get_runs() if run.values).get_loops())
+    if workload.call is not None:
+        runs = _held_to_records(runs, _recorded_values(runner, settings.values))
+    return Timing(tuple(float(np.mean(run)) for run in runs), count, ((count, process.seconds),))
 
 
-def _timed_files(runner: CommandRunner) -> list[str]:
+#: What each timed worker process writes: the values it measured, "loops seconds" a line.
+VALUES_PREFIX = "gi-values-"
+
+
+def _recorded_values(runner: CommandRunner, values: int) -> list[tuple[float, ...]]:
+    """The values each timed process recorded itself (its last `values` calls of the timed
+    function: the warm-ups come first), seconds a call."""
+    found = []
+    for name in _timed_files(runner, VALUES_PREFIX):
+        data = runner.read_output(name, RESULT_BYTES)
+        try:
+            lines = [line.split() for line in (data or b"").decode("ascii").splitlines()]
+            found.append(tuple(float(seconds) / int(loops) for loops, seconds in lines[-values:]))
+        except (ValueError, UnicodeDecodeError, ZeroDivisionError):
+            raise ForgedTimingError(f"the values its timed process recorded in {name} are unreadable") from None
+    return found
+
+
+def _held_to_records(runs: list[tuple[float, ...]], recorded: list[tuple[float, ...]]) -> list[tuple[float, ...]]:
+    """pyperf's values of each process, which must be those the processes recorded themselves
+    (the same floats: pyperf's value is the timed function's seconds over its loops)."""
+    if len(recorded) != len(runs):
+        raise ForgedTimingError(f"{len(recorded)} of its {len(runs)} timed processes recorded the values pyperf has")
+    for claimed, measured in zip(sorted(runs), sorted(recorded), strict=True):
+        if len(claimed) != len(measured) or not all(
+            math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0) for a, b in zip(claimed, measured, strict=True)
+        ):
+            raise ForgedTimingError(
+                f"pyperf's values ({', '.join(f'{value:.3g}' for value in claimed)} s a call) are not what its"
+                f" timed process measured ({', '.join(f'{value:.3g}' for value in measured)} s)"
+            )
+    return recorded
+
+
+def _timed_files(runner: CommandRunner, prefix: str = "") -> list[str]:
+    prefix = prefix or TIMED_PREFIX
     try:
-        return sorted(name for name in os.listdir(runner.outputs) if name.startswith(TIMED_PREFIX))
+        return sorted(name for name in os.listdir(runner.outputs) if name.startswith(prefix))
     except OSError:
         return []
 
@@ -370,6 +439,59 @@ def timed_answers(runner: CommandRunner) -> list[str]:
         data = runner.read_output(name, RESULT_BYTES)
         texts.append(data.decode("utf-8", "replace") if data is not None else "(unreadable)")
     return texts
+
+
+#: How many times the time pyperf's values say the extra calls of the clock's commands cost gi's
+#: clock may see them take before a timing is taken for forged: honest values and the clock
+#: agree but for noise.
+CLOCK_MARGIN = 2.0
+#: Standard deviations of the session's commands' times by which the clock must see the extra
+#: calls take longer than the values say, and seconds at the least: below either, a command's
+#: own noise could decide.
+CLOCK_ERRORS = 3.0
+CLOCK_FLOOR = 0.1
+#: Seconds the extra calls of each clock command take by the values' own account: enough to
+#: dwarf a command's start-up, whatever the load.
+CLOCK_SECONDS = 2.0
+#: Commands the clock's check runs, at `clock_loops`.
+CLOCK_COMMANDS = 2
+#: The most loops a clock command runs, as a multiple of the session's.
+CLOCK_MOST = 1000
+
+
+def clock_loops(timing: Timing, settings: TimingSettings) -> int:
+    """The loop count of the clock's commands for a session `timing` made at `timing.loops`: as
+    many more calls as pyperf's values say take CLOCK_SECONDS (a forgery that claims calls ten
+    times cheaper than they are pays ten times that, real seconds)."""
+    calls = settings.processes * (settings.values + settings.warmups)
+    extra = math.ceil(CLOCK_SECONDS / (calls * max(timing.median, 1e-12)))
+    return timing.loops + min(extra, CLOCK_MOST * timing.loops)
+
+
+def unseen_speed(timing: Timing, clock: Sequence[tuple[int, float]], settings: TimingSettings) -> str:
+    """Why `timing` claims calls cheaper than gi's own clock saw them take, or "".
+
+    `timing` comes of a session's commands at one loop count, `clock` of commands at more loops
+    (`clock_loops`: (loops, seconds) each, a command that ran out of time as infinite seconds).
+    What the quickest clock command took beyond the session's commands (their median), by the
+    parent's clock, is what its extra calls cost, whatever a command spent starting, importing
+    and checking. The timing is forged when that is more than CLOCK_MARGIN times what pyperf's
+    values say those calls take, and more by CLOCK_ERRORS standard deviations of the session's
+    commands' times (and CLOCK_FLOOR): a command's noise decides nothing. Without two session
+    commands and a clock command there is nothing to hold the values to, and "" is returned."""
+    short = [seconds for loops, seconds in timing.commands if loops == timing.loops]
+    if len(short) < 2 or not clock:
+        return ""
+    loops, seconds = min(clock, key=lambda command: command[1])
+    calls = settings.processes * (settings.values + settings.warmups) * (loops - timing.loops)
+    claimed = timing.median * calls
+    seen = seconds - float(np.median(short))
+    noise = max(CLOCK_FLOOR, CLOCK_ERRORS * float(np.std(short, ddof=1)))
+    if seen <= CLOCK_MARGIN * claimed or seen - claimed <= noise:
+        return ""
+    took = "more than its time limit" if math.isinf(seen) else f"{seen:.3g} s"
+    return (f"its {calls} extra timed calls took gi's clock {took}, and its timed processes' values say"
+            f" {claimed:.3g} s")  # fmt: skip
 
 
 def answered_differently(untimed: str, timed: Sequence[str], processes: int) -> str:

@@ -56,6 +56,41 @@ LIMITS_MODULE = "gi_pytest_limits"
 FAILURE_CHARS = 2000
 
 
+def _serialiser() -> Callable[[object], str]:
+    """JSON text of a record, by the interpreter's own C encoder taken now: what it calls is
+    code no module attribute leads to, so code under test that rebinds `json.dumps` (through
+    `functools.update_wrapper`, say) or a method of `json.JSONEncoder` changes nothing here."""
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+    except ImportError:  # an interpreter without the accelerator: the encoder's method, bound now
+        return json.JSONEncoder(separators=(",", ":")).encode
+
+    def unknown(value: object) -> object:
+        raise TypeError(f"not JSON: {type(value).__name__}")
+
+    encoder = make_encoder(None, unknown, encode_basestring_ascii, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda record: join(encoder(record, 0))
+
+
+def _signer(key: bytes) -> Callable[[bytes], str]:
+    """The HMAC-SHA256 of a message under `key`, by OpenSSL's HMAC object made now (its methods
+    are the C type's, which no code can rebind); `hmac.new` bound now where OpenSSL is missing."""
+    try:
+        from _hashlib import hmac_new
+    except ImportError:
+        new, digest = hmac.new, hashlib.sha256
+        return lambda message: new(key, message, digest).hexdigest()
+    copy = hmac_new(key, b"", "sha256").copy
+
+    def sign(message: bytes) -> str:
+        mac = copy()
+        mac.update(message)
+        return str(mac.hexdigest())
+
+    return sign
+
+
 if __package__:  # imported from gi's package (by gi's own tests)
     from . import pytest_limits as time_limits
 else:  # a test run's tools folder, where gi copies it beside this file
@@ -75,7 +110,12 @@ class Channel:
 
 
 def _channel() -> tuple[Channel, dict[str, Any]]:
-    """The channel of signed records, and gi's plan."""
+    """The channel of signed records, and gi's plan.
+
+    Everything the writer calls is taken here, as pytest loads the plugin and before any
+    project code is imported: the serialiser, the signer and `os.write` are held, never looked
+    up through a module when a record is written (by this process or by the watchdog forked
+    from it)."""
     descriptor = int(os.environ.pop("GI_CHANNEL_FD", "-1"))
     if descriptor < 0:
         return Channel(lambda record, at=None: None, lambda: 0, -1), {}
@@ -87,16 +127,17 @@ def _channel() -> tuple[Channel, dict[str, Any]]:
     os.dup2(nothing, 0)
     os.close(nothing)
     sequence = [0]
+    serialise, sign, send = _serialiser(), _signer(key), os.write
 
     def write(record: dict[str, Any], at: int | None = None) -> None:
         if at is not None:
             sequence[0] = at
-        text = json.dumps(record, separators=(",", ":"))
-        mac = hmac.new(key, f"{sequence[0]}:{text}".encode(), hashlib.sha256).hexdigest()
+        text = serialise(record)
+        mac = sign(f"{sequence[0]}:{text}".encode())
         sequence[0] += 1
         data = f"{mac} {text}\n".encode()
         while data:
-            data = data[os.write(descriptor, data) :]
+            data = data[send(descriptor, data) :]
 
     return Channel(write, lambda: sequence[0], descriptor), json.loads(plan) if plan.strip() else {}
 

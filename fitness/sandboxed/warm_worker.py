@@ -550,10 +550,16 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
     open_pipes = set(kept)
     status: int | None = None
     timed_out = False
+    over = ""
+    held = {folder: files_in(folder) for folder in COUNTED}
     while open_pipes:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             timed_out = True
+            break
+        full = [folder for folder in COUNTED if files_in(folder) - held[folder] > DISK_FILES]
+        if full:
+            over = f"over its disk quota: {full[0]} held more than {DISK_FILES} files and folders more"
             break
         ready, _, _ = select.select(list(open_pipes), [], [], min(remaining, 0.2))
         for reading in ready:
@@ -588,9 +594,10 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
         os.close(reading)
     clean_slate()
     return {
-        "returncode": -9 if timed_out else (128 - status if status < 0 else status),
+        "returncode": -9 if timed_out or over else (128 - status if status < 0 else status),
         "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
-        "stderr": bytes(kept[pipes[1][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
+        "stderr": bytes(kept[pipes[1][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace") + (f"\n{over}\n" if over else ""),
+        "resource": over,
         "channel": base64.b64encode(bytes(kept[pipes[2][0]])).decode(),
         "channel_overflow": overflow,
         "timed_out": timed_out,
@@ -600,6 +607,22 @@ def serve(request: dict[str, Any], prepared: Prepared) -> dict[str, Any]:
 
 
 WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("TMPDIR", "")).split(":") if folder]
+#: The files and folders a variant may add to each of its folders that is a file system of its
+#: own (RAM in the sandbox: an inode costs memory the byte cap does not count); gi counts the
+#: others from outside.
+DISK_FILES = int(os.environ.pop("GI_DISK_FILES", "100000"))
+
+
+def files_in(folder: str) -> int:
+    """The files and folders of the file system at `folder` (its inodes in use)."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return 0
+    return found.f_files - found.f_ffree
+
+
+COUNTED = [folder for folder in WRITABLE if os.path.ismount(folder) and files_in(folder) > 0]
 OWN_IPC = os.environ.pop("GI_OWN_IPC", "") == "1"
 REQUEST = int(os.environ.pop("GI_REQUEST_FD", "-1"))
 RESPONSE = int(os.environ.pop("GI_RESPONSE_FD", "-1"))

@@ -18,6 +18,7 @@ from types import FrameType
 from rich.console import Console
 
 from gi.cli import init, listings, llm, run, schema, show, studies
+from gi.cli.output import InertConsole
 from gi.model.errors import GIError
 
 
@@ -106,8 +107,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
-    console = Console()
-    errors = Console(stderr=True)
+    console = InertConsole()
+    errors = InertConsole(stderr=True)
     try:
         handler = HANDLERS[args.command]
         if args.command in ("run", "replay"):

@@ -21,7 +21,7 @@ from gi.model.errors import StoreError, UsageError
 if TYPE_CHECKING:
     from gi.config import Config
     from gi.engine.progress import Progress as RunProgress
-from gi.cli.output import say, say_isolation
+from gi.cli.output import InertConsole, say, say_isolation
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -96,7 +96,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     config = load_config(args.config, args.settings)
     # The engine's imports after the config: a mistake in it is told without waiting for them.
     from gi.engine.recorded import check_recorded
-    from gi.reports.tables import front_view, tests_line
+    from gi.reports.tables import front_view, oracle_line, tests_line
     from gi.run.experiment import run_experiment
 
     if args.seed is not None:
@@ -121,7 +121,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
             "search", total=total, generation=0, generations=search.generations, evaluations=0, status=""
         )
         shown_warnings: list[str] = []
-        errors = Console(stderr=True)
+        errors = InertConsole(stderr=True)
         phases: list[str] = []
 
         pace = Pace(total)
@@ -167,6 +167,8 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     console.print(judged_by(summary), soft_wrap=True)
     if (tests := tests_line(summary)) is not None:
         console.print(tests, soft_wrap=True, markup=False, highlight=False)
+    if (line := oracle_line(summary)) is not None:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)", soft_wrap=True)
     if (result.folder / "report.html").is_file():
         console.print(f"report: {result.folder / 'report.html'}", soft_wrap=True)
@@ -373,7 +375,7 @@ def _run_arms(args: argparse.Namespace, config: Config, console: Console) -> int
     from gi.reports.document import HTML_NAME, write_report_or_warn
 
     if (warning := write_report_or_warn(config.experiment_folder)) is not None:
-        Console(stderr=True).print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+        InertConsole(stderr=True).print(f"gi: warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     else:
         written.append(config.experiment_folder / HTML_NAME)
     console.print(f"experiment folder: {config.experiment_folder}  ({', '.join(p.name for p in written)})")

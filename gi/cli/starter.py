@@ -7,7 +7,8 @@ holds held-out tests; every other Python file but conftest.py, setup.py and a wo
 editable (but those of docs/). A virtual environment of the project's own (.venv, venv, .env or
 env) is the interpreter the tests run in (program.python). Without a held-out folder, a seeded
 share of the training tests is held out (tests.holdout_fraction), so that every run is judged
-by tests the search never saw. Then it runs the training tests once on the original, as `gi run`
+by tests the search never saw (whole test files where there are enough, else tests within the
+files, left out of the training copies). Then it runs the training tests once on the original, as `gi run`
 runs them (gi's evaluator: a sandboxed copy, the held-out tests left out), to fit the config to
 what they do:
 when the original fails some, the config is a repair's (no constraint, fewest failing tests
@@ -345,9 +346,11 @@ def starter_config(project: Project, original: OriginalRun | None = None) -> str
         holdout = (
             _comments(
                 "No held-out folder was found, so a share of the training tests (a split seeded by"
-                " experiment.seed) is held out: the search never sees them, and they judge the front as it"
-                " grows, to see which patches change what no training test checks. A folder of held-out"
-                ' tests instead: holdout = ["holdout"], and holdout_fraction = 0.'
+                " experiment.seed) is held out: whole test files where there are five or more, else tests"
+                " within the files, which every training copy leaves out of its files. No variant reads them"
+                " while it is trained, and they judge the front as it grows, to see which patches change what"
+                " no training test checks (summary.json says which split was used). A folder of held-out tests"
+                ' instead: holdout = ["holdout"], and holdout_fraction = 0.'
             )
             + f"\nholdout_fraction = {HOLDOUT_FRACTION}"
         )

@@ -20,9 +20,12 @@ from gi.fitness.tests import DEFAULT_SETUP, PytestSetup
 class EvaluationSettings:
     train: tuple[str, ...]
     holdout: tuple[str, ...] = ()
-    #: Test ids split off the training paths (tests.holdout_fraction): held out, though their
-    #: files stay in the training copies (the training tests beside them need them).
+    #: Test ids split off the training paths (tests.holdout_fraction) within their files: held
+    #: out, and out of the training copies' files (`training_files`).
     holdout_ids: tuple[str, ...] = ()
+    #: Files written into every training copy over the project's (relative path, text): the
+    #: test files that hold `holdout_ids`, without those tests.
+    training_files: tuple[tuple[str, str], ...] = ()
     #: Files gi writes into held-out copies only (relative path, text): the differential checks,
     #: a suite `gi validate` brings; their paths are in `holdout`.
     holdout_files: tuple[tuple[str, str], ...] = ()

@@ -10,17 +10,28 @@ The outcomes go to the run store, never to the search: selection reads only the 
 evaluations, so a run with held-out tests selects exactly what the same run without them
 selects. The final front reuses these outcomes (a cache by tree hash).
 
-Held-out tests are tests.holdout's paths, the test ids tests.holdout_fraction splits off the
-training tests (`split_tests`), and the checks tests.differential generates
+Held-out tests are tests.holdout's paths, the tests tests.holdout_fraction splits off the
+training tests (`held_out_split`), and the checks tests.differential generates
 (`gi.fitness.differential`); `configure_held_out` sets the last two up on the original, the
 split from the test ids pytest collects on the cold path (the reference, whatever the engine).
+
+No variant may read a held-out test while it is trained (a model that reads the test file
+could answer the held-out tests from a table of their expected values). So a suite of
+FILES_TO_SPLIT test files or more is split by whole files, which stay out of every training
+copy; a smaller one is split by test function within its files, and the training copies get
+those files without the held-out functions (`without_tests`: their lines blanked, so line
+numbers stay). summary.json's `holdout_split.by` says which ("files" or "tests").
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,27 +41,127 @@ from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.run_folder import gap_rate
 from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
-from gi.fitness.differential import DifferentialError, checks_module
+from gi.fitness.differential import checks_module
+from gi.fitness.oracle.record import RecordingError
 from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
 from gi.fitness.pytest_diagnosis import cannot_run
 from gi.fitness.tests import TestRun
 from gi.model.errors import ConfigError, ProgramError
 from gi.model.patch import Patch, Variant, apply
+from gi.model.program import parse_quietly
 from gi.model.results import Evaluation
 from gi.populations import Individual
 
 #: Mixed with the run's seed for the split of test ids, so the split has a stream of its own.
 SPLIT_STREAM = 13
+#: A suite of this many test files or more is split by whole files.
+FILES_TO_SPLIT = 5
 
 
-def split_tests(ids: Iterable[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """A seeded split of test ids into (training, held-out): round(fraction x n) held out, at
-    least one, and at least one left for training; the same seed gives the same split."""
+def _function(test: str) -> str:
+    """A test id's function: "tests/a.py::TestX::test_y[1]" -> "tests/a.py::TestX::test_y"."""
+    return test.partition("[")[0]
+
+
+def defined_tests(text: str) -> set[str]:
+    """The test functions a test file defines where `without_tests` can take them out: "name"
+    at its top, "Class::name" in its classes (nested too)."""
+    try:
+        tree = parse_quietly(text)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.add(prefix + node.name)
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body, f"{prefix}{node.name}::")
+
+    walk(tree.body, "")
+    return found
+
+
+def without_tests(text: str, names: Iterable[str]) -> str:
+    """A test file's `text` without the test functions `names` (as `defined_tests` names them):
+    their lines, decorators included, blanked (line numbers stay), and `pass` in a class left
+    with nothing else."""
+    wanted = set(names)
+    tree = parse_quietly(text)
+    lines = text.splitlines(keepends=True)
+
+    def blank(node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+        for number in range(first - 1, node.end_lineno or node.lineno):
+            lines[number] = "\n" if lines[number].endswith("\n") else ""
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and prefix + node.name in wanted:
+                blank(node)
+            elif isinstance(node, ast.ClassDef):
+                inner = f"{prefix}{node.name}::"
+                walk(node.body, inner)
+                defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+                kept = [item for item in node.body if not (isinstance(item, defs) and inner + item.name in wanted)]
+                if not kept:
+                    lines[node.body[0].lineno - 1] = " " * node.body[0].col_offset + "pass\n"
+
+    walk(tree.body, "")
+    return "".join(lines)
+
+
+def held_out_split(ids: Iterable[str], fraction: float, seed: int, root: Path) -> dict[str, list[str] | str]:
+    """The seeded split tests.holdout_fraction makes of the collected training test ids (files
+    relative to `root`): {"train": ids, "holdout": ids, "by": "files" or "tests"}. Whole files
+    when the suite has FILES_TO_SPLIT or more, held out until they hold the fraction of the ids
+    (one file at least, one left); else test functions within the files, those `without_tests`
+    can take out of a copy (one at least, one left). Raises ValueError when nothing can be held
+    out unread."""
     ordered = sorted(set(ids))
-    count = min(len(ordered) - 1, max(1, round(fraction * len(ordered))))
+    by_file: dict[str, list[str]] = {}
+    for test in ordered:
+        by_file.setdefault(test.partition("::")[0], []).append(test)
     rng = np.random.default_rng([seed, SPLIT_STREAM])
-    chosen = set(rng.choice(len(ordered), size=count, replace=False).tolist())
-    return [t for i, t in enumerate(ordered) if i not in chosen], [t for i, t in enumerate(ordered) if i in chosen]
+    if len(by_file) >= FILES_TO_SPLIT:
+        files = sorted(by_file)
+        held_files: list[str] = []
+        for index in rng.permutation(len(files)).tolist():
+            if held_files and len(held_files) + 1 == len(files):
+                break
+            if held_files and sum(len(by_file[file]) for file in held_files) >= fraction * len(ordered):
+                break
+            held_files.append(files[index])
+        held = {test for file in held_files for test in by_file[file]}
+        return {"train": [t for t in ordered if t not in held], "holdout": sorted(held), "by": "files"}
+    functions = sorted({_function(test) for test in ordered})
+    removable = []
+    for file, tests in sorted(by_file.items()):
+        try:
+            defined = defined_tests((root / file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+        removable += sorted({_function(t) for t in tests if _function(t).partition("::")[2] in defined})
+    if len(functions) < 2 or not removable:
+        raise ValueError(
+            f"{len(functions)} test function(s), {len(removable)} of which a copy of its file could leave out"
+        )
+    count = min(len(functions) - 1, len(removable), max(1, round(fraction * len(functions))))
+    chosen = {removable[index] for index in rng.choice(len(removable), size=count, replace=False).tolist()}
+    held = {test for test in ordered if _function(test) in chosen}
+    return {"train": [t for t in ordered if t not in held], "holdout": sorted(held), "by": "tests"}
+
+
+def training_copies(root: Path, held: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The test files that hold some of the `held` ids, as training copies get them: (path,
+    text without those tests)."""
+    names: dict[str, set[str]] = {}
+    for test in held:
+        file, _, name = _function(test).partition("::")
+        names.setdefault(file, set()).add(name)
+    return tuple((file, without_tests((root / file).read_text(encoding="utf-8"), wanted)) for file, wanted in
+                 sorted(names.items()))  # fmt: skip
 
 
 def configure_held_out(
@@ -63,8 +174,9 @@ def configure_held_out(
     warnings = []
     fraction = config.tests.holdout_fraction
     if fraction:
+        root = evaluator.program.root
 
-        def split_collected() -> dict[str, list[str]]:
+        def split_collected() -> dict[str, list[str] | str]:
             run = evaluator.collected(original)  # on the cold path: the reference, whatever the engine
             python = evaluator.settings.pytest.python
             if not run.outcomes and (problem := cannot_run(run, config.tests.train, python, config.tests.timeout)):
@@ -75,19 +187,33 @@ def configure_held_out(
                     f"{config.source}: tests.holdout_fraction = {fraction:g}, but tests.train collects"
                     f" {len(collected)} test(s); a split needs at least 2"
                 )
-            train, held = split_tests(collected, fraction, config.experiment.seed)
-            return {"train": train, "holdout": held}
+            try:
+                return held_out_split(collected, fraction, config.experiment.seed, root)
+            except ValueError as error:
+                raise ConfigError(
+                    f"{config.source}: tests.holdout_fraction = {fraction:g}: no test can be held out where no"
+                    f" training run reads it ({error}); name a folder of held-out tests in tests.holdout instead"
+                ) from None
 
         split = measurements.get("holdout_split", split_collected, encode=as_is, decode=as_is)
-        evaluator.settings = dataclasses.replace(
-            evaluator.settings, train=tuple(split["train"]), holdout_ids=tuple(split["holdout"])
-        )
+        held = tuple(split["holdout"])
+        if split.get("by") == "files":
+            files = tuple(sorted({test.partition("::")[0] for test in held}))
+            evaluator.settings = dataclasses.replace(
+                evaluator.settings, train=tuple(split["train"]), holdout=(*evaluator.settings.holdout, *files)
+            )
+        else:  # by tests within files: the training copies get those files without them
+            evaluator.settings = dataclasses.replace(
+                evaluator.settings, train=tuple(split["train"]), holdout_ids=held,
+                training_files=training_copies(root, held),
+            )  # fmt: skip
+            evaluator.close()  # any warm worker started before holds the whole files: new ones will not
     if config.tests.differential:
 
         def record_cases() -> list[list[str]]:
             try:
                 return evaluator.differential_cases(original, config.tests.differential_inputs)
-            except DifferentialError as error:
+            except RecordingError as error:
                 raise ProgramError(f"{config.source}: tests.differential: {error}") from None
 
         cases = measurements.get("differential_cases", record_cases, encode=as_is, decode=as_is)
@@ -123,6 +249,30 @@ class HeldOut:
         self.runs: dict[str, tuple[dict[str, str], dict[str, float]]] = {}
         self.original = apply(evaluator.program, Patch())
         self._limits: dict[str, float] | None = None
+        #: Names the held-out tests when tests were added during the run (`extend`), so runs of
+        #: the former tests are not taken for runs of the new ones.
+        self.suite = ""
+
+    def extend(self, files: Sequence[tuple[str, str]]) -> None:
+        """Add test files (path in a held-out copy, text) to the held-out tests: every program's
+        held-out run, the original's included, is made again with them when next asked for."""
+        settings = self.evaluator.settings
+        known = {path for path, _ in settings.holdout_files}
+        added = [(path, text) for path, text in files if path not in known]
+        if not added:
+            return
+        self.evaluator.settings = dataclasses.replace(
+            settings,
+            holdout=(*settings.holdout, *(path for path, _ in added)),
+            holdout_files=(*settings.holdout_files, *added),
+        )
+        digest = hashlib.sha256(json.dumps(sorted(self.evaluator.settings.holdout_files)).encode()).hexdigest()
+        self.suite = digest[:12]
+        self.runs.clear()
+        self._limits = None
+
+    def _key(self, tree_hash: str) -> str:
+        return f"holdout:{self.suite}:{tree_hash}" if self.suite else f"holdout:{tree_hash}"
 
     @property
     def baseline(self) -> dict[str, str]:
@@ -153,13 +303,13 @@ class HeldOut:
         self.runs[variant.tree_hash] = (dict(run.outcomes), dict(run.durations))
         if self.measurements is not None:
             self.measurements.record(
-                f"holdout:{variant.tree_hash}", {"outcomes": run.outcomes, "durations": run.durations}
+                self._key(variant.tree_hash), {"outcomes": run.outcomes, "durations": run.durations}
             )
 
     def _recorded(self, tree_hash: str) -> bool:
         """Whether the program's held-out run is known (found in the records, if not in memory)."""
         if tree_hash not in self.runs and self.measurements is not None:
-            found = self.measurements.found(f"holdout:{tree_hash}")
+            found = self.measurements.found(self._key(tree_hash))
             if found is not None:
                 self.runs[tree_hash] = (found["outcomes"], found["durations"])
         return tree_hash in self.runs

@@ -26,9 +26,9 @@ import numpy as np
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
-from gi.fitness.differential import DifferentialError
 from gi.fitness.objectives import Constraint
-from gi.fitness.runtime import RIGOROUS, SCREENING, Timing, Workload, WorkloadError, loops_for
+from gi.fitness.oracle.record import RecordingError
+from gi.fitness.runtime import RIGOROUS, SCREENING, ForgedTimingError, Timing, Workload, WorkloadError, loops_for
 from gi.model.errors import ProgramError
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, function_nodes, parse_quietly
@@ -164,7 +164,7 @@ class OriginalTiming:
         def record() -> list[list[str]]:
             try:
                 return [case[:3] for case in self.evaluator.differential_cases(original, {})[:BEHAVIOUR_CASES]]
-            except DifferentialError as error:
+            except RecordingError as error:
                 self.warnings.append(f"workload.check_output: no calls to replay in the behaviour check ({error})")
                 return []
 
@@ -289,6 +289,8 @@ class OriginalTiming:
             loops = loops_for(self.evaluator.baseline_timing, self.evaluator.settings.rigorous)
             try:
                 result = self.evaluator.rigorous(base, member, loops=loops, seed=self.config.experiment.seed)
+            except ForgedTimingError as error:
+                return {"error": str(error), "tampered": True}
             except WorkloadError as error:
                 return {"error": str(error)}
             if result.value > IMPLAUSIBLE_SPEEDUP:

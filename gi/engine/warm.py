@@ -142,6 +142,7 @@ class WarmWorker:
         env = {"PYTHONPATH": setup.pythonpath(self.sandbox.tools, self.sandbox.workdir),
                "GI_WRITABLE": ":".join(map(str, writable)),
                "GI_OWN_IPC": "1" if self.sandbox.isolated else "",
+               "GI_DISK_FILES": str(limits.disk_files),
                "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
@@ -202,6 +203,7 @@ class WarmWorker:
             timed_out=bool(answer["timed_out"]),
             channel=base64.b64decode(answer["channel"]),
             channel_overflow=bool(answer["channel_overflow"]),
+            resource=str(answer.get("resource", "")),
         )
 
     def close(self) -> None:
@@ -218,7 +220,10 @@ class WarmPool:
 
     def __init__(self, program: Program, limits: Limits, size: int, *, preload: Sequence[str] = (),
                  exclude: Sequence[Path] = (), scratch: Path | None = None,
-                 setup: PytestSetup = DEFAULT_SETUP) -> None:  # fmt: skip
+                 setup: PytestSetup = DEFAULT_SETUP, files: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        """`files`: written into every worker's copy over the project's (test files without the
+        held-out tests split off within them)."""
+        self.files = dict(files or {})
         self.program = program
         self.limits = limits
         self.preload = list(preload)
@@ -255,7 +260,7 @@ class WarmPool:
 
     def _start(self) -> tuple[WarmWorker, ExitStack]:
         stack = ExitStack()
-        space = stack.enter_context(workspace(self.program.root, {}, parent=self.scratch, exclude=self.exclude))
+        space = stack.enter_context(workspace(self.program.root, self.files, parent=self.scratch, exclude=self.exclude))
         try:
             worker = WarmWorker(self.limits, space, self.preload, self.setup, self.program.files)
         except BaseException:

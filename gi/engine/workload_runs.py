@@ -4,9 +4,9 @@ weights sites, and the rigorous interleaved timings of the front (gi.engine.eval
 
 from __future__ import annotations
 
+import math
 import os
 import socket
-import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -15,10 +15,13 @@ from typing import Any
 import filelock
 
 from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.sandbox.files import user_folder
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.suite_runs import SuiteRuns
 from gi.fitness.runtime import (
+    CLOCK_COMMANDS,
     BehaviourCheck,
+    ForgedTimingError,
     SpeedUp,
     Timing,
     TimingSettings,
@@ -26,12 +29,14 @@ from gi.fitness.runtime import (
     WorkloadError,
     answered_differently,
     behaviour_of,
+    clock_loops,
     compare,
     interleaved,
     measure,
     output_of,
     profile,
     timed_answers,
+    unseen_speed,
 )
 from gi.model.patch import Variant
 from gi.model.program import Program
@@ -44,10 +49,12 @@ def timing_lock_name() -> str:
 
 
 def machine_timing_lock() -> filelock.FileLock:
-    """The lock a timing holds: a file lock, so that no two timings on this machine overlap,
-    whether they come from threads of one run or from other gi processes (runs side by side,
-    test processes). Two timings at once share the pinned core and each measures the other."""
-    return filelock.FileLock(Path(tempfile.gettempdir()) / f"{timing_lock_name()}.lock")
+    """The lock a timing holds: a file lock, so that no two timings of this user's on this
+    machine overlap, whether they come from threads of one run or from other gi processes (runs
+    side by side, test processes). Two timings at once share the pinned core and each measures
+    the other. It lies in the user's own folder (`user_folder`): another user's lock file, which
+    this user cannot open, never stands in the way."""
+    return filelock.FileLock(user_folder() / f"{timing_lock_name()}.lock")
 
 
 class WorkloadRuns(SuiteRuns):
@@ -93,6 +100,8 @@ class WorkloadRuns(SuiteRuns):
                     why = answered_differently(untimed, timed, self.settings.screening.processes)
                     if why:
                         return "", f"it answers differently when it is timed: {why}"
+        except ForgedTimingError as error:
+            return "", f"its timings are forged: {error}"
         except WorkloadError as error:
             if "timed out" not in str(error):
                 measures["workload_failed"] = 1.0
@@ -143,11 +152,34 @@ class WorkloadRuns(SuiteRuns):
         """The speed-up of `member` over `original` from a rigorous, interleaved session."""
         return compare(*self.rigorous_timings(original, member, loops=loops), seed=seed)
 
+    def _clock(self, sandbox: Sandbox, session: Timing, pair: TimingSettings) -> list[tuple[int, float]]:
+        """The member's clock commands (`clock_loops`): (loops, seconds by gi's clock) each, a
+        command that ran out of time at infinite seconds."""
+        count = clock_loops(session, pair)
+        found: list[tuple[int, float]] = []
+        for _ in range(CLOCK_COMMANDS):
+            try:
+                timing = measure(self._workload(), pair, runner=sandbox, timeout=self.settings.workload_timeout,
+                                 loops=count)  # fmt: skip
+            except ForgedTimingError:
+                raise
+            except WorkloadError as error:
+                if "timed out" not in str(error):
+                    raise
+                found.append((count, math.inf))
+                continue
+            found += timing.commands
+        return found
+
     def rigorous_timings(self, original: Variant, member: Variant, *, loops: int) -> tuple[Timing, Timing]:
         """The rigorous protocol on both programs (pinned workers), interleaved two processes at a
         time. The member's timed processes make the behaviour check, as in the search: the
         rigorous protocol calls the workload more often in a process than screening does, so a
-        member that answers otherwise after that many calls raises WorkloadError here."""
+        member that answers otherwise after that many calls raises ForgedTimingError here.
+
+        Then the member runs CLOCK_COMMANDS commands of `clock_loops` (their extra calls take
+        CLOCK_SECONDS by its values), and gi's clock on them must see the calls cost what its
+        values say (`unseen_speed`): a speed-up the clock does not see raises ForgedTimingError."""
         settings = self.settings.rigorous
         rounds = max(1, settings.processes // 2)
         pair = TimingSettings(processes=2, values=settings.values, warmups=settings.warmups,
@@ -169,5 +201,7 @@ class WorkloadRuns(SuiteRuns):
             if untimed is not None:  # the last round's timed processes (each round clears the last's)
                 why = answered_differently(untimed, timed_answers(second), pair.processes)
                 if why:
-                    raise WorkloadError(f"it answers differently when it is timed: {why}")
+                    raise ForgedTimingError(f"it answers differently when it is timed: {why}")
+            if unseen := unseen_speed(timings[1], self._clock(second, timings[1], pair), pair):
+                raise ForgedTimingError(f"a speed-up gi's clock does not see: {unseen}")
             return timings

@@ -36,19 +36,27 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-import symtable
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gi.model.guard_scope import (
+    FRAME_ATTRIBUTES,
+    MACHINERY_ATTRIBUTES,
+    Scope,
+    global_reads,
+    targets,
+    text_labels,
+)
 from gi.model.program import parse_quietly
 from gi.model.stdlib import (
+    ATTRIBUTE_WRITERS,
     NAMED_ACCESS,
     RISKY_MODULE_NAMES,
     import_label,
     judge_module_name,
+    module_facts,
     purity,
     resolve,
-    stdlib_module,
     value_label,
 )
 from gi.model.textcache import TextCache
@@ -78,29 +86,6 @@ PLAIN_CLASS_DUNDERS = frozenset({
     "__init__", "__new__", "__repr__", "__str__", "__post_init__", "__slots__", "__doc__", "__module__",
     "__qualname__", "__annotations__", "__match_args__", "__dataclass_fields__", "__hash__",
 })  # fmt: skip
-#: Attributes of frames, code, generators, coroutines, tracebacks and cells: the way up the stack.
-FRAME_ATTRIBUTES = frozenset({
-    "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "f_lasti", "f_lineno", "f_trace_lines",
-    "f_trace_opcodes", "tb_frame", "tb_next", "tb_lasti", "tb_lineno", "gi_frame", "gi_code", "gi_yieldfrom",
-    "gi_running", "gi_suspended", "cr_frame", "cr_code", "cr_await", "cr_origin", "cr_running", "ag_frame",
-    "ag_code", "ag_await", "ag_running", "cell_contents", "co_consts", "co_code", "co_names", "co_varnames",
-    "co_freevars", "co_cellvars", "co_filename", "co_name",
-})  # fmt: skip
-#: Attributes of pytest's and pluggy's machinery.
-MACHINERY_ATTRIBUTES = frozenset({
-    "pluginmanager", "ihook", "hookimpl", "hookwrapper", "get_hookimpls", "get_plugins", "getplugin",
-    "get_plugin", "has_plugin", "list_name_plugin", "add_hookcall_monitoring", "add_hookspecs", "_hookimpls",
-    "_inner_hookexec", "_hookexec", "_multicall", "pytest_impl", "pytest_spec",
-})  # fmt: skip
-#: Text that names the machinery (for getattr, import_module, sys.modules, format strings, ...).
-_RISKY_TEXT = re.compile(
-    r"pytest|pluggy|gi_py|gi_workload|gi_warm|GI_[A-Z_]+|conftest|sys\.modules|builtins|__\w+__|"
-    + r"\b(?:"
-    + "|".join(sorted(FRAME_ATTRIBUTES | MACHINERY_ATTRIBUTES))
-    + r")\b"
-)
-#: Dunders that text may name (`if __name__ == "__main__"`, a docstring's `__init__`).
-_PLAIN_TEXT = frozenset({"__main__", "__init__", "__name__", "__file__", "__doc__", "__future__"})
 #: A replacement field of a format string that reads an attribute: "{0.attribute}".
 _FORMAT_ATTRIBUTE = re.compile(r"\{[^{}!:]*\.([A-Za-z_]\w*)")
 
@@ -130,120 +115,18 @@ class Uses:
 # --- the walk --------------------------------------------------------------------------------------
 
 
-class _Walker:
+class _Walker(Scope):
     """Collects one file's `Uses`. ast.walk visits a node before its children, so a call or an
     attribute chain judges its parts and marks them (`judged`) before they are visited alone."""
 
-    def __init__(self, tree: ast.Module, global_reads: frozenset[str]) -> None:
-        self.nodes = list(ast.walk(tree))
-        #: Names some scope reads where no scope around it binds them: builtins (or globals of
-        #: another file), whatever else of the same name the file binds elsewhere.
-        self.global_reads = global_reads
-        self.labels: set[str] = set()
-        self.free: set[str] = set()
-        self.private: set[str] = set()
-        self.imports: dict[str, str] = {}  # a name bound by an import -> what it names ("os.path")
-        self.bound: set[str] = set()
-        self.defined: set[str] = set()
-        self.attributes: set[str] = set()  # every attribute name the file reads or writes
-        self.quoted: set[str] = set()  # the text labels of its docstrings and bare strings
-        self.judged: set[int] = set()  # ids of nodes already judged as part of a larger one
-        self.ambiguous: set[str] = set()  # module names that may name something else (`_bindings`)
-
     def run(self) -> Uses:
-        self._bindings()
+        self.bindings()
         for node in self.nodes:
             if id(node) not in self.judged:
                 self._visit(node)
         return Uses(frozenset(self.labels), frozenset(self.free), frozenset(self.private),
                     frozenset(self.bound), frozenset(self.defined), frozenset(self.attributes),
                     frozenset(self.quoted))  # fmt: skip
-
-    def _bindings(self) -> None:
-        """Every name the file binds, what its imports name, the attributes it defines, and its
-        docstrings and bare strings (text that never runs)."""
-        for node in self.nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    bound = alias.asname or alias.name.split(".")[0]
-                    self.imports[bound] = alias.name if alias.asname else bound
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if alias.name != "*":
-                        # Relative imports are the project's own modules: not resolved here.
-                        base = node.module or ""
-                        self.imports[alias.asname or alias.name] = (
-                            f"{base}.{alias.name}" if not node.level else f".{alias.name}"
-                        )
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                self.bound.add(node.id)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.bound.add(node.name)
-            elif isinstance(node, ast.arg):
-                self.bound.add(node.arg)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                self.bound.update(node.names)
-            elif (isinstance(node, ast.ExceptHandler) and node.name) or (
-                isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name
-            ):
-                self.bound.add(node.name)
-            elif isinstance(node, ast.MatchMapping) and node.rest:
-                self.bound.add(node.rest)
-            elif isinstance(node, ast.Attribute):
-                self.attributes.add(node.attr)
-                if isinstance(node.ctx, ast.Store):
-                    self.defined.add(node.attr)
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                self.judged.add(id(node.value))  # a docstring or a bare string never runs
-                self.quoted.update(_text_labels(node.value))
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        self.defined.add(item.name)
-                    self.defined.update(target.id for target in _targets(item) if isinstance(target, ast.Name))
-        self.bound |= set(self.imports)
-        aliases: dict[int, str] = {}  # the Name nodes that `m = os` binds -> the module
-        for node in self.nodes:  # `m = os`: m names os wherever it is read
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                value = self._dottedmodule(node.value)
-                if value is not None:
-                    self.imports.setdefault(node.targets[0].id, value)
-                    aliases[id(node.targets[0])] = value
-                    self.judged.update(id(part) for part in ast.walk(node.value))
-        named: dict[str, set[str]] = {}
-        for name, what in _bindings_of(self.nodes, aliases):
-            named.setdefault(name, set()).add(what)
-        #: Names that are a module in one place and may be something else in another (`import
-        #: math as m` and `m = <a generator>`; read where no scope binds them): their attributes
-        #: are judged both ways. (`import os` in two functions is os both times.)
-        self.ambiguous = {name for name, what in named.items() if len(what) > 1 and name in self.imports}
-        self.ambiguous |= self.global_reads & set(self.imports)
-
-    def _dottedmodule(self, node: ast.expr) -> str | None:
-        """The module an expression `a.b.c` names, when `a` is imported and the chain resolves
-        to a standard-library module; None otherwise."""
-        chain = self._resolved_chain(node)
-        return chain[0] if chain is not None and not chain[1] and stdlib_module(chain[0]) is not None else None
-
-    def _resolved_chain(self, node: ast.expr) -> tuple[str, list[str]] | None:
-        """`a.b.c` with `a` imported, resolved: (the module reached, the attributes left); None
-        when the chain does not start at an imported name."""
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        module = self._module_of(node)
-        if module is None:
-            return None
-        resolved, rest, aliases = resolve(module, list(reversed(parts)))
-        self.labels.update(aliases)
-        return resolved, rest
-
-    def _module_of(self, node: ast.expr) -> str | None:
-        """What an imported name names (an absolute dotted name), or None."""
-        if isinstance(node, ast.Name) and node.id in self.imports and not self.imports[node.id].startswith("."):
-            return self.imports[node.id]
-        return None
 
     def _visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
@@ -269,8 +152,8 @@ class _Walker:
             self._rebinding(node)
 
     def _import(self, module: str) -> str | None:
-        loaded = stdlib_module(module)
-        return import_label(loaded.__name__ if loaded is not None else module)
+        loaded = module_facts(module)
+        return import_label(loaded.name if loaded is not None else module)
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level:  # the project's own modules
@@ -313,18 +196,19 @@ class _Walker:
     def _module_chain(self, module: str, attributes: list[str]) -> None:
         resolved, rest, aliases = resolve(module, attributes)
         self.labels.update(aliases)
-        if stdlib_module(resolved.split(".")[0]) is None:  # the project's or a third party's module
+        if module_facts(resolved.split(".")[0]) is None:  # the project's or a third party's module
             for attribute in rest:
                 self._attribute(attribute, None)
             return
         if not rest:  # the chain ends at a module, held as a value
-            if label := value_label(resolved):
-                self.labels.add(label)
+            self.labels.add(value_label(resolved))
             return
-        if f"{resolved}.{rest[0]}" in NAMED_ACCESS and len(rest) == 1:
+        if f"{resolved}.{rest[0]}" in NAMED_ACCESS | ATTRIBUTE_WRITERS and len(rest) == 1:
             self.labels.add(f"{resolved}.{rest[0]} as a value")  # a call of it is judged in _call
         elif label := judge_module_name(resolved, rest[0]):
             self.labels.add(label)
+        elif rest[0].startswith("__") and rest[0].endswith("__"):
+            self._attribute(rest[0], None)  # a pure module's dunder (`json.__dict__`) is none of its names
         for attribute in rest[1:]:
             self._attribute(attribute, None)
 
@@ -349,11 +233,13 @@ class _Walker:
         imported = self._module_of(node)
         if imported is not None:
             resolved, rest, _ = resolve(imported, [])
-            if stdlib_module(resolved.split(".")[0]) is None:
-                label = None  # the project's or a third party's: its names are judged where read
+            if module_facts(resolved.split(".")[0]) is None:
+                # The project's or a third party's: a module (`import x`) held as a value, else
+                # its names are judged where read.
+                label = value_label(resolved) if name in self.modules else None
             elif not rest:
                 label = value_label(resolved)
-            elif f"{resolved}.{rest[0]}" in NAMED_ACCESS:
+            elif f"{resolved}.{rest[0]}" in NAMED_ACCESS | ATTRIBUTE_WRITERS:
                 label = f"{resolved}.{rest[0]} as a value"
             else:
                 label = None
@@ -368,12 +254,6 @@ class _Walker:
         elif name not in PLAIN_BUILTINS:
             self.free.add(name)  # exec, open, __builtins__, or a name another file binds
 
-    def _builtin(self, name: str) -> bool:
-        """Whether a read of `name` may be the builtin (or another file's global): somewhere the
-        file reads it where no scope binds it, or nowhere does the file bind it (a method, a
-        parameter or a class attribute of that name hides no builtin elsewhere)."""
-        return name in self.global_reads or name not in self.bound
-
     def _call(self, node: ast.Call) -> None:
         function = node.func
         if isinstance(function, ast.Name) and function.id in REFLECTION and self._builtin(function.id):
@@ -385,11 +265,42 @@ class _Walker:
         elif (callee := self._callee(function)) in NAMED_ACCESS:
             self.judged.update(id(part) for part in ast.walk(function))
             self._named_access(callee, node)
+        elif callee in ATTRIBUTE_WRITERS:
+            self.judged.update(id(part) for part in ast.walk(function))
+            if callee == "functools.update_wrapper":
+                given = [*node.args[:1], *(keyword.value for keyword in node.keywords if keyword.arg == "wrapper")]
+                self._write(callee, given[0] if given else None)
+            elif id(node) not in self.decorators:  # wraps(f) on a def of the file's own is plain
+                self.labels.add(f"{callee}() held as a value")
+        elif isinstance(function, ast.Call) and self._callee(function.func) == "functools.wraps":
+            self.judged.add(id(function))  # wraps(f)(target): writes to target
+            self.judged.update(id(part) for part in ast.walk(function.func))
+            self._write("functools.wraps", node.args[0] if node.args else None)
+        elif (
+            isinstance(function, ast.Name)
+            and function.id in ("setattr", "delattr")
+            and self._builtin(function.id)
+            and node.args
+            and self._held_by_module(node.args[0]) is not None
+        ):
+            self._write(function.id, node.args[0])
         if isinstance(function, ast.Attribute) and function.attr in ("format", "format_map"):
             receiver = function.value
             if isinstance(receiver, ast.Constant) and isinstance(receiver.value, str):
                 for attribute in _FORMAT_ATTRIBUTE.findall(receiver.value):
                     self._attribute(attribute, None)
+
+    def _write(self, writer: str, target: ast.expr | None) -> None:
+        """A call that writes attributes of `target` (update_wrapper's wrapper, setattr's
+        object): refused on a module or what a module holds, and, for a writer whose name is
+        plain, on anything but a function or class the file defines."""
+        held = self._held_by_module(target) if target is not None else None
+        if held is not None:
+            assert target is not None
+            self.labels.add(f"{writer} writes to {held}")
+            self.judged.update(id(part) for part in ast.walk(target))
+        elif not (isinstance(target, ast.Name) and target.id in self.owned) and writer in ATTRIBUTE_WRITERS:
+            self.labels.add(f"{writer} on a value the code does not define")
 
     def _reflection(self, builtin: str, node: ast.Call) -> None:
         """getattr(x, "name") reads an attribute like x.name; with a name computed at run time it
@@ -428,99 +339,27 @@ class _Walker:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 names = [item.name]
             else:
-                names = [target.id for target in _targets(item) if isinstance(target, ast.Name)]
+                names = [target.id for target in targets(item) if isinstance(target, ast.Name)]
             for name in names:
                 if name.startswith("__") and name.endswith("__") and name not in PLAIN_CLASS_DUNDERS:
                     self.labels.add(f"defines {name}")
 
     def _rebinding(self, node: ast.stmt) -> None:
-        """Assigning to (or deleting) an existing attribute of a module: rebinding another
-        module's code (`os.environ = ...`, `plugin._write = ...`); and assigning any dunder
-        (`value.__class__ = Other`, which a read of it does not)."""
-        for target in _targets(node):
-            for inner in ast.walk(target):
-                if not isinstance(inner, ast.Attribute):
-                    continue
-                if inner.attr.startswith("__") and inner.attr.endswith("__"):
-                    self.labels.add(f"assigns .{inner.attr}")
-                parts = [inner.attr]
-                base = inner.value
-                while isinstance(base, ast.Attribute):
-                    parts.append(base.attr)
-                    base = base.value
-                module = self._module_of(base)
-                if module is None:
-                    continue
-                resolved, rest, _ = resolve(module, list(reversed(parts)))
-                loaded = stdlib_module(resolved)
-                if loaded is None or (len(rest) == 1 and hasattr(loaded, rest[0])):
-                    self.labels.add(f"assigns {'.'.join([resolved, *rest])}")
+        """Assigning to (or deleting) an attribute of a module or of anything a module holds:
+        rebinding another module's code (`os.environ = ...`, `plugin._write = ...`,
+        `json.JSONEncoder.encode = ...`, through a name bound to it too); and assigning any
+        dunder (`value.__class__ = Other`, which a read of it does not)."""
+        stores = [inner for target in targets(node) for inner in ast.walk(target)
+                  if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, (ast.Store, ast.Del))]  # fmt: skip
+        for inner in stores:
+            if inner.attr.startswith("__") and inner.attr.endswith("__"):
+                self.labels.add(f"assigns .{inner.attr}")
+            held = self._held_by_module(inner.value)
+            if held is not None:
+                self.labels.add(f"assigns {held}.{inner.attr}")
 
     def _text(self, node: ast.Constant) -> None:
-        self.labels.update(_text_labels(node))
-
-
-def _bindings_of(nodes: list[ast.AST], aliases: Mapping[int, str]) -> Iterator[tuple[str, str]]:
-    """Each binding in `nodes`: the name, and the module it binds the name to ("" for any
-    other value); `aliases` are the Name nodes of `m = os` assignments."""
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield (alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0],) * 2
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            yield from (
-                (alias.asname or alias.name, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"
-            )
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            yield node.id, aliases.get(id(node), "")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield node.name, ""
-        elif isinstance(node, ast.arg):
-            yield node.arg, ""
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            yield node.name, ""
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            yield node.rest, ""
-
-
-def _global_reads(source: str) -> frozenset[str]:
-    """The names some scope of `source` reads as a global or builtin that the module does not
-    bind (by Python's own scoping, `symtable`); every name read when it does not compile."""
-    try:
-        top = symtable.symtable(source, "<variant>", "exec")
-    except (SyntaxError, ValueError):
-        return frozenset(node.id for node in ast.walk(parse_quietly(source)) if isinstance(node, ast.Name))
-    bound = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_assigned() or symbol.is_imported()}
-    reads: set[str] = set()
-    tables = [top]
-    while tables:
-        table = tables.pop()
-        for symbol in table.get_symbols():
-            if symbol.is_declared_global() and (symbol.is_assigned() or symbol.is_imported()):
-                bound.add(symbol.get_name())  # `global x` and `x = ...` in a function
-            elif symbol.is_referenced() and symbol.is_global():
-                reads.add(symbol.get_name())
-        tables.extend(table.get_children())
-    return frozenset(reads - bound)
-
-
-def _text_labels(node: ast.Constant) -> set[str]:
-    """Labels for text that names the test machinery, a frame attribute or a dunder."""
-    if not isinstance(node.value, (str, bytes)):
-        return set()
-    text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
-    return {repr(found.group(0)) for found in _RISKY_TEXT.finditer(text) if found.group(0) not in _PLAIN_TEXT}
-
-
-def _targets(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, ast.Assign):
-        return list(node.targets)
-    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-        return [node.target]
-    if isinstance(node, ast.Delete):
-        return list(node.targets)
-    return []
+        self.labels.update(text_labels(node))
 
 
 # --- the judgement ---------------------------------------------------------------------------------
@@ -540,7 +379,7 @@ def uses(source: str) -> Uses:
             tree = parse_quietly(source)
         except SyntaxError:
             return Uses(*[frozenset[str]()] * 7)
-        return _Walker(tree, _global_reads(source)).run()
+        return _Walker(tree, global_reads(source)).run()
 
     return _cache.get(source, read)
 

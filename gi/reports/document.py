@@ -20,11 +20,16 @@ from typing import Any
 from gi.engine.run_folder import SUMMARY_NAME, gap_rate, read_diff, read_summary
 from gi.reports import plots
 from gi.reports.compare import compare, read_run, run_folders
+from gi.reports.inert import markdown_block, markdown_code, markdown_text
 from gi.reports.tables import (
     VALIDATION_COLUMNS,
+    behaviour_cell,
+    behaviour_split,
     changed_members,
+    describe_behaviour,
     describe_speedup,
     model_rows,
+    oracle_line,
     tests_line,
     validation_baseline,
     validation_rows,
@@ -54,20 +59,24 @@ class _Document:
     markdown: list[str] = field(default_factory=list)
     images: dict[str, bytes] = field(default_factory=dict)
 
+    # Markdown is written from text a variant or a model may have made: every piece goes
+    # through gi.reports.inert, so none of it becomes HTML, a link, an image or a terminal's
+    # escape sequence.
+
     def heading(self, text: str, level: int = 2) -> None:
         self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
-        self.markdown.append(f"{'#' * level} {text}\n")
+        self.markdown.append(f"{'#' * level} {markdown_text(text)}\n")
 
     def paragraph(self, text: str, *, note: bool = False) -> None:
         attributes = ' class="note"' if note else ""
         self.html.append(f"<p{attributes}>{html.escape(text)}</p>")
-        self.markdown.append(f"{'*' + text + '*' if note else text}\n")
+        self.markdown.append(f"{'*' + markdown_text(text) + '*' if note else markdown_text(text)}\n")
 
     def items(self, lines: Sequence[str]) -> None:
         if not lines:
             return
         self.html.append("<ul>" + "".join(f"<li><code>{html.escape(line)}</code></li>" for line in lines) + "</ul>")
-        self.markdown.append("\n".join(f"- `{line}`" for line in lines) + "\n")
+        self.markdown.append("\n".join(f"- {markdown_code(line)}" for line in lines) + "\n")
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
@@ -75,7 +84,7 @@ class _Document:
         self.html.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
         def cells(row: Sequence[str]) -> str:
-            return "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+            return "| " + " | ".join(markdown_text(cell).replace("\n", " ") for cell in row) + " |"
 
         self.markdown.append("\n".join([cells(header), "| " + " | ".join("---" for _ in header) + " |",
                                         *(cells(row) for row in rows)]) + "\n")  # fmt: skip
@@ -84,11 +93,11 @@ class _Document:
         self.images[name] = png
         data = base64.b64encode(png).decode("ascii")
         self.html.append(f'<p><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"></p>')
-        self.markdown.append(f"![{alt}]({IMAGE_DIR}/{name})\n")
+        self.markdown.append(f"![{markdown_text(alt)}]({IMAGE_DIR}/{name})\n")
 
     def code(self, text: str, language: str = "diff") -> None:
         self.html.append(f"<pre><code>{html.escape(text)}</code></pre>")
-        self.markdown.append(f"```{language}\n{text.rstrip()}\n```\n")
+        self.markdown.append(markdown_block(text, language) + "\n")
 
     def render_html(self) -> str:
         return (
@@ -150,9 +159,9 @@ def _front_section(
     if constant:
         doc.paragraph(plots.front_caption(constant, original), note=True)
     timed = any(member.get("speedup") for members in groups.values() for member in members)
-    header = ["member", *names, *(["speed-up (95% CI)"] if timed else []), "held-out", "edits"]
+    header = ["member", *names, *(["speed-up (95% CI)"] if timed else []), "held-out", "behaviour", "edits"]
     rows = [["original", *(_number(summary["baseline"]["objectives"].get(n)) for n in names),
-             *(["1"] if timed else []), _tests(summary["baseline"].get("holdout")), "0"]]  # fmt: skip
+             *(["1"] if timed else []), _tests(summary["baseline"].get("holdout")), "-", "0"]]  # fmt: skip
     for label, members in groups.items():
         for member in members:
             rows.append(
@@ -161,6 +170,7 @@ def _front_section(
                     *(_number(member["objectives"].get(n)) for n in names),
                     *([describe_speedup(member.get("speedup"), short=True)] if timed else []),
                     _tests(member.get("holdout")) + (" overfits" if member.get("overfits") else ""),
+                    behaviour_cell(member.get("behaviour")),
                     str(len(member["descriptions"])),
                 ]
             )
@@ -219,10 +229,14 @@ def _plausible_section(doc: _Document, plausible: Sequence[Mapping[str, Any]]) -
             str(entry.get("tokens", "-")),
             f"{entry.get('suspiciousness', 0.0):.3g}",
             _tests(entry.get("holdout")) if entry.get("holdout") else "-",
+            behaviour_cell(entry.get("behaviour")),
         ]
         for place, entry in enumerate(plausible, start=1)
     ]
-    doc.table(["rank", "id", "edits", "anti-patterns", "diff lines", "tokens", "suspiciousness", "held-out"], rows)
+    doc.table(
+        ["rank", "id", "edits", "anti-patterns", "diff lines", "tokens", "suspiciousness", "held-out", "behaviour"],
+        rows,
+    )
     doc.paragraph(
         "Every program found that passes every training test, ranked by Tan et al.'s anti-patterns (deleted"
         " statements, exits, control or updates, emptied blocks, early exits, trivial conditions), then the smallest"
@@ -276,11 +290,15 @@ def _validation_section(doc: _Document, figures: Mapping[str, Any]) -> None:
     doc.heading("Revalidation")
     doc.paragraph(f"Overfitting under {', '.join(figures['tests'])} (gi validate): {validation_baseline(figures)}.")
     doc.table(["programs", *VALIDATION_COLUMNS], [[name.strip(), *cells] for name, cells in validation_rows(figures)])
+    if (split := behaviour_split(figures)) is not None:
+        doc.paragraph(split[0].upper() + split[1:] + ".")
     doc.paragraph(
         "overfit: the programs that keep every training test the original passes and fail a test of this suite"
         " it passes (the share of those checked); introduced: of those, the ones no parent of which overfits,"
         " out of the programs with no overfitting parent (the edit made the overfit; the language model and"
-        " the classic operators are compared on this share); inherited: a parent overfits already.",
+        " the classic operators are compared on this share); inherited: a parent overfits already. By"
+        " counterexamples: the front members the behaviour oracle checked, and those it found a call of a changed"
+        " function on which they do otherwise than the original.",
         note=True,
     )
 
@@ -299,6 +317,10 @@ def _members_section(doc: _Document, folder: Path, summary: Mapping[str, Any], l
         if member.get("speedup"):
             doc.paragraph(f"Speed-up, rigorous re-measurement (95% CI): {describe_speedup(member['speedup'])}.")
         doc.paragraph(f"Held-out tests: {_verdict(member)}.")
+        if member.get("behaviour"):
+            doc.paragraph(f"Behaviour on inputs no test tries (the oracle): {describe_behaviour(member['behaviour'])}.")
+            if member["behaviour"].get("counterexample"):
+                doc.code(member["behaviour"]["counterexample"])
         doc.items(member["descriptions"])
         diff = read_diff(folder, member)
         if diff:
@@ -364,6 +386,8 @@ def _run_document(folder: Path) -> _Document:
         )
     for warning in summary.get("warnings") or []:
         doc.paragraph(f"Warning: {warning}", note=True)
+    if (line := oracle_line(summary)) is not None:
+        doc.paragraph(line[0].upper() + line[1:] + ".")
     _front_section(doc, {"front members": changed_members(summary)}, summary)
     for rider in summary.get("riders") or []:
         doc.paragraph(

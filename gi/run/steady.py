@@ -287,6 +287,8 @@ class SteadyLoop(RunLoop):
         gap = None
         if self.held_out is not None:
             new = [m for m in front_members(search.archive.members) if m.tree_hash not in self.front_before]
+            if self.feedback is not None:  # counterexamples join the held-out tests first
+                self.feedback.generation(new, self.evaluations.cache, self.baseline)
             gap = self.held_out.generation(search.generation, new, self.evaluations.cache, self.baseline.tests)
         fresh = {child.tree_hash for child in children} - self.known
         self.known |= fresh

@@ -29,6 +29,7 @@ from gi.engine.progress import Progress
 from gi.engine.run_folder import STORE_NAME, SUMMARY_NAME
 from gi.engine.store import RunStore
 from gi.model.errors import GIError
+from gi.reports.inert import inert
 from gi.run.experiment import run_experiment
 
 MANIFEST_NAME = "experiment.json"
@@ -187,7 +188,7 @@ def _child(run: Config, fresh: bool, offline: bool, verbose: bool, errors: Any) 
 
     def say(line: str) -> None:
         if verbose:
-            print(line, flush=True)
+            print(inert(line), flush=True)
 
     try:
         result = run_experiment(run, fresh=fresh, offline=offline, on_progress=_progress_lines(run, say))

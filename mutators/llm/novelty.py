@@ -17,6 +17,8 @@ import io
 import tokenize
 from collections.abc import Mapping, Sequence
 
+from gi.model.program import parse_quietly
+
 #: Versions remembered per function; the oldest go first.
 REMEMBERED = 256
 _SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.ENCODING}
@@ -65,7 +67,7 @@ def _without_docstrings(tree: ast.AST) -> None:
 def normalised_tokens(source: str) -> tuple[str, ...]:
     """The tokens two versions of a function are compared by (the text's own tokens if it does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = parse_quietly(source)  # under gi's lock on ast.parse (gi.model.program)
     except SyntaxError:
         text = source
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pyperf
@@ -16,12 +17,14 @@ from gi.fitness.runtime import (
     TimingSettings,
     Workload,
     WorkloadError,
+    clock_loops,
     compare,
     loops_for,
     measure,
     output_of,
     profile,
     timing_cpu,
+    unseen_speed,
 )
 
 PROGRAM = """\
@@ -124,3 +127,43 @@ def test_changed_output_makes_a_variant_infeasible() -> None:
     assert violation(Constraint.TRAIN_PASS, measures, ok=True, test_count=4) == 1.0
     assert violation(Constraint.NONE, measures, ok=True, test_count=4) == 1.0
     assert violation(Constraint.TRAIN_PASS, {"failed_tests": 0.0}, ok=True, test_count=4) == 0.0
+
+
+PAIR = TimingSettings(processes=2, values=3, warmups=1)
+
+
+def session(claimed: float, *seconds: float) -> Timing:
+    """A member's session: four processes' values of `claimed` s a call, commands of 1,000 loops."""
+    return Timing((claimed,) * 4, 1000, tuple((1000, each) for each in seconds))
+
+
+def test_the_clocks_commands_run_as_many_more_calls_as_the_values_say_take_two_seconds() -> None:
+    """8 calls a loop (2 processes x 4 values); at 0.1 ms a call, 2 s is 2,500 more loops."""
+    assert clock_loops(session(1e-4, 1.0, 1.1), PAIR) == 1000 + 2500
+    assert clock_loops(session(1e-4 / 3, 1.0, 1.1), PAIR) == 1000 + 7500, "a forgery pays its claims in real time"
+    assert clock_loops(session(0.0, 1.0, 1.1), PAIR) == 1000 + 1000 * 1000, "bounded"
+
+
+def test_gis_clock_on_longer_commands_holds_the_values_to_what_calls_cost() -> None:
+    """20,000 extra calls (8 a loop x 2,500 more loops) take gi's clock 2 s beyond the session's
+    commands: values of 0.1 ms a call agree; values of a third of that are a speed-up the clock
+    does not see; a clock command that ran out of time sees one too."""
+    short = (1.30, 1.36, 1.33, 1.31)
+    assert unseen_speed(session(1e-4, *short), [(3500, 3.32), (3500, 3.40)], PAIR) == ""
+    forged = unseen_speed(session(1e-4 / 3, *short), [(3500, 3.32), (3500, 3.40)], PAIR)
+    assert "20000 extra timed calls took gi's clock 2 s" in forged, forged
+    timed_out = unseen_speed(session(1e-4, *short), [(3500, math.inf)], PAIR)
+    assert "took gi's clock more than its time limit" in timed_out, timed_out
+
+
+def test_a_difference_the_sessions_noise_could_make_refutes_nothing() -> None:
+    """The same 2 s, beside session commands whose times spread by a second: no verdict; and a
+    fast variant's few milliseconds of extra calls refute nothing either."""
+    noisy = (0.5, 1.5, 2.3, 1.0)
+    assert unseen_speed(session(1e-4 / 3, *noisy), [(3500, 3.2), (3500, 3.3)], PAIR) == ""
+    assert unseen_speed(session(1e-7, 1.30, 1.40, 1.35), [(11000, 1.42)], PAIR) == ""
+
+
+def test_without_two_session_commands_and_a_clock_command_nothing_is_held() -> None:
+    assert unseen_speed(session(1e-5, 1.3), [(3500, 9.0)], PAIR) == ""
+    assert unseen_speed(session(1e-5, 1.3, 1.4), [], PAIR) == ""

@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from tests.llm_server import Action, ScriptedModel
+
+
+@dataclass
+class OneFunction(ScriptedModel):
+    """Serves the script to prompts about `function`; asked about another one, it declines."""
+
+    function: str = "add"
+
+    def next(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
+        if f"`{self.function}`" in json.dumps(body):
+            return super().next(body, headers)
+        with self.lock:
+            self.requests.append(body)
+        return Action(reply="I would rather not.")
 
 
 def processes_with(marker: str) -> list[int]:

@@ -218,6 +218,31 @@ VERDICT = {
     ),
 }
 
+#: 2'''. Issue 37, hole 2: the audit of returned values goes out as a signed record that the
+#: plugin serialised with `json.dumps`: rebound (functools.update_wrapper onto the module, both
+#: names pure), it blinds the record to a value equal to everything, an int named at run time.
+VERDICT["a value equal to everything, the audit blinded through json.dumps"] = (
+    2,
+    """
+        import functools
+        import json
+
+        class Holder:
+            real = json.dumps
+
+            def dumps(value, *args, **kwargs):
+                if isinstance(value, dict) and "returned" in value:
+                    value = {"returned": {"builtins.int": ""}}
+                return Holder.real(value, *args, **kwargs)
+
+        functools.update_wrapper(json, Holder, assigned=("dumps",), updated=())
+        make = type
+        Ledger = make("Ledger", (int,), {"_" * 2 + "eq" + "_" * 2: lambda self, other: True,
+                                         "_" * 2 + "hash" + "_" * 2: int.__hash__})
+        return Ledger(a - b)
+        """,
+)
+
 #: The attacks in plain Python, which the guard has no reason to refuse: the run catches them
 #: (the timed processes' behaviour check; the audit of returned values in the front's second run).
 GUARD_BLIND = frozenset({"the last result, after the 50th call", "a value equal to everything behind a mapping proxy"})
@@ -352,6 +377,56 @@ def total(n):
             stream.write(shadow)
     except OSError:
         pass
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+""",
+}
+
+
+#: Issue 37, hole 1: pyperf's timed processes hand their values to its manager through
+#: `json.dump`, which a rewrite rebinds (functools.update_wrapper onto the module: both names
+#: pure) to report a third of every value measured. And where gi reads what each timed process
+#: recorded itself, with a clock taken before the project was imported: that clock swapped,
+#: through the frames, for one three times too slow, so that pyperf's values and the records
+#: agree and only gi's own clock on the commands sees the calls take as long as ever.
+HELD = {
+    "pyperf's values divided through json.dump": """\
+def total(n, _held=[]):
+    import functools
+    import json
+
+    class Holder:
+        real = json.dump
+
+        def dump(data, *args, **kwargs):
+            for benchmark in data.get("benchmarks", []):
+                for run in benchmark.get("runs", []):
+                    if "values" in run:
+                        run["values"] = [value / 3 for value in run["values"]]
+            return Holder.real(data, *args, **kwargs)
+
+    if not _held:
+        _held.append(functools.update_wrapper(json, Holder, assigned=("dump",), updated=()))
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+""",
+    "the timing script's clock three times too slow": """\
+def total(n, _held=[]):
+    import os
+
+    if not _held:
+        frame = os.path.sys._getframe(1)
+        while frame is not None and "_clock" not in frame.f_globals:
+            frame = frame.f_back
+        if frame is not None:
+            real = frame.f_globals["_clock"]
+            base = real()
+            frame.f_globals["_clock"] = lambda: base + (real() - base) / 3
+        _held.append(1)
     s = 0
     for i in range(n):
         s += i * i

@@ -79,6 +79,7 @@ class Engine:
         with workspace(self.project, {"calc.py": source}, parent=self.scratch) as space:
             run = run_tests(["tests"], timeout=60, runner=Sandbox(self.limits, space))
             self.peak = on_disk(space.base)
+            self.copied_back = sorted(os.listdir(space.outputs))
             return run
 
     def close(self) -> None:
@@ -86,11 +87,15 @@ class Engine:
             self.pool.close()
 
 
+#: Files and folders each writable folder may gain.
+QUOTA_FILES = 2000
+
+
 @pytest.fixture(params=["cold", "warm"])
 def engine(request: pytest.FixtureRequest, project: Path, tmp_path: Path) -> Iterator[Engine]:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    running = Engine(project, scratch, request.param, Limits(disk_mb=QUOTA_MB))
+    running = Engine(project, scratch, request.param, Limits(disk_mb=QUOTA_MB, disk_files=QUOTA_FILES))
     yield running
     running.close()
 
@@ -184,3 +189,42 @@ def test_a_cold_copy_the_tests_may_write_is_on_disk_and_held_to_the_quota(
     with workspace(project, {"calc.py": module(small)}, parent=scratch) as space:
         within = run_tests(["tests"], timeout=60, runner=Sandbox(limits, space))
     assert count_failed(within) == 0 and not within.resource, within.failure_report()
+
+
+def flood(folder: str, count: int, name: str = "flood") -> str:
+    """A body of `add` that makes `count` empty files in `folder` and then answers right."""
+    return f"""
+    import os
+    for index in range({count}):
+        try:
+            os.close(os.open(os.path.join({folder}, "{name}-%d" % index), os.O_CREAT | os.O_WRONLY))
+        except OSError:
+            break
+    return a + b
+    """
+
+
+@needs_bubblewrap
+@pytest.mark.parametrize("folder", [OUTPUTS, 'os.environ["TMPDIR"]', '"/tmp"'], ids=["outputs", "TMPDIR", "/tmp"])
+def test_a_flood_of_empty_files_is_over_the_quota_of_files(engine: Engine, folder: str) -> None:
+    """Issue 37, hole 5: empty files cost no bytes, and a workload command made 300,000 of them
+    in outputs/, all copied onto the host's disk. Each folder a variant writes holds at most
+    `disk_files` more files: past it the variant fails as `resource`, and the next runs well."""
+    over = engine.run(flood(folder, QUOTA_FILES * 3))
+    assert over.resource.startswith("over its disk quota") and "files" in over.resource, (over.resource, over.outcomes)
+    after = engine.run("return a + b")
+    assert count_failed(after) == 0 and not after.resource, after.failure_report()
+
+
+@needs_bubblewrap
+def test_of_outputs_only_what_gi_reads_comes_back(project: Path, tmp_path: Path) -> None:
+    """The finisher copies back the files gi's tools write (gi-*, timing.json, ...), a bounded
+    number of them: not a variant's thousand files, nor a file of its own named like gi's."""
+    limits = Limits(disk_mb=QUOTA_MB, disk_files=QUOTA_FILES)
+    body = flood(OUTPUTS, QUOTA_FILES // 2).replace("return a + b", "") + flood(OUTPUTS, 400, name="gi-planted")
+    with workspace(project, {"calc.py": module(body)}, parent=tmp_path) as space:
+        run = run_tests(["tests"], timeout=60, runner=Sandbox(limits, space))
+        back = sorted(os.listdir(space.outputs))
+    assert count_failed(run) == 0 and not run.resource, run.failure_report()
+    assert not [name for name in back if name.startswith("flood")], "files gi never reads came back"
+    assert len(back) <= 256, f"{len(back)} files came back"

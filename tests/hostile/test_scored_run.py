@@ -4,15 +4,16 @@
 Twice over: with the ledger as it is (the guard refuses every forgery before it runs), and with
 a ledger that already holds each forgery as a function nobody calls, so that the guard lets
 their code through and what happens at run time must catch them: the frozen registry and the
-canaries during the search, the second run of the front at the end. Real `gi run`, real
-sandbox, real pytest; the model is a scripted OpenAI-protocol server on 127.0.0.1.
+canaries during the search, the second run of the front at the end. And the audit blinded
+through a rebound `json.dumps` (issue 37), served alone so its member is the front's repair,
+on the Dask engine too. Real `gi run`, real sandbox, real pytest; the model is a scripted
+OpenAI-protocol server on 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import json
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 from gi.cli.main import main
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.model.program import normalised_dump, tree_hash
+from tests.hostile import OneFunction
 from tests.hostile.attacks import (
     BENCH,
     CALC,
@@ -35,7 +37,7 @@ from tests.hostile.attacks import (
     module,
     reply,
 )
-from tests.llm_server import Action, ScriptedModel, serve
+from tests.llm_server import Action, serve
 
 pytestmark = [
     pytest.mark.slow,
@@ -49,34 +51,23 @@ PERMISSIVE = CALC + "".join(
 )
 
 
-@dataclass
-class OneFunction(ScriptedModel):
-    """Serves the script to prompts about `function`; asked about another one, it declines."""
-
-    function: str = "add"
-
-    def next(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
-        if f"`{self.function}`" in json.dumps(body):
-            return super().next(body, headers)
-        with self.lock:
-            self.requests.append(body)
-        return Action(reply="I would rather not.")
-
-
 def hash_of(calc: str) -> str:
     return tree_hash({"calc.py": normalised_dump(calc, "calc.py")})
 
 
-def run_ledger(tmp_path: Path, original: str, engine: str) -> tuple[Path, dict[str, str]]:
-    """A one-generation repair run of the ledger whose model serves every forgery; the run
-    folder and, by forgery, the tree hash of the variant it makes."""
+def run_ledger(
+    tmp_path: Path, original: str, engine: str, served: tuple[str, ...] = tuple(VERDICT)
+) -> tuple[Path, dict[str, str]]:
+    """A one-generation repair run of the ledger whose model serves the forgeries `served` (by
+    name, all of them unless told); the run folder and, by forgery, the tree hash of the
+    variant it makes."""
     project = tmp_path / "ledger"
     (project / "tests").mkdir(parents=True)
     (project / "holdout").mkdir()
     (project / "calc.py").write_text(original)
     (project / "tests" / "test_calc.py").write_text(TRAINING)
     (project / "holdout" / "test_more.py").write_text(HELD_OUT)
-    model = OneFunction(actions=[Action(reply=reply(body)) for _, body in VERDICT.values()],
+    model = OneFunction(actions=[Action(reply=reply(VERDICT[name][1])) for name in served],
                     default=Action(reply=reply("return a - b + 0")))  # fmt: skip
     config = tmp_path / "ledger.toml"
     for server in serve(model):
@@ -118,11 +109,11 @@ retries = 0
 
 [evaluation]
 workers = 2
-engine = "{engine}"
+{'backend = "dask"' + chr(10) + 'engine = "cold"' if engine == "dask" else f'engine = "{engine}"'}
 """)
         assert main(["run", str(config), "--quiet"]) == 0
-    hashes = {name: hash_of(original.replace("    return a - b\n", module(body).split("def add(a, b):\n")[1], 1))
-              for name, (_, body) in VERDICT.items()}  # fmt: skip
+    bodies = {name: module(VERDICT[name][1]).split("def add(a, b):\n")[1] for name in served}
+    hashes = {name: hash_of(original.replace("    return a - b\n", body, 1)) for name, body in bodies.items()}
     return tmp_path / "runs" / "ledger-seed3", hashes
 
 
@@ -178,6 +169,27 @@ def test_where_the_guard_lets_forgeries_through_the_run_catches_them(tmp_path: P
     for member in summary["front"]:
         if member["objectives"]["failed_tests"] == 0:
             assert member["second_run"] is not None and not member["second_run"]["agrees"], member
+
+
+BLINDED = "a value equal to everything, the audit blinded through json.dumps"
+
+
+@pytest.mark.parametrize("engine", ["cold", "warm", "dask"])
+def test_an_audit_blinded_through_json_dumps_makes_no_repair(tmp_path: Path, engine: str) -> None:
+    """Issue 37, hole 2: the plugin's records were serialised with `json.dumps`, which a variant
+    rebound to blind the audit of returned values, so a value equal to everything passed as a
+    repair whose second run agreed, on every engine. The plugin serialises with the C encoder it
+    took as it loaded: the member alone on the front, its second run sees the value's `__eq__`."""
+    folder, hashes = run_ledger(tmp_path, PERMISSIVE, engine, served=(BLINDED,))
+    seen = evaluations(folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert seen[hashes[BLINDED]]["measures"]["failed_tests"] == 0.0, "the value passes every test as pytest sees it"
+    repairs = [member for member in summary["front"] if member["objectives"]["failed_tests"] == 0]
+    assert repairs, summary["front"]
+    for member in repairs:
+        assert member["second_run"] is not None and not member["second_run"]["agrees"], member
+        assert "decides the tests' checks" in member["second_run"]["detail"], member["second_run"]
+    assert any("its scores are forged" in warning for warning in summary["warnings"])
 
 
 #: The sums project with each timing forgery's uses kept in a function nobody calls.

@@ -22,6 +22,7 @@ from tests.hostile.attacks import (
     CALC,
     EVERY_WRITABLE,
     GUARD_BLIND,
+    HELD,
     HELD_OUT,
     OUTPUTS,
     PLANTED,
@@ -79,7 +80,7 @@ ATTACKS = {
     **{name: ("calc.py", CALC, module(body)) for name, (_, body) in VERDICT.items()},
     **{
         name: ("sums.py", SUMS, SUMS.replace(SUMS[SUMS.index("def total") :], text))
-        for name, text in {**TIMED, **PLANTED}.items()
+        for name, text in {**TIMED, **PLANTED, **HELD}.items()
     },
     "fill outputs/": ("calc.py", CALC, module(fill(f"[{OUTPUTS}]", 5, 1 << 30))),
     "fill every writable folder": ("calc.py", CALC, module(fill(EVERY_WRITABLE, 50, 1 << 26))),

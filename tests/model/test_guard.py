@@ -62,6 +62,10 @@ HONEST = {
     "    def __init__(self):\n        super().__init__()\n",
     "main guard": "def main():\n    return 0\n\nif __name__ == '__main__':\n    main()\n",
     "re and json": "import json\nimport re\n\ndef parse(text):\n    return json.loads(re.sub(r'\\s+', ' ', text))\n",
+    "wraps on a def of its own": "import functools\n\ndef logged(f):\n    @functools.wraps(f)\n    def inner(*a):\n"
+    "        return f(*a)\n    return inner\n",
+    "update_wrapper on a def of its own": "import functools\n\ndef logged(f):\n    def inner(*a):\n"
+    "        return f(*a)\n    return functools.update_wrapper(inner, f)\n",
 }
 
 #: Ways out of the code's own values, each spelt to dodge a guard that reads names by how they
@@ -99,6 +103,25 @@ DODGES = {
     "text naming the plugin": "def f(m):\n    return m['gi_py' 'test_report']\n",
     "sys.getprofile": "import sys\n\ndef f():\n    return sys.getprofile()\n",
     "a private attribute of something else": "def f(caller):\n    return caller._hookimpls\n",
+    # Writes to a module or to what it holds, by every path issue 37 lists (the names are pure).
+    "update_wrapper onto a module": "import functools\nimport json\n\nclass Holder:\n    def dump(*a, **k):\n"
+    "        pass\n\nfunctools.update_wrapper(json, Holder, assigned=('dump',), updated=())\n",
+    "update_wrapper imported under another name": "from functools import update_wrapper as keep\nimport math\n\n"
+    "class Helper:\n    isclose = staticmethod(lambda *a, **k: True)\n    keep(math, Helper, ('isclose',), ())\n",
+    "wraps applied to a module": "import functools\nimport json\n\ndef dumps(*a):\n    return ''\n\n"
+    "functools.wraps(dumps, ('dumps',), ())(json)\n",
+    "update_wrapper held in a partial": "import functools\nimport json\n\nkeep = functools.partial(functools.update_wrapper, json)\n",
+    "update_wrapper on a value it is given": "import functools\n\ndef f(target, source):\n"
+    "    return functools.update_wrapper(target, source, ('dump',), ())\n",
+    "a pure module passed on": "import json\n\ndef f(module, value):\n    module.dumps = value\n\nf(json, repr)\n",
+    "a class of another module rebound": "import json\n\njson.JSONEncoder.encode = lambda self, o: '{}'\n",
+    "a class of another module rebound through a name": "import json\n\nEncoder = json.JSONEncoder\n"
+    "Encoder.encode = lambda self, o: '{}'\n",
+    "a class imported from another module rebound": "from json import JSONEncoder\n\n"
+    "JSONEncoder.encode = lambda self, o: '{}'\n",
+    "vars of a module written": "import json\n\nvars(json)['dumps'] = repr\n",
+    "operator.setitem on a module's dict": "import json\nimport operator\n\noperator.setitem(json.__dict__, 'dumps', repr)\n",
+    "object.__setattr__ on a module": "import json\n\nobject.__setattr__(json, 'dumps', repr)\n",
 }
 
 
@@ -134,3 +157,20 @@ def test_a_name_no_module_has_is_no_use_of_it() -> None:
     reading what the module does not have raises AttributeError and reaches nothing."""
     assert risky_names("import sys\nx = sys.no_such_name\n") == frozenset()
     assert risky_names("import sys\nx = sys.modules\n") == {"sys.modules"}
+
+
+def test_setattr_the_original_uses_still_may_not_write_to_a_module() -> None:
+    """setattr on the code's own objects in the original allows setattr, not setattr on a module."""
+    original = {"shop.py": ORIGINAL["shop.py"] + "\n\ndef tag(item):\n    setattr(item, 'tag', 1)\n"}
+    variant = {"shop.py": original["shop.py"] + "\n\nimport json\n\nsetattr(json, 'dumps', repr)\n"}
+    assert "shop.py: setattr writes to json" in new_risky_names(original, variant)
+
+
+def test_judging_a_reply_imports_nothing_in_gis_process() -> None:
+    """`unittest.__main__` raises SystemExit when imported: the guard learns what standard-library
+    modules hold in a child process, so naming it judges the reply and ends nothing."""
+    import sys
+
+    before = set(sys.modules)
+    assert risky_names("import unittest.__main__\nimport colorsys\n") == {"import unittest.__main__"}
+    assert "unittest.__main__" not in sys.modules and ("colorsys" in before or "colorsys" not in sys.modules)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gi.engine.sandbox.finisher import FINISHER, FINISHER_NAME, finisher_command
-from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.limits import Limits, memory_held_together
 from gi.engine.sandbox.workspace import Workspace, install_tool
 
 #: System folders mounted read-only inside the sandbox (those that exist on the host).
@@ -60,8 +60,9 @@ def bubblewrap_available() -> bool:
 
 def isolation(limits: Limits) -> Isolation:
     """Which isolation commands get under `limits` on this machine, in one line."""
-    bounds = (f"{limits.memory_mb} MiB, {limits.processes} processes, files up to {limits.file_mb} MiB,"
-              f" {limits.disk_mb} MiB in each folder it may write")  # fmt: skip
+    memory = "in all" if memory_held_together() else "a process"
+    bounds = (f"{limits.memory_mb} MiB {memory}, {limits.processes} processes, files up to {limits.file_mb} MiB,"
+              f" {limits.disk_mb} MiB and {limits.disk_files} files in each folder it may write")  # fmt: skip
     if not limits.isolate:
         return Isolation(False, f"NO SANDBOX (evaluation.isolate = false): process limits only ({bounds})")
     problem = _bubblewrap_problem()
@@ -172,5 +173,7 @@ def bubblewrap_command(
     mounts += ["--size", size, "--tmpfs", str(space.outputs), "--size", size, "--tmpfs", str(space.temporary)]
     if outputs is not None:
         script = install_tool(space, FINISHER_NAME, FINISHER)
-        argv = finisher_command(sys.executable, script, space.outputs, outputs, int(size), argv)
+        counted = [str(space.outputs), str(space.temporary), "/tmp", "/dev/shm"]
+        argv = finisher_command(sys.executable, script, space.outputs, outputs, int(size), limits.disk_files,
+                                counted, argv)  # fmt: skip
     return ["bwrap", *_NAMESPACES, *mounts, "--chdir", str(cwd), "--", *argv]

@@ -10,10 +10,30 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from gi.model.errors import EvaluationError
 from gi.model.program import IGNORED_DIRS
+
+
+def user_folder() -> Path:
+    """This user's own folder for gi's locks and caches on this machine: `gi-<uid>` in the
+    temporary folder, made private (0700) by its first gi process. Shared paths there belong
+    to whoever made them first: root's timing lock, readable only, made another user's run
+    crash at its first timing. A folder of that name that is not this user's alone (another
+    user made it) is refused in one line."""
+    folder = Path(tempfile.gettempdir()) / f"gi-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    found = os.lstat(folder)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+        raise EvaluationError(
+            f"{folder}: gi's folder for this user's locks is not a private folder of this user's"
+            " (another user made it, or it is a link); remove it, or set TMPDIR to a folder of your own"
+        )
+    return folder
 
 
 def copy_program(root: Path, destination: Path, exclude: Iterable[Path] = ()) -> None:

@@ -36,6 +36,9 @@ class Limits:
     #: The most each folder the command may write holds (outputs/, TMPDIR and HOME, /tmp,
     #: /dev/shm: RAM in bubblewrap; without it, outputs/ and TMPDIR together, checked as it runs).
     disk_mb: int = 512
+    #: The most files and folders a command may add to each folder it may write (in bubblewrap,
+    #: counted by the finisher; without it, in outputs/ and TMPDIR together, as it runs).
+    disk_files: int = 100_000
     #: How much of stdout and of stderr is kept (the tail).
     output_kb: int = 256
     #: Further host folders the command may read (e.g. a package the project imports).
@@ -84,8 +87,23 @@ WATCH_INTERVAL = 0.05
 
 def stops_fork_bombs() -> bool:
     """Whether gi can tell a fork bomb here: it reads refused forks from a pids cgroup of its
-    own, which it makes as root."""
+    own, which it makes as root (or in a cgroup delegated to it)."""
     return "pids" in _Cgroups.parents()
+
+
+def memory_held_together() -> bool:
+    """Whether `Limits.memory_mb` holds a command's processes together (a memory cgroup of the
+    command's), not only each of them (RLIMIT_AS)."""
+    return "memory" in _Cgroups.parents()
+
+
+def memory_warning(limits: Limits) -> str:
+    """One line for the start of a run where memory_mb binds each process alone, or ""."""
+    if memory_held_together():
+        return ""
+    return (f"evaluation.memory_mb = {limits.memory_mb} limits each process of a command alone, not the command's"
+            " processes together: gi may make no memory cgroup here (it can as root, or where a cgroup v2 is"
+            " delegated to this user), so a variant that starts many processes may use more")  # fmt: skip
 
 
 #: An empty gi cgroup at least this old, whose lock is free, was left by a killed gi process.
@@ -135,10 +153,10 @@ class _Cgroups:
     @staticmethod
     @functools.cache
     def parents() -> dict[str, tuple[Path, str]]:
-        """Controller -> (the folder to make cgroups in, the limit file), for those that work."""
+        """Controller -> (the folder to make cgroups in, the limit file), for those that work:
+        as root, or as any user where the cgroup this process is in was delegated to it (cgroup
+        v2: a systemd user session's, or a container's), found by making one."""
         usable: dict[str, tuple[Path, str]] = {}
-        if os.geteuid() != 0:
-            return usable
         own = _own_cgroups()
         for controller, files in _LIMIT_FILES.items():
             parent = own.get(controller) or own.get("")
@@ -235,5 +253,6 @@ def sandbox_limits(config: Config) -> Limits:
         processes=section.processes,
         file_mb=section.file_mb,
         disk_mb=section.disk_mb,
+        disk_files=section.disk_files,
         read_only=tuple(config.resolve(path) for path in section.read_only),
     )

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from gi.engine.sandbox.bubblewrap import bubblewrap_command, isolation
 from gi.engine.sandbox.files import _empty_folder, read_regular
+from gi.engine.sandbox.finisher import over_quota
 from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits, _Cgroups, _processes_of_this_user
 from gi.engine.sandbox.reaper import reaper_command
 from gi.engine.sandbox.workspace import Workspace, install_tool
@@ -235,10 +236,13 @@ class Sandbox:
                 if tail is not None:
                     tail.join(timeout=5)
             cap.close()
+        returncode = process.returncode if process.returncode is not None else -9
+        if not bomb and self.isolated:
+            bomb = over_quota(returncode, err.text())  # the finisher's count of files, in bubblewrap
         return ProcessOutcome(
-            returncode=process.returncode if process.returncode is not None else -9,
+            returncode=returncode,
             stdout=out.text(),
-            stderr=err.text() + (f"\n{bomb}\n" if bomb else ""),
+            stderr=err.text() + (f"\n{bomb}\n" if bomb and bomb not in err.text() else ""),
             resource=bomb if is_over_quota(bomb) else "",
             seconds=time.perf_counter() - started,
             timed_out=timed_out,
@@ -319,12 +323,12 @@ class _Quota:
     enforced: files allocated at once between two looks may go past it for that moment."""
 
     OVER = "over its disk quota"
-    #: Entries a command may add at most (one that made more is over its quota too).
-    ENTRIES = 100_000
 
-    def __init__(self, folders: Sequence[Path], disk_mb: int) -> None:
+    def __init__(self, folders: Sequence[Path], disk_mb: int, entries: int = 100_000) -> None:
         self.folders = tuple(folders)
         self.allowed = disk_mb * 1024 * 1024
+        #: Entries a command may add at most (one that made more is over its quota too).
+        self.entries = entries
         self.start_used, self.start_entries = self._usage()
 
     @classmethod
@@ -333,14 +337,16 @@ class _Quota:
         folders = [] if sandbox.isolated else [sandbox.space.outputs, sandbox.space.temporary]
         if sandbox.limits.writable_program:
             folders.append(sandbox.space.program)
-        return cls(folders, sandbox.limits.disk_mb) if folders else None
+        return cls(folders, sandbox.limits.disk_mb, sandbox.limits.disk_files) if folders else None
 
     def exceeded(self) -> str:
         """Why the folders are over the quota, or ""."""
-        used, entries = self._usage(self.start_used + self.allowed, self.start_entries + self.ENTRIES)
-        if used - self.start_used > self.allowed or entries - self.start_entries > self.ENTRIES:
-            what = " and ".join(folder.name for folder in self.folders)
+        used, entries = self._usage(self.start_used + self.allowed, self.start_entries + self.entries)
+        what = " and ".join(folder.name for folder in self.folders)
+        if used - self.start_used > self.allowed:
             return f"{self.OVER}: {what} grew by more than {self.allowed // 2**20} MiB"
+        if entries - self.start_entries > self.entries:
+            return f"{self.OVER}: {what} grew by more than {self.entries} files and folders"
         return ""
 
     def _usage(self, most_bytes: int | None = None, most_entries: int | None = None) -> tuple[int, int]:
