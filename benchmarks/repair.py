@@ -16,6 +16,15 @@ passes every training test (evaluations to the first plausible repair) and the f
 program that passes every held-out test too (to the first correct one; the held-out tests of
 at most HELD_OUT_CHECKS plausible programs a run are run, in the order found).
 
+Beside the held-out tests, gi's behaviour oracle (tests.oracle, on by default: in a repair it
+checks the functions the failing tests do not reach) judges the repair gi presents first. Per arm
+the benchmark counts the bugs with a presented repair (plausible), those the held-out tests call
+overfitting, those the oracle does (it found a call of a function the repair should have left
+alone on which the repair does otherwise), those only the oracle does, and how many of the
+oracle's counterexamples pass on the correct program (the bug is one function's, so a
+counterexample elsewhere must hold there: one that fails there would be a false alarm). And the
+median seconds the oracle took a run.
+
 It prints one line per bug and arm, a table per arm (bugs, repaired, correct, overfitting share,
 evaluations to the first plausible and first correct repair, median over the bugs where one was
 found), correct repairs per seed and arm, and per bug class.
@@ -31,6 +40,8 @@ import json
 import multiprocessing
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -141,6 +152,13 @@ class Outcome:
     #: and up to the first that passes every held-out test too.
     first_plausible: int | None
     first_correct: int | None
+    #: The repair gi presents first: whether there is one, the oracle's verdict on it ("same",
+    #: "changed", "not checked"; None without one), whether its counterexample passes on the
+    #: correct program (None without one), and the oracle's seconds in the run.
+    presented: bool = False
+    oracle: str | None = None
+    oracle_holds: bool | None = None
+    oracle_seconds: float = 0.0
 
 
 CONFIG = """\
@@ -216,7 +234,22 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
     first_plausible, first_correct = _firsts(
         run, Program.load(program, [bug.subject.module], protected=["tests", "holdout"])
     )
-    return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct)
+    behaviour = ranked[0].get("behaviour") if ranked else None
+    verdict = behaviour["verdict"] if behaviour else None
+    holds = None
+    if behaviour and behaviour.get("counterexample"):
+        holds = _passes_on_correct(bug, folder / "correct", behaviour["counterexample"])
+    seconds = float((summary.get("oracle") or {}).get("seconds") or 0.0)
+    return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct,
+                   bool(ranked), verdict, holds, seconds)  # fmt: skip
+
+
+def _passes_on_correct(bug: Bug, folder: Path, test: str) -> bool:
+    """Whether a counterexample passes on the correct program (pytest in a copy of it)."""
+    correct_copy(bug.subject, folder)
+    (folder / "test_gi_counterexample.py").write_text(test)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gi_counterexample.py"]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False).returncode == 0
 
 
 def _firsts(run: Path, program: Program) -> tuple[int | None, int | None]:
@@ -309,6 +342,8 @@ def main() -> None:
     print()
     print(arm_table(results, arms))
     print()
+    print(oracle_table(results, arms))
+    print()
     print(seed_table(results, arms, seeds))
     print()
     print(class_table(results, arms))
@@ -320,9 +355,10 @@ def main() -> None:
 
 
 def _verdict(outcome: Outcome) -> str:
+    oracle = " (oracle: changed)" if outcome.oracle == "changed" else ""
     if outcome.correct:
-        return "correct"
-    return "overfits" if outcome.repaired else "-"
+        return "correct" + oracle
+    return ("overfits" + oracle) if outcome.repaired else "-"
 
 
 def _share(part: int, whole: int) -> str:
@@ -355,6 +391,33 @@ def arm_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
             f" {_median([o.first_correct for o in outcomes])} |"
         )
     return "\n".join(lines)
+
+
+def oracle_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
+    """Per arm: the bugs with a presented repair, those the held-out tests call overfitting, those
+    the oracle does (and those only it does), the oracle's counterexamples that hold on the correct
+    program, and the median seconds the oracle took a run."""
+    lines = [
+        "| arm | presented | overfitting by held-out tests | by the oracle | by the oracle only"
+        " | its counterexamples that hold on the correct program | oracle checked | oracle s a run (median) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for arm in arms:
+        outcomes = [result.outcomes[arm.name] for result in results]
+        shown = [o for o in outcomes if o.presented]
+        held = sum(not o.correct for o in shown)
+        flagged = [o for o in shown if o.oracle == "changed"]
+        only = sum(o.correct for o in flagged)
+        holds = [o.oracle_holds for o in flagged if o.oracle_holds is not None]
+        checked = sum(o.oracle in ("same", "changed") for o in shown)
+        seconds = statistics.median([o.oracle_seconds for o in outcomes]) if outcomes else 0.0
+        lines.append(
+            f"| {arm.name} | {len(shown)} | {held} ({_share(held, len(shown))}) |"
+            f" {len(flagged)} ({_share(len(flagged), len(shown))}) | {only} | {sum(holds)} of {len(holds)} |"
+            f" {checked} | {seconds:.1f} |"
+        )
+    title = "the repair gi presents first, judged by the held-out tests and by the behaviour oracle:"
+    return title + "\n" + "\n".join(lines)
 
 
 def seed_table(results: Sequence[Result], arms: Sequence[Arm], seeds: Sequence[int]) -> str:

@@ -1,6 +1,6 @@
 """gi: genetic improvement of Python programs.
 
-The model (floor 1) is importable from here: `Program`, `Location`, the edits, `Patch`,
+The model (layer 1) is importable from here: `Program`, `Location`, the edits, `Patch`,
 `apply` and `Variant`, the result types and the errors. The engine (loop, evaluator,
 config, command line) lives in the other modules of this package.
 """

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import filelock
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
 
 from gi.model.program import Program
 
@@ -60,7 +62,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 #: other process idle for most of it. Files not named here follow in their own order, and the
 #: `timing` files come last, run alone while the other process has nothing left to do.
 LONGEST_FIRST = (
-    "test_readme.py",  # 1,900 at a load of 10 to 20 (2026-12-04): every README recipe, whole searches
+    "test_readme.py",  # 1,900 at a load of 10 to 20 (2026-12-04): every README recipe, whole searches, one by one
     "run/test_experiment.py",  # 121
     "hostile/test_scored_run.py",  # 85
     "run/test_replay.py",  # 49
@@ -77,6 +79,27 @@ LONGEST_FIRST = (
     "hostile/test_escape.py",  # 20
     "studies/test_arms.py",  # 17
 )
+
+
+#: Files whose tests share no fixture wider than a test's and each take minutes: their tests are
+#: handed out one by one, not as a whole file (README's recipes, whole searches each, would
+#: otherwise all run in one process while the other ran out of work).
+ONE_BY_ONE = ("test_readme.py",)
+
+
+class FilesOrTests(LoadFileScheduling):
+    """pytest-xdist's `--dist loadfile` (a file's tests in one process, sharing its module
+    fixtures), except the ONE_BY_ONE files, whose every test is a unit of its own."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return nodeid if any(path == f"tests/{name}" for name in ONE_BY_ONE) else path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> FilesOrTests | None:
+    """`--dist loadfile` (pyproject.toml's addopts) hands out whole files, but ONE_BY_ONE's tests singly."""
+    return FilesOrTests(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

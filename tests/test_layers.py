@@ -1,7 +1,7 @@
-"""The floors of docs/architecture.md: imports point down only, and the parts do not know each other.
+"""The layers of docs/architecture.md: imports point down only, and the parts do not know each other.
 
-Every module of gi/, mutators/, fitness/ and populations/ (subpackages included) has a floor, given
-by the package it lives in; a module this file does not know the floor of fails, so a new package
+Every module of gi/, mutators/, fitness/ and populations/ (subpackages included) has a layer, given
+by the package it lives in; a module this file does not know the layer of fails, so a new package
 must say where it stands.
 """
 
@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: gi.populations (linked from gi/; see pyproject.toml).
 PARTS = ("mutators", "fitness", "populations")
 
-#: Floor by package, lowest first: a module may import from its own floor and the floors below.
-FLOORS: dict[str, int] = {
+#: Layer by package, lowest first: a module may import from its own layer and the layers below.
+LAYERS: dict[str, int] = {
     "gi.model": 1,  # program, sites, edits, patch, results, errors, registries, guard, descriptions
     "gi.mutators": 2,  # the parts: each uses the model and itself only
     "gi.fitness": 2,
@@ -31,10 +31,10 @@ FLOORS: dict[str, int] = {
     "gi.studies": 8,  # what is done with a finished run: validate, minimise, ablate, arms, apply
     "gi.cli": 9,  # the command line
 }
-FLOOR_NAMES = dict(enumerate(("model", "parts", "search", "config", "engine", "reports", "run", "studies", "cli"), 1))
+LAYER_NAMES = dict(enumerate(("model", "parts", "search", "config", "engine", "reports", "run", "studies", "cli"), 1))
 #: Scripts that run inside the sandbox beside the variant: they import nothing of gi or its parts.
 SANDBOXED = "gi.fitness.sandboxed"
-#: The engine's lowest room: the sandbox uses the model only (and itself), so it can be read alone.
+#: The engine's lowest part: the sandbox uses the model only (and itself), so it can be read alone.
 SANDBOX = "gi.engine.sandbox"
 
 
@@ -45,12 +45,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def floor_of(name: str) -> int | None:
-    """The floor of a module or package by its dotted name; `gi` itself (its `__init__`) is the model's."""
+def layer_of(name: str) -> int | None:
+    """The layer of a module or package by its dotted name; `gi` itself (its `__init__`) is the model's."""
     if name == "gi":
         return 1
-    matches = [package for package in FLOORS if name == package or name.startswith(package + ".")]
-    return FLOORS[max(matches, key=len)] if matches else None
+    matches = [package for package in LAYERS if name == package or name.startswith(package + ".")]
+    return LAYERS[max(matches, key=len)] if matches else None
 
 
 def imports(path: Path) -> set[str]:
@@ -73,42 +73,42 @@ def imports(path: Path) -> set[str]:
 SOURCES = sorted(path for package in ("gi", *PARTS) for path in (ROOT / package).rglob("*.py"))
 
 
-def test_every_package_has_a_floor() -> None:
-    unknown = sorted(module_name(path) for path in SOURCES if floor_of(module_name(path)) is None)
-    assert not unknown, f"modules of no known floor (add their package to FLOORS): {unknown}"
+def test_every_package_has_a_layer() -> None:
+    unknown = sorted(module_name(path) for path in SOURCES if layer_of(module_name(path)) is None)
+    assert not unknown, f"modules of no known layer (add their package to LAYERS): {unknown}"
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=[module_name(p) for p in SOURCES])
 def test_imports_point_down(path: Path) -> None:
     name = module_name(path)
-    own = floor_of(name)
-    assert own is not None, f"{name}: no known floor"
+    own = layer_of(name)
+    assert own is not None, f"{name}: no known layer"
     used = imports(path)
-    unknown = sorted(m for m in used if floor_of(m) is None)
-    assert not unknown, f"{name} imports modules of no known floor: {unknown}"
-    above = sorted(m for m in used if (floor_of(m) or 0) > own)
-    assert not above, f"{name} ({FLOOR_NAMES[own]}) imports from above it: {above}"
+    unknown = sorted(m for m in used if layer_of(m) is None)
+    assert not unknown, f"{name} imports modules of no known layer: {unknown}"
+    above = sorted(m for m in used if (layer_of(m) or 0) > own)
+    assert not above, f"{name} ({LAYER_NAMES[own]}) imports from above it: {above}"
     if name == SANDBOXED or name.startswith(SANDBOXED + "."):
         assert not used, f"{name} runs inside the sandbox and imports {sorted(used)}"
-    elif own == FLOORS["gi.mutators"]:
+    elif own == LAYERS["gi.mutators"]:
         package = name.split(".")[1]
-        others = sorted(m for m in used if floor_of(m) == own and m.split(".")[1] != package)
+        others = sorted(m for m in used if layer_of(m) == own and m.split(".")[1] != package)
         assert not others, f"{name} imports {others}; parts use only the model and themselves"
     if name == SANDBOX or name.startswith(SANDBOX + "."):
-        engine = sorted(m for m in used if floor_of(m) == FLOORS["gi.engine"] and not m.startswith(SANDBOX))
+        engine = sorted(m for m in used if layer_of(m) == LAYERS["gi.engine"] and not m.startswith(SANDBOX))
         assert not engine, f"{name} imports {engine}; the sandbox uses only the model and itself"
-    if own == FLOORS["gi.model"]:
-        assert all(floor_of(m) == own for m in used), f"the model imports from above it: {sorted(used)}"
+    if own == LAYERS["gi.model"]:
+        assert all(layer_of(m) == own for m in used), f"the model imports from above it: {sorted(used)}"
 
 
-def test_floor_of_knows_the_floors() -> None:
-    """The lookup this file judges by: the longest package that holds a module gives its floor."""
-    assert floor_of("gi") == 1
-    assert floor_of("gi.model.edits.statements") == 1
-    assert floor_of("gi.engine.sandbox.runner") == 5
-    assert floor_of("gi.cli.main") == 9
-    assert floor_of("gi.modelling") is None  # a prefix of a name is not its package
-    assert floor_of("tests.conftest") is None
+def test_layer_of_knows_the_layers() -> None:
+    """The lookup this file judges by: the longest package that holds a module gives its layer."""
+    assert layer_of("gi") == 1
+    assert layer_of("gi.model.edits.statements") == 1
+    assert layer_of("gi.engine.sandbox.runner") == 5
+    assert layer_of("gi.cli.main") == 9
+    assert layer_of("gi.modelling") is None  # a prefix of a name is not its package
+    assert layer_of("tests.conftest") is None
 
 
 def test_no_module_of_gi_names_the_models_operator() -> None:

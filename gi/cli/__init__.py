@@ -1,1 +1,1 @@
-"""The `gi` command (floor 9): one module per command family; `gi.cli.main` parses and dispatches."""
+"""The `gi` command (layer 9): one module per command family; `gi.cli.main` parses and dispatches."""

@@ -96,7 +96,7 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     config = load_config(args.config, args.settings)
     # The engine's imports after the config: a mistake in it is told without waiting for them.
     from gi.engine.recorded import check_recorded
-    from gi.reports.tables import front_view, tests_line
+    from gi.reports.tables import front_view, oracle_line, tests_line
     from gi.run.experiment import run_experiment
 
     if args.seed is not None:
@@ -167,6 +167,8 @@ def run_command(args: argparse.Namespace, console: Console) -> int:
     console.print(judged_by(summary), soft_wrap=True)
     if (tests := tests_line(summary)) is not None:
         console.print(tests, soft_wrap=True, markup=False, highlight=False)
+    if (line := oracle_line(summary)) is not None:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     console.print(f"run folder: {result.folder}  (gi show {result.folder} ID prints a member's diff)", soft_wrap=True)
     if (result.folder / "report.html").is_file():
         console.print(f"report: {result.folder / 'report.html'}", soft_wrap=True)

@@ -54,7 +54,15 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def show_command(args: argparse.Namespace, console: Console) -> int:
     from gi.engine.run_folder import ORIGINAL, find_member, read_diff, read_summary
-    from gi.reports.tables import describe_speedup, front_view, model_table, operator_table
+    from gi.reports.tables import (
+        behaviour_cell,
+        describe_behaviour,
+        describe_speedup,
+        front_view,
+        model_table,
+        operator_table,
+        oracle_line,
+    )
 
     summary = read_summary(args.run)
     if args.patch is None:
@@ -62,6 +70,8 @@ def show_command(args: argparse.Namespace, console: Console) -> int:
             print_json(summary)
             return 0
         console.print(front_view(summary))
+        if (line := oracle_line(summary)) is not None:
+            console.print(line, soft_wrap=True)
         if summary.get("operators"):
             console.print(operator_table(summary))
         if (model := model_table(summary)) is not None:
@@ -104,8 +114,15 @@ def show_command(args: argparse.Namespace, console: Console) -> int:
     if member["holdout"] is not None:
         row("held-out tests passed", tests(baseline.get("holdout")), tests(member["holdout"]))
         row("overfits", "no", "yes" if member["overfits"] else "no")
+    behaviour = member.get("behaviour")
+    if not original and behaviour:
+        row("behaviour (oracle)", "-", behaviour_cell(behaviour) if behaviour["verdict"] != "not checked" else "-")
     console.print(table)
     console.print(bullets(member["descriptions"]))
+    if not original and behaviour:
+        say(console, f"behaviour {describe_behaviour(behaviour)}")
+        if behaviour.get("counterexample"):
+            console.print(Syntax(behaviour["counterexample"], "python", theme="ansi_dark"))
     _show_studies(member, summary, console)
     diff = read_diff(args.run, member)
     if diff is None:

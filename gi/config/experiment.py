@@ -182,9 +182,13 @@ class Config(_Section):
             data["search"].pop("patience", None)
         if data.get("arm") is None:
             data.pop("arm", None)
-        for key in ("holdout_fraction", "differential", "differential_inputs", "fail_fast"):
+        for key in ("holdout_fraction", "differential", "differential_inputs", "fail_fast", "oracle_feedback"):
             if not data["tests"].get(key):
                 data["tests"].pop(key, None)
+        # The oracle judges the front after the search, which it never steers: a finished run
+        # can be judged again with another budget, or without it.
+        data["tests"].pop("oracle", None)
+        data["tests"].pop("oracle_seconds", None)
         if data["tests"].get("select") == "coverage":  # the verdicts a user sees are every test's, as before
             data["tests"].pop("select", None)
         return data

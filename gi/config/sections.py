@@ -97,6 +97,24 @@ class TestsSection(_Section):
             examples=[{"grading:letter": [[95], [101]]}],
         ),
     ] = {}
+    oracle: Annotated[
+        Literal["auto", "off"],
+        Field(
+            description="the behaviour oracle: each front member's changed functions called on inputs the tests"
+            " did not try (Hypothesis, from those they did), against the original, each in a sandboxed process;"
+            " 'auto': on, and in a repair for the functions the failing tests do not reach; 'off'"
+        ),
+    ] = "auto"
+    oracle_seconds: Annotated[
+        float, Field(gt=0, le=86400, description="seconds the behaviour oracle may take in all, over the front")
+    ] = 60.0
+    oracle_feedback: Annotated[
+        bool,
+        Field(
+            description="run the behaviour oracle on the front's new members each generation too, and add each"
+            " counterexample it finds to the held-out tests"
+        ),
+    ] = False
     timeout: Annotated[float, Field(gt=0, le=86400, description="seconds allowed for one whole test run")] = 60.0
     test_timeout: Annotated[
         float,

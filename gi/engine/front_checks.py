@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gi.engine.held_out import HeldOut
+from gi.engine.oracle import Oracle
 from gi.engine.store import RunStore
 from gi.engine.timing import OriginalTiming, riders
 from gi.fitness.objectives import Objective
@@ -76,14 +77,16 @@ def plausible_patches(
     baseline: Evaluation,
     suspicious: Mapping[tuple[str, int], float],
     confirm: Callable[[Sequence[Variant]], Sequence[Evaluation]] | None = None,
+    oracle: Oracle | None = None,
 ) -> list[dict[str, Any]]:
     """When repairing: the programs the search found that pass every training test, each by the
     patch that first made it without the edits that took no effect, ranked against overfitting
     (gi.model.plausible: fewest anti-patterns, smallest diff, fewest edits, fewest tokens
     changed, the most suspicious line edited by `suspicious`, first found); the first
-    PLAUSIBLE_LISTED ranked, the first of them checked on the held-out tests. A program whose
-    evaluation ran only the tests selected by coverage is listed once every training test
-    passed on it (`confirm`: the evaluation service's; without it, it is not listed)."""
+    PLAUSIBLE_LISTED ranked, the first of them checked on the held-out tests and by the
+    behaviour `oracle` if there is one. A program whose evaluation ran only the tests selected
+    by coverage is listed once every training test passed on it (`confirm`: the evaluation
+    service's; without it, it is not listed)."""
     if not baseline.measures.get("failed_tests"):
         return []
     tests = baseline.measures.get("test_count")
@@ -119,6 +122,7 @@ def plausible_patches(
         ranked.append(entry)
     checked = [apply(program, entry.patch) for entry in ranked[:PLAUSIBLE_HELD_OUT]]
     held = held_out.outcomes(checked) if held_out is not None else []
+    behaviours = oracle.check(checked) if oracle is not None else {}
     listed = []
     for place, entry in enumerate(ranked):
         row: dict[str, Any] = {
@@ -133,5 +137,7 @@ def plausible_patches(
             row["holdout"] = {**test_counts(held[place]), "failing": sorted(
                 test for test, outcome in held[place].items() if outcome not in NOT_FAILING
             )}  # fmt: skip
+        if place < len(checked) and checked[place].tree_hash in behaviours:
+            row["behaviour"] = behaviours[checked[place].tree_hash].to_json()
         listed.append(row)
     return listed

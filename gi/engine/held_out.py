@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,7 +41,8 @@ from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.run_folder import gap_rate
 from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
-from gi.fitness.differential import DifferentialError, checks_module
+from gi.fitness.differential import checks_module
+from gi.fitness.oracle.record import RecordingError
 from gi.fitness.outcomes import merge_retry, overfits, per_test_limits
 from gi.fitness.pytest_diagnosis import cannot_run
 from gi.fitness.tests import TestRun
@@ -210,7 +213,7 @@ def configure_held_out(
         def record_cases() -> list[list[str]]:
             try:
                 return evaluator.differential_cases(original, config.tests.differential_inputs)
-            except DifferentialError as error:
+            except RecordingError as error:
                 raise ProgramError(f"{config.source}: tests.differential: {error}") from None
 
         cases = measurements.get("differential_cases", record_cases, encode=as_is, decode=as_is)
@@ -246,6 +249,30 @@ class HeldOut:
         self.runs: dict[str, tuple[dict[str, str], dict[str, float]]] = {}
         self.original = apply(evaluator.program, Patch())
         self._limits: dict[str, float] | None = None
+        #: Names the held-out tests when tests were added during the run (`extend`), so runs of
+        #: the former tests are not taken for runs of the new ones.
+        self.suite = ""
+
+    def extend(self, files: Sequence[tuple[str, str]]) -> None:
+        """Add test files (path in a held-out copy, text) to the held-out tests: every program's
+        held-out run, the original's included, is made again with them when next asked for."""
+        settings = self.evaluator.settings
+        known = {path for path, _ in settings.holdout_files}
+        added = [(path, text) for path, text in files if path not in known]
+        if not added:
+            return
+        self.evaluator.settings = dataclasses.replace(
+            settings,
+            holdout=(*settings.holdout, *(path for path, _ in added)),
+            holdout_files=(*settings.holdout_files, *added),
+        )
+        digest = hashlib.sha256(json.dumps(sorted(self.evaluator.settings.holdout_files)).encode()).hexdigest()
+        self.suite = digest[:12]
+        self.runs.clear()
+        self._limits = None
+
+    def _key(self, tree_hash: str) -> str:
+        return f"holdout:{self.suite}:{tree_hash}" if self.suite else f"holdout:{tree_hash}"
 
     @property
     def baseline(self) -> dict[str, str]:
@@ -276,13 +303,13 @@ class HeldOut:
         self.runs[variant.tree_hash] = (dict(run.outcomes), dict(run.durations))
         if self.measurements is not None:
             self.measurements.record(
-                f"holdout:{variant.tree_hash}", {"outcomes": run.outcomes, "durations": run.durations}
+                self._key(variant.tree_hash), {"outcomes": run.outcomes, "durations": run.durations}
             )
 
     def _recorded(self, tree_hash: str) -> bool:
         """Whether the program's held-out run is known (found in the records, if not in memory)."""
         if tree_hash not in self.runs and self.measurements is not None:
-            found = self.measurements.found(f"holdout:{tree_hash}")
+            found = self.measurements.found(self._key(tree_hash))
             if found is not None:
                 self.runs[tree_hash] = (found["outcomes"], found["durations"])
         return tree_hash in self.runs

@@ -12,6 +12,9 @@ under a key, and looked up before it is taken:
     holdout:<tree hash>    a program's held-out test run (the front's members, the original)
     holdout_split          the test ids tests.holdout_fraction holds out
     differential_cases     the inputs and results tests.differential checks
+    oracle_calls           the training tests' calls the behaviour oracle starts from (gi.engine.oracle)
+    oracle:<tree hash>     the oracle's verdict on a program (a front member, a plausible patch)
+    oracle_counterexamples the counterexamples tests.oracle_feedback added to the held-out tests
     speedup:<tree hash>    the rigorous re-measurement of a front member
     warm_check             whether the warm path gave the original the cold path's outcomes
     coverage               the lines each training test executes on the original, and the tests

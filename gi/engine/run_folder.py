@@ -149,6 +149,23 @@ class _SecondRun(_Shape):
     detail: str
 
 
+class _Behaviour(_Shape):
+    verdict: str
+    why: str
+    inputs_tried: int = 0
+    counterexample: str | None = None
+    confirmed: bool | None = None
+
+
+class _Oracle(_Shape):
+    same: int
+    changed: int
+    not_checked: int
+    seconds: float
+    budget_seconds: float
+    recording_seconds: float | None = None
+
+
 class _Member(_Shape):
     id: str
     generation: int
@@ -163,6 +180,7 @@ class _Member(_Shape):
     second_run: _SecondRun | None = None
     minimal: _Minimal | None = None
     ablation: list[_Ablated] | None = None
+    behaviour: _Behaviour | None = None
 
 
 class _Experiment(_Shape):
@@ -206,6 +224,7 @@ class _Validation(_Shape):
     tests: list[str]
     baseline: _Tests | None = None
     front: _Share
+    behaviour: _Share | None = None
     feasible: _Share
     groups: dict[str, _Share]
     operators: dict[str, _Share]
@@ -220,6 +239,7 @@ class _Summary(_Shape):
     llm: _LLM | None = None
     generalisation_gap: list[_GapRow] | None = None
     validation: _Validation | None = None
+    oracle: _Oracle | None = None
 
 
 #: Union members appear in pydantic's error locations by class name; a key path leaves them out.
@@ -230,6 +250,8 @@ _SHAPE_NAMES = {
         _SpeedUp,
         _Minimal,
         _Ablated,
+        _Behaviour,
+        _Oracle,
         _Member,
         _Experiment,
         _ObjectiveName,

@@ -3,17 +3,19 @@ a warm worker), in the order and with the stop that tests.fail_fast and the orig
 give them; the canaries and the front's second run; the held-out tests, the differential checks'
 cases and the original's coverage runs.
 
-`SuiteRuns` is the first floor of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
+`SuiteRuns` is the base class of `gi.engine.evaluation.Evaluator`: `WorkloadRuns` adds the
 workload's runs, `Evaluator` the scoring of a variant from both.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
@@ -21,8 +23,8 @@ from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.verdict import CanaryTests, SecondRun, second_run
 from gi.engine.warm import WarmPool
-from gi.fitness.differential import record_cases
 from gi.fitness.faults import LineCoverage, covered_test_run, suspiciousness
+from gi.fitness.oracle.record import record_calls
 from gi.fitness.selection import Coverage, EditedLines, first_tests
 from gi.fitness.tests import NO_CHECKS, Checks, TestRun, run_tests
 from gi.model.patch import Variant
@@ -65,6 +67,8 @@ class SuiteRuns:
         #: Told how many tests of a cold run have finished, as they finish (the run's start shows it).
         self.on_test: Callable[[int], None] | None = None
         self._canary_lock = threading.Lock()
+        #: The recorder's findings on the original, by the inputs listed for it (see `record_calls`).
+        self._recorded: dict[str, dict[str, Any]] = {}
 
     @property
     def isolation(self) -> Isolation:
@@ -72,7 +76,9 @@ class SuiteRuns:
         return isolation(self.settings.limits)
 
     @contextmanager
-    def _sandbox(self, variant: Variant, *, holdout: bool = False, tests: bool = True) -> Iterator[Sandbox]:
+    def _sandbox(
+        self, variant: Variant, *, holdout: bool = False, tests: bool = True, files: Mapping[str, str] | None = None
+    ) -> Iterator[Sandbox]:
         """A fresh workspace for the variant, and a sandbox to run commands in it.
 
         During the search (holdout=False) the held-out tests are not in the copy, so no
@@ -80,13 +86,26 @@ class SuiteRuns:
         is writable, so tests may write beside themselves; one for the workload is read-only,
         and never one a test run used: a module planted beside the code (a `pyperf.py` that
         times with a clock of its own, a cache of answers) would be imported by the timing.
+        `files` (relative path -> text) are written into the copy too.
         """
         hidden = self.settings.exclude if holdout else self._training_exclude()
         extra = self.settings.holdout_files if holdout else self.settings.training_files
         sources = {**variant.sources, **dict(extra)}
+        sources.update(files or {})
         with workspace(self.program.root, sources, parent=self.scratch, exclude=hidden,
                        encodings=self.program.encodings) as space:  # fmt: skip
             yield Sandbox(dataclasses.replace(self.settings.limits, writable_program=tests), space)
+
+    def oracle_copy(self, variant: Variant) -> AbstractContextManager[Sandbox]:
+        """A fresh read-only copy of the variant without the held-out tests, and a sandbox to run
+        the behaviour oracle's worker in (gi.engine.oracle)."""
+        return self._sandbox(variant, tests=False)
+
+    def test_file(self, variant: Variant, path: str, text: str) -> TestRun:
+        """One test file of gi's (a counterexample) at `path` in a fresh copy of the variant, run
+        with the plugin's signed report, each test under the default per-test limit."""
+        with self._sandbox(variant, files={path: text}) as sandbox:
+            return self._run_tests(sandbox, [path], {})
 
     def redact(self, text: str) -> str:
         """`text` without the secrets gi knows of, for everything that is stored or sent."""
@@ -271,12 +290,24 @@ class SuiteRuns:
         # Cold, in a copy that holds them: no warm worker's copy does (its variants are trained).
         return self._tests(variant, paths, limits or {})
 
+    def record_calls(
+        self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]] | None = None
+    ) -> dict[str, Any]:
+        """The training tests' calls of the editable functions, recorded on `variant` (the
+        original) once per evaluator and `listed` inputs (gi.fitness.oracle.record); raises
+        RecordingError."""
+        key = json.dumps(listed or {}, sort_keys=True, default=repr)
+        if key not in self._recorded:
+            with self._sandbox(variant) as sandbox:
+                self._recorded[key] = record_calls(self.settings.train, self.program.files, runner=sandbox,
+                                                   timeout=self.settings.timeout * 3, setup=self.settings.pytest,
+                                                   listed=listed)  # fmt: skip
+        return self._recorded[key]
+
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:
         """The differential checks' cases, recorded on `variant` (the original) from its training
-        tests; raises DifferentialError."""
-        with self._sandbox(variant) as sandbox:
-            return record_cases(self.settings.train, self.program.files, listed, runner=sandbox,
-                                timeout=self.settings.timeout * 3)  # fmt: skip
+        tests; raises RecordingError."""
+        return [list(case) for case in self.record_calls(variant, listed)["cases"]]
 
     def line_coverage(self, variant: Variant) -> tuple[TestRun, LineCoverage]:
         """The training tests on a variant (the original) under coverage.py, a context per test:

@@ -17,11 +17,14 @@ from gi.algorithms import Search
 from gi.engine.accounting import count_by_operator
 from gi.engine.front_checks import plausible_patches, without_riders
 from gi.engine.held_out import HeldOut, front_members, generalisation_gap
+from gi.engine.oracle import Oracle, unchecked_because
 from gi.engine.recorded import replay_comparison
 from gi.engine.service import CONFIRMATION, EvaluationService
 from gi.engine.storage import RunStorage
 from gi.engine.timing import OriginalTiming
 from gi.fitness.objectives import Objective, objective_values
+from gi.fitness.oracle import Behaviour
+from gi.fitness.oracle.search import not_checked
 from gi.fitness.outcomes import overfits, regressions, test_counts
 from gi.fitness.statistics import holm
 from gi.fitness.tests import NOT_FAILING
@@ -115,6 +118,7 @@ def write_report(
         else:
             record["holdout"] = None
             record["overfits"] = None
+        record["behaviour"] = entry.get("behaviour")
         members.append(record)
     program = front[0]["variant"].program if front else None  # every member's is the run's program
     # The original never overfits and is on every front that minimises patch size: it is no
@@ -150,6 +154,7 @@ def write_report(
         "cache_hits": cache_hits,
         "wall_seconds": round(wall_seconds, 3),
         "overfitting_rate": (sum(bool(m["overfits"]) for m in judged) / len(judged)) if judged else None,
+        "behaviour_changed_rate": _changed_rate(members, front, original),
         "hypervolume": [round(float(stats["hypervolume"]), 6) for stats in history],
         "generations": history,
         **extra,
@@ -161,6 +166,21 @@ def write_report(
     _write_atomic(folder / LOG_NAME, "\n".join(lines) + ("\n" if lines else ""))
     _write_atomic(folder / SUMMARY_NAME, json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _changed_rate(
+    members: Sequence[Mapping[str, Any]], front: Sequence[Mapping[str, Any]], original: str | None
+) -> float | None:
+    """The share of the front's patches (the original aside) the oracle found to change behaviour,
+    over those it checked (a verdict of "same" or "changed"); None when it checked none."""
+    checked = [
+        record["behaviour"]["verdict"]
+        for record, entry in zip(members, front, strict=True)
+        if record.get("behaviour")
+        and record["behaviour"]["verdict"] in ("same", "changed")
+        and entry["variant"].tree_hash != original
+    ]
+    return round(checked.count("changed") / len(checked), 4) if checked else None
 
 
 @dataclass(frozen=True)
@@ -203,7 +223,10 @@ class SummaryBuilder:
         held_out: HeldOut | None,
         operators: Sequence[Operator],
         setup: RunSetup,
+        oracle: Oracle | None = None,
     ) -> None:
+        """`oracle`: the behaviour oracle that judges the front's members (None: tests.oracle is off)."""
+        self.oracle = oracle
         self.config = config
         self.program = program
         self.objectives = tuple(objectives)
@@ -239,6 +262,10 @@ class SummaryBuilder:
         ]
         _correct_for_many(front)
         front, riding = without_riders(front, self.objectives, self.timing, self.program)
+        plausible = plausible_patches(
+            self.program, store, self.held_out, baseline, self.setup.suspicious, self.evaluations.confirm, self.oracle
+        )
+        oracle = self._behaviour(front, baseline, original)
         timed_out = self._timed_out_share(original.tree_hash)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, store.lineage(), [m.id for m in members], self.operators)
@@ -282,20 +309,46 @@ class SummaryBuilder:
                     replay_comparison(measurements.recorded, store) if measurements.recorded is not None else None
                 ),
                 "operators": operators,
-                "plausible": plausible_patches(
-                    self.program, store, self.held_out, baseline, setup.suspicious, self.evaluations.confirm
-                ),
+                "plausible": plausible,
                 "tests": self._tests_section(baseline),
                 "riders": riding,
                 "stopped": dict(setup.stopped),
                 "generalisation_gap": generalisation_gap(store.generalisation()),
                 "holdout_split": measurements.found("holdout_split"),
                 "differential_checks": len(measurements.found("differential_cases") or []),
+                "oracle": oracle,
                 "validation": store.get_meta("validation"),  # from `gi validate`
                 **self._sections(operators),
                 "warnings": self.evaluations.progress.warnings,
             },
         )
+
+    def _behaviour(
+        self, front: Sequence[dict[str, Any]], baseline: Evaluation, original: Variant
+    ) -> dict[str, Any] | None:
+        """Each member's behaviour verdict (into its entry): the oracle's for those that pass every
+        training test the original passes, "not checked" and why for the others; summary.json's
+        `oracle` section, None when tests.oracle is off."""
+        judged = []
+        for entry in front:
+            if entry["variant"].tree_hash == original.tree_hash:
+                entry["behaviour"] = not_checked("the original program").to_json()
+            elif self.oracle is None:
+                entry["behaviour"] = not_checked("tests.oracle is 'off'").to_json()
+            elif why := unchecked_because(entry["evaluation"], baseline):
+                entry["behaviour"] = not_checked(why).to_json()
+            else:
+                judged.append(entry)
+        if self.oracle is None:
+            return None
+        verdicts = self.oracle.check([entry["variant"] for entry in judged])
+        for entry in judged:
+            entry["behaviour"] = verdicts[entry["variant"].tree_hash].to_json()
+        for warning in self.oracle.warnings:
+            if warning not in self.evaluations.progress.warnings:
+                self.evaluations.progress.warnings.append(warning)
+        checked = [Behaviour.from_json(entry["behaviour"]) for entry in judged]
+        return self.oracle.section(checked, "repair" if self.oracle.repairing else "auto")
 
     def _evaluation_log(self) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
         """The store's evaluations in the order made, each partial one with its confirmation

@@ -26,8 +26,8 @@ import numpy as np
 from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
-from gi.fitness.differential import DifferentialError
 from gi.fitness.objectives import Constraint
+from gi.fitness.oracle.record import RecordingError
 from gi.fitness.runtime import RIGOROUS, SCREENING, ForgedTimingError, Timing, Workload, WorkloadError, loops_for
 from gi.model.errors import ProgramError
 from gi.model.patch import Patch, Variant, apply
@@ -164,7 +164,7 @@ class OriginalTiming:
         def record() -> list[list[str]]:
             try:
                 return [case[:3] for case in self.evaluator.differential_cases(original, {})[:BEHAVIOUR_CASES]]
-            except DifferentialError as error:
+            except RecordingError as error:
                 self.warnings.append(f"workload.check_output: no calls to replay in the behaviour check ({error})")
                 return []
 

@@ -23,9 +23,13 @@ from gi.reports.compare import compare, read_run, run_folders
 from gi.reports.inert import markdown_block, markdown_code, markdown_text
 from gi.reports.tables import (
     VALIDATION_COLUMNS,
+    behaviour_cell,
+    behaviour_split,
     changed_members,
+    describe_behaviour,
     describe_speedup,
     model_rows,
+    oracle_line,
     tests_line,
     validation_baseline,
     validation_rows,
@@ -155,9 +159,9 @@ def _front_section(
     if constant:
         doc.paragraph(plots.front_caption(constant, original), note=True)
     timed = any(member.get("speedup") for members in groups.values() for member in members)
-    header = ["member", *names, *(["speed-up (95% CI)"] if timed else []), "held-out", "edits"]
+    header = ["member", *names, *(["speed-up (95% CI)"] if timed else []), "held-out", "behaviour", "edits"]
     rows = [["original", *(_number(summary["baseline"]["objectives"].get(n)) for n in names),
-             *(["1"] if timed else []), _tests(summary["baseline"].get("holdout")), "0"]]  # fmt: skip
+             *(["1"] if timed else []), _tests(summary["baseline"].get("holdout")), "-", "0"]]  # fmt: skip
     for label, members in groups.items():
         for member in members:
             rows.append(
@@ -166,6 +170,7 @@ def _front_section(
                     *(_number(member["objectives"].get(n)) for n in names),
                     *([describe_speedup(member.get("speedup"), short=True)] if timed else []),
                     _tests(member.get("holdout")) + (" overfits" if member.get("overfits") else ""),
+                    behaviour_cell(member.get("behaviour")),
                     str(len(member["descriptions"])),
                 ]
             )
@@ -224,10 +229,14 @@ def _plausible_section(doc: _Document, plausible: Sequence[Mapping[str, Any]]) -
             str(entry.get("tokens", "-")),
             f"{entry.get('suspiciousness', 0.0):.3g}",
             _tests(entry.get("holdout")) if entry.get("holdout") else "-",
+            behaviour_cell(entry.get("behaviour")),
         ]
         for place, entry in enumerate(plausible, start=1)
     ]
-    doc.table(["rank", "id", "edits", "anti-patterns", "diff lines", "tokens", "suspiciousness", "held-out"], rows)
+    doc.table(
+        ["rank", "id", "edits", "anti-patterns", "diff lines", "tokens", "suspiciousness", "held-out", "behaviour"],
+        rows,
+    )
     doc.paragraph(
         "Every program found that passes every training test, ranked by Tan et al.'s anti-patterns (deleted"
         " statements, exits, control or updates, emptied blocks, early exits, trivial conditions), then the smallest"
@@ -281,11 +290,15 @@ def _validation_section(doc: _Document, figures: Mapping[str, Any]) -> None:
     doc.heading("Revalidation")
     doc.paragraph(f"Overfitting under {', '.join(figures['tests'])} (gi validate): {validation_baseline(figures)}.")
     doc.table(["programs", *VALIDATION_COLUMNS], [[name.strip(), *cells] for name, cells in validation_rows(figures)])
+    if (split := behaviour_split(figures)) is not None:
+        doc.paragraph(split[0].upper() + split[1:] + ".")
     doc.paragraph(
         "overfit: the programs that keep every training test the original passes and fail a test of this suite"
         " it passes (the share of those checked); introduced: of those, the ones no parent of which overfits,"
         " out of the programs with no overfitting parent (the edit made the overfit; the language model and"
-        " the classic operators are compared on this share); inherited: a parent overfits already.",
+        " the classic operators are compared on this share); inherited: a parent overfits already. By"
+        " counterexamples: the front members the behaviour oracle checked, and those it found a call of a changed"
+        " function on which they do otherwise than the original.",
         note=True,
     )
 
@@ -304,6 +317,10 @@ def _members_section(doc: _Document, folder: Path, summary: Mapping[str, Any], l
         if member.get("speedup"):
             doc.paragraph(f"Speed-up, rigorous re-measurement (95% CI): {describe_speedup(member['speedup'])}.")
         doc.paragraph(f"Held-out tests: {_verdict(member)}.")
+        if member.get("behaviour"):
+            doc.paragraph(f"Behaviour on inputs no test tries (the oracle): {describe_behaviour(member['behaviour'])}.")
+            if member["behaviour"].get("counterexample"):
+                doc.code(member["behaviour"]["counterexample"])
         doc.items(member["descriptions"])
         diff = read_diff(folder, member)
         if diff:
@@ -344,6 +361,8 @@ def _run_document(folder: Path) -> _Document:
         )
     for warning in summary.get("warnings") or []:
         doc.paragraph(f"Warning: {warning}", note=True)
+    if (line := oracle_line(summary)) is not None:
+        doc.paragraph(line[0].upper() + line[1:] + ".")
     _front_section(doc, {"front members": changed_members(summary)}, summary)
     for rider in summary.get("riders") or []:
         doc.paragraph(

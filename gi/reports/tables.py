@@ -40,6 +40,43 @@ def changed_members(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def behaviour_cell(behaviour: Mapping[str, Any] | None) -> str:
+    """A member's behaviour verdict in a table's cell: "same", "changed", "-" (not checked)."""
+    if not behaviour or behaviour.get("verdict") not in ("same", "changed"):
+        return "-"
+    return str(behaviour["verdict"])
+
+
+def describe_behaviour(behaviour: Mapping[str, Any] | None) -> str:
+    """A member's behaviour verdict in a sentence: what the oracle found, on how many calls, or
+    why it did not check."""
+    if not behaviour:
+        return "not checked"
+    verdict = behaviour.get("verdict")
+    if verdict == "changed":
+        confirmed = behaviour.get("confirmed")
+        said = "" if confirmed is None else "; pytest confirms it" if confirmed else "; pytest did not confirm it"
+        return f"changed: {behaviour.get('why', '')}{said}"
+    if verdict == "same":
+        return f"same on every call tried: {behaviour.get('why', '')}"
+    return f"not checked: {behaviour.get('why') or '-'}"
+
+
+def oracle_line(summary: Mapping[str, Any]) -> str | None:
+    """The oracle's figures in one line (None when it was off): the members it found to change
+    behaviour, of those it checked, and the time it took of its budget."""
+    oracle = summary.get("oracle")
+    if not oracle:
+        return None
+    checked = oracle["same"] + oracle["changed"]
+    recording = oracle.get("recording_seconds") or 0.0
+    return (
+        f"behaviour oracle: {oracle['changed']} of {checked} member{'s' if checked != 1 else ''} checked change"
+        f" behaviour on inputs no test tries ({oracle['not_checked']} not checked); {oracle['seconds']:.1f} s"
+        f" ({recording:.1f} s recording the training tests' calls, the checks within {oracle['budget_seconds']:g} s)"
+    )
+
+
 def front_table(summary: Mapping[str, Any]) -> Table:
     """The front as a table: one row per member that changes the program, the original first
     for comparison; `front_edits` spells out each member's edits and speed-up below it."""
@@ -49,12 +86,14 @@ def front_table(summary: Mapping[str, Any]) -> Table:
     for name in names:
         table.add_column(_header(name), justify="right", overflow="fold")
     table.add_column("held-out", justify="right")
+    table.add_column("behaviour", justify="right")
     table.add_column("edits", justify="right")
     baseline = summary["baseline"]
     table.add_row(
         "original",
         *(_number(baseline["objectives"].get(name)) for name in names),
         _tests(baseline.get("holdout")),
+        "-",
         "0",
         style="dim",
     )
@@ -66,6 +105,7 @@ def front_table(summary: Mapping[str, Any]) -> Table:
             member["id"],
             *(_number(member["objectives"].get(name)) for name in names),
             held,
+            behaviour_cell(member.get("behaviour")),
             str(len(member["descriptions"])),
         )
     if len(members) < len(summary["front"]):
@@ -83,6 +123,8 @@ def front_edits(summary: Mapping[str, Any]) -> Table:
         lines = list(member["descriptions"])
         if member.get("speedup"):
             lines.insert(0, f"speed-up {describe_speedup(member['speedup'], short=True)}")
+        if (member.get("behaviour") or {}).get("verdict") == "changed":
+            lines.append(f"behaviour {describe_behaviour(member['behaviour'])}")
         for index, line in enumerate(lines):
             grid.add_row(member["id"] if index == 0 else "", Text(line))
     return grid
@@ -173,7 +215,10 @@ def validation_rows(figures: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     """The rows of a validation, as `gi show` and the report print them: front, every feasible
     program, the language model's edits against the classic ones, then each operator; the cells
     are VALIDATION_COLUMNS'. A validation stored by an older gi has no introduced or inherited counts ("-")."""
-    rows = [("front", figures["front"]), ("every feasible program", figures["feasible"])]
+    rows = [("front", figures["front"])]
+    if figures.get("behaviour"):
+        rows.append(("front, by counterexamples", figures["behaviour"]))
+    rows.append(("every feasible program", figures["feasible"]))
     rows += [(f"{name} edits", share) for name, share in figures["groups"].items() if share["checked"]]
     rows += [(f"  by {name}", share) for name, share in figures["operators"].items()]
     shown = []
@@ -195,6 +240,18 @@ def validation_baseline(figures: Mapping[str, Any]) -> str:
     return (
         f"the original under this suite: {counts['passed']} passed, {counts['failed']} failed,"
         f" {counts.get('skipped', 0)} skipped (it is in no rate)"
+    )
+
+
+def behaviour_split(figures: Mapping[str, Any]) -> str | None:
+    """The front's overfitting by the suite and by the oracle's counterexamples, apart (None
+    without the oracle)."""
+    behaviour = figures.get("behaviour")
+    if not behaviour:
+        return None
+    return (
+        f"of the front members both judged: {behaviour['suite_only']} overfit by the suite only,"
+        f" {behaviour['oracle_only']} by counterexamples only (behaviour no test checks), {behaviour['both']} by both"
     )
 
 

@@ -32,6 +32,7 @@ from gi.config.sections import AUTO_NEIGHBOURHOOD
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut, configure_held_out
+from gi.engine.oracle import Oracle, OracleFeedback
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.project import pytest_setup
 from gi.engine.recorded import Measurements, as_is
@@ -134,9 +135,14 @@ class Experiment:
         #: The held-out tests, run on the front's new members each generation (never for selection).
         self.held_out = (
             HeldOut(self.evaluator, self.measurements, one_test_limit(config.tests.test_timeout, config.tests.timeout))
-            if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential
+            if config.tests.holdout or config.tests.holdout_fraction or config.tests.differential or self._feedback_on
             else None
         )
+
+    @property
+    def _feedback_on(self) -> bool:
+        """Whether the oracle's counterexamples join the held-out tests during the run."""
+        return self.config.tests.oracle_feedback and self.config.tests.oracle != "off"
 
     @property
     def store(self) -> RunStore:
@@ -180,7 +186,7 @@ class Experiment:
             self.phase("setting up the held-out tests")
         for warning in configure_held_out(self.config, self.evaluator, self.measurements, original):
             self.progress.warn(warning)
-        if not (self.evaluator.settings.holdout or self.evaluator.settings.holdout_ids):
+        if not (self.evaluator.settings.holdout or self.evaluator.settings.holdout_ids or self._feedback_on):
             self.held_out = None  # tests.differential found nothing to check, and nothing else is held out
         if self.config.workload is not None:
             self.phase("timing the original's workload and profiling it")
@@ -336,6 +342,15 @@ class Experiment:
         """Evaluate programs after the search (minimisation, ablation); see `EvaluationService.measure`."""
         return self.evaluations.measure(variants, label)
 
+    def oracle(self, baseline: Evaluation) -> Oracle | None:
+        """The behaviour oracle of the run's front (None: tests.oracle is off); in a repair (the
+        original fails training tests) it leaves out the functions the failing tests reach."""
+        if self.config.tests.oracle == "off":
+            return None
+        repairing = baseline.measures.get("failed_tests", 0) > 0
+        return Oracle(self.evaluator, self.measurements, seconds=self.config.tests.oracle_seconds,
+                      repairing=repairing, seed=self.config.experiment.seed)  # fmt: skip
+
     def reopen(self) -> Evaluation:
         """Set the evaluator up as a run's start does (the original's tests, limits and timing)
         and return the original's evaluation: for studies of a finished run."""
@@ -371,9 +386,15 @@ class Experiment:
         self.phase(f"generation 0: {self.config.search.population} programs, the original among them")
         self.progress.phase = ""
         self.evaluator.on_test = None
+        oracle = self.oracle(baseline)
+        feedback = (
+            OracleFeedback(oracle, self.held_out, self.measurements)
+            if oracle is not None and self.held_out is not None and self._feedback_on
+            else None
+        )
         loop = RunLoop(
             search, self.evaluations, self.storage, self.timing, self.held_out, self.operators, self.on_progress,
-            replay_of=self.replay_of,
+            replay_of=self.replay_of, feedback=feedback,
         )  # fmt: skip
         loop.run(self.config.search, baseline, lambda: elapsed_before + time.perf_counter() - started)
         self.store.set_meta("wall_seconds", elapsed_before + time.perf_counter() - started)
@@ -391,7 +412,7 @@ class Experiment:
         )
         builder = SummaryBuilder(
             self.config, self.program, self.objectives, self.storage, self.evaluations, self.timing, self.held_out,
-            self.operators, setup,
+            self.operators, setup, oracle,
         )  # fmt: skip
         summary = builder.write(search, baseline, elapsed_before + time.perf_counter() - started)
         if self.config.experiment.report and (warning := write_report_or_warn(self.folder)) is not None:

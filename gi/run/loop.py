@@ -19,6 +19,7 @@ from gi.algorithms import Search
 from gi.algorithms.variation import Candidate, operator_name
 from gi.config.sections import SearchSection
 from gi.engine.held_out import HeldOut, front_members
+from gi.engine.oracle import OracleFeedback
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.recorded import as_is
 from gi.engine.service import EvaluationService
@@ -46,8 +47,12 @@ class RunLoop:
         on_progress: ProgressCallback,
         *,
         replay_of: Path | None = None,
+        feedback: OracleFeedback | None = None,
     ) -> None:
+        """`feedback`: the oracle whose counterexamples join the held-out tests each generation
+        (tests.oracle_feedback)."""
         self.search = search
+        self.feedback = feedback
         self.evaluations = evaluations
         self.storage = storage
         self.timing = timing
@@ -91,6 +96,8 @@ class RunLoop:
             gap = None
             if self.held_out is not None:  # after tell: what the search chose is already settled
                 new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
+                if self.feedback is not None:  # counterexamples join the held-out tests first
+                    self.feedback.generation(new, self.evaluations.cache, baseline)
                 gap = self.held_out.generation(search.generation, new, self.evaluations.cache, baseline.tests)
             fresh = {child.tree_hash for child in children} - self.known
             self.known |= fresh

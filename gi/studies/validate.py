@@ -16,6 +16,11 @@ programs into `introduced` (no parent overfits: the operator's edit made the ove
 overfits (those in which an edit could introduce one). The language model against the classic
 operators is compared on introduced_rate.
 
+Beside the suite's verdict, the behaviour oracle (gi.engine.oracle) judges each front member on
+inputs no test tries (`behaviour`: the members it checked, those it found to change behaviour,
+and how many only the suite, only the oracle, or both call overfitting); its verdicts are the
+run's, recorded, so it adds time only for members the run did not judge.
+
 A suite is copied into each held-out copy of the program (under gi_validate/), never into the
 program folder. Outcomes of the run's own held-out tests are cached in the run store, marked as
 a study's (the run's own `measurements` stay what the run measured); those of a suite are not
@@ -34,13 +39,21 @@ from rich.table import Table
 
 from gi.algorithms.variation import operator_of_label
 from gi.engine.held_out import HeldOut
+from gi.engine.oracle import unchecked_because
 from gi.engine.run_folder import update_summary
 from gi.fitness.objectives import violation
+from gi.fitness.oracle import CHANGED, SAME
 from gi.fitness.outcomes import failed_tests, overfits, regressions, test_counts
 from gi.model.errors import SuiteError, UsageError
-from gi.model.patch import Patch, apply
+from gi.model.patch import Patch, Variant, apply
 from gi.model.results import Evaluation
-from gi.reports.tables import VALIDATION_COLUMNS, VALIDATION_LEGEND, validation_baseline, validation_rows
+from gi.reports.tables import (
+    VALIDATION_COLUMNS,
+    VALIDATION_LEGEND,
+    behaviour_split,
+    validation_baseline,
+    validation_rows,
+)
 from gi.studies.rerun import FinishedRun
 
 #: Where a suite goes in a held-out copy of the program.
@@ -188,10 +201,12 @@ def validate(run: FinishedRun, paths: Sequence[Path] | None) -> dict[str, Any]:
         for chosen in (by_operator.setdefault(program.operator, ([], [])), groups[_group(program.operator)]):
             chosen[0].append(flag)
             chosen[1].append(parent)
+    behaviour = _behaviour(run, front, variants[len(feasible) :], members)
     figures = {
         "tests": tests,
         "baseline": test_counts(baseline),
         "front": _share(front_flags, front_parents),
+        "behaviour": behaviour,
         "feasible": _share(flags, inherited),
         "groups": {name: _share(*group) for name, group in groups.items()},
         "operators": {name: _share(*group) for name, group in sorted(by_operator.items())},
@@ -203,6 +218,41 @@ def validate(run: FinishedRun, paths: Sequence[Path] | None) -> dict[str, Any]:
     return figures
 
 
+def _behaviour(
+    run: FinishedRun, front: Sequence[tuple[str, Patch]], variants: Sequence[Variant], members: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The behaviour oracle's verdict on each front member (into `members`: its verdict, why and
+    counterexample), and the overfitting it finds beside the suite's: the members it checked, those
+    it found to change behaviour, and of the members both judged, those only the suite flags,
+    only the oracle flags, and both. None when tests.oracle is off."""
+    oracle = run.experiment.oracle(run.baseline)
+    if oracle is None:
+        return None
+    original = apply(run.program, Patch()).tree_hash
+    cache = run.experiment.cache
+    checked = []
+    for (member_id, _), variant in zip(front, variants, strict=True):
+        evaluation = cache.get(variant.tree_hash)
+        if variant.tree_hash == original or evaluation is None or unchecked_because(evaluation, run.baseline):
+            continue
+        checked.append((member_id, variant))
+    verdicts = oracle.check([variant for _, variant in checked])
+    run.experiment.progress.warnings += [w for w in oracle.warnings if w not in run.experiment.progress.warnings]
+    flags = []
+    split = dict.fromkeys(("suite_only", "oracle_only", "both"), 0)
+    for member_id, variant in checked:
+        verdict = verdicts[variant.tree_hash]
+        members[member_id]["behaviour"] = {"verdict": verdict.verdict, "why": verdict.why,
+                                           "counterexample": verdict.counterexample}  # fmt: skip
+        if verdict.verdict not in (SAME, CHANGED):
+            continue
+        changed, suite = verdict.verdict == CHANGED, bool(members[member_id]["overfits"])
+        flags.append(changed)
+        if changed or suite:
+            split["both" if changed and suite else "oracle_only" if changed else "suite_only"] += 1
+    return {**_share(flags), **split, "seconds": round(oracle.spent, 3)}
+
+
 def _group(operator: str) -> str:
     """`model` for the language model's edits, `classic` for every other operator's."""
     return "model" if operator == "llm" else "classic"
@@ -211,7 +261,9 @@ def _group(operator: str) -> str:
 def validation_table(figures: dict[str, Any]) -> Table:
     """The overfitting figures of a validation, as `gi validate` and `gi show` print them."""
     title = f"Overfitting under {', '.join(figures['tests'])}"
-    table = Table(title=title, caption=f"{validation_baseline(figures)}; {VALIDATION_LEGEND}")
+    split = behaviour_split(figures)
+    caption = f"{validation_baseline(figures)}; {VALIDATION_LEGEND}" + (f"; {split}" if split else "")
+    table = Table(title=title, caption=caption)
     table.add_column("programs", no_wrap=True)
     for column in VALIDATION_COLUMNS:
         table.add_column(column, justify="right", no_wrap=True)

@@ -494,3 +494,27 @@ def test_a_run_folder_copied_elsewhere_is_studied_with_its_config(
         assert main([command, str(copy), "original", "--config", str(config)]) == 2
         [error] = capsys.readouterr().err.splitlines()
         assert error.startswith(f"gi: error: {copy}: the original has no edits, so there is nothing to ")
+
+
+@pytest.mark.slow
+def test_gi_validate_counts_overfitting_by_counterexamples_apart(
+    runs: dict[bool, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = runs[True]
+    capsys.readouterr()
+    assert main(["validate", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    figures = summary["validation"]
+    judged = {member_id: member for member_id, member in figures["members"].items() if member.get("behaviour")}
+    verdicts = [member["behaviour"]["verdict"] for member in judged.values()]
+    behaviour = figures["behaviour"]
+    assert behaviour["checked"] == verdicts.count("same") + verdicts.count("changed") >= 1
+    assert behaviour["overfit"] == verdicts.count("changed")
+    both = sum(m["behaviour"]["verdict"] == "changed" and m["overfits"] for m in judged.values())
+    assert (behaviour["both"], behaviour["oracle_only"]) == (both, verdicts.count("changed") - both)
+    for member_id, member in judged.items():  # the run's own verdicts, recorded, are the study's
+        [recorded] = [m["behaviour"] for m in summary["front"] if m["id"] == member_id]
+        assert member["behaviour"]["verdict"] == recorded["verdict"]
+        assert (member["behaviour"]["counterexample"] is not None) == (recorded["verdict"] == "changed")
+    out = capsys.readouterr().out
+    assert "front, by counterexamples" in out and f"{behaviour['oracle_only']} by counterexamples only" in out

@@ -1,0 +1,535 @@
+"""The behaviour oracle of a run: each front member's changed functions, called on inputs the tests
+never tried, against the original (gi.fitness.oracle).
+
+Once per run, the original's training tests are recorded (`record_calls`: the measurement
+`oracle_calls`). For each front member, the functions its patch changes (directly or through
+what they use; in a repair, less those the failing tests reach, which the repair is meant to
+change) are called on calls Hypothesis draws, each call made in two sandboxed processes: one
+of the original's copy and one of the member's (`OracleWorker`, fitness/sandboxed/oracle_worker.py).
+The first difference is shrunk, written as a pytest test, and confirmed: the test must pass on
+the original and fail on the member when pytest runs it in fresh copies, under gi's signed
+report. The verdicts are recorded (`oracle:<tree hash>`), so a resumed or rewritten run keeps
+them; the time they take is bounded by tests.oracle_seconds over the front.
+"""
+
+from __future__ import annotations
+
+import ast
+import hmac
+import json
+import os
+import secrets
+import select
+import struct
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from hashlib import sha256
+from typing import Any
+
+from gi.engine.evaluation import Evaluator
+from gi.engine.held_out import HeldOut
+from gi.engine.recorded import Measurements, as_is
+from gi.engine.sandbox.limits import WATCH_INTERVAL
+from gi.engine.sandbox.runner import LiveCommand, Sandbox
+from gi.fitness.oracle.changes import changed_functions
+from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError
+from gi.fitness.oracle.record import WORKER_NAME, Recording, RecordingError, worker_source
+from gi.fitness.oracle.search import CHANGED, NOT_CHECKED, SAME, Behaviour, Difference, not_checked, search_difference
+from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, describe
+from gi.fitness.outcomes import regressions
+from gi.fitness.tests import NOT_FAILING, PytestSetup
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program
+from gi.model.results import Evaluation
+from gi.populations import Individual
+
+#: Seconds one call may take in a worker; past it, the call has timed out.
+CALL_SECONDS = 1.0
+#: Seconds a worker may take to start and import the editable modules.
+START_SECONDS = 60.0
+#: Beyond a call's limit, how long gi waits for the answer before it stops the worker.
+ANSWER_MARGIN = 2.0
+#: The longest answer gi reads from a worker (what a call returned, encoded, is bounded far below).
+ANSWER_BYTES = 64 * 1024 * 1024
+#: Where a counterexample goes in a copy of the program.
+COUNTEREXAMPLE_FILE = "gi_oracle/test_gi_counterexample.py"
+#: Differences whose counterexample gi tries to confirm with pytest, smallest first.
+CONFIRMATIONS = 2
+#: A member left less time than this is not checked, and why.
+MIN_SECONDS = 0.5
+SPENT = "the oracle's time (tests.oracle_seconds) was spent on the members before"
+
+
+class OracleError(Exception):
+    """A worker could not start, or answered what it did not write."""
+
+
+class OracleWorker:
+    """One program's functions, called in a sandboxed process of their own."""
+
+    def __init__(self, sandbox: Sandbox, setup: PytestSetup, modules: Sequence[str]) -> None:
+        self.sandbox = sandbox
+        self.setup = setup
+        self.modules = list(modules)
+        self.script = sandbox.install_tool(WORKER_NAME, worker_source())
+        self.live: LiveCommand | None = None
+        self.key = b""
+        self.number = 0
+        self.started = 0
+
+    def _start(self) -> LiveCommand:
+        self.key, self.number = secrets.token_bytes(32), 0
+        env = {"PYTHONPATH": self.setup.pythonpath(self.sandbox.tools, self.sandbox.workdir)}
+        live = self.sandbox.start([self.setup.python, str(self.script), "serve"], env=env)
+        self.live = live
+        self.started += 1
+        self._send({"key": self.key.hex(), "modules": self.modules})
+        ready = self._receive(START_SECONDS)
+        if ready is None or "ready" not in ready:
+            tail = live.stderr.text().strip().splitlines()[-1:] or ["no answer"]
+            self.stop()
+            raise OracleError(f"the oracle's worker did not start: {tail[0]}")
+        return live
+
+    def call(self, call: Call) -> Outcome:
+        """What the program did on the call: a timed-out call stops the worker (the next call
+        starts another)."""
+        if self.live is None or not self.live.alive():
+            self.stop()
+            self._start()
+        self._send(call.request(CALL_SECONDS))
+        answer = self._receive(CALL_SECONDS + ANSWER_MARGIN)
+        if answer is None:
+            self.stop()
+            return {"timed_out": True}
+        return answer
+
+    def _send(self, request: Mapping[str, Any]) -> None:
+        assert self.live is not None
+        data = json.dumps(request).encode()
+        data = struct.pack(">I", len(data)) + data
+        try:
+            while data:
+                data = data[os.write(self.live.requests, data) :]
+        except OSError:
+            pass  # it died: the answer will not come
+
+    def _receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next answer, its signature checked; None if none came in time."""
+        assert self.live is not None
+        deadline = time.monotonic() + timeout
+        header = self._read(4, deadline)
+        if header is None:
+            return None
+        size = struct.unpack(">I", header)[0]
+        if size > ANSWER_BYTES:
+            raise OracleError("the worker's answers were not written by gi's worker (an answer too long)")
+        body = self._read(size, deadline)
+        if body is None:
+            return None
+        try:
+            framed = json.loads(body)
+            text = str(framed["body"])
+            expected = hmac.new(self.key, f"{self.number}:{text}".encode(), sha256).hexdigest()
+            if not hmac.compare_digest(str(framed["mac"]), expected):
+                raise ValueError("a signature that does not match")
+            answer: dict[str, Any] = json.loads(text)
+        except (ValueError, KeyError, TypeError) as error:
+            raise OracleError(f"the worker's answers were not written by gi's worker ({error})") from None
+        self.number += 1
+        return answer
+
+    def _read(self, size: int, deadline: float) -> bytes | None:
+        assert self.live is not None
+        data = b""
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.live.stopped():
+                return None
+            if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
+                continue
+            chunk = os.read(self.live.responses, size - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+class Oracle:
+    """The behaviour oracle of one run (or study): the original's recorded calls, its worker, and
+    each checked member's verdict."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        measurements: Measurements | None,
+        *,
+        seconds: float,
+        repairing: bool,
+        seed: int = 0,
+    ) -> None:
+        """`repairing`: the original fails training tests, so the functions the failing tests
+        reach are meant to change and are not checked. `measurements`: where verdicts are
+        recorded and found again (None: kept for this object's life)."""
+        self.evaluator = evaluator
+        self.program: Program = evaluator.program
+        self.measurements = measurements
+        self.seconds = seconds
+        self.repairing = repairing
+        self.seed = seed
+        self.original = apply(self.program, Patch())
+        self.verdicts: dict[str, Behaviour] = {}
+        self.warnings: list[str] = []
+        #: Seconds the checks made so far took, of `seconds`, and the recording's (one run of the
+        #: training tests under a hook, bounded by 3 x tests.timeout, not charged to the budget).
+        self.spent = 0.0
+        self.recording_seconds = 0.0
+        self._recording: Recording | None = None
+        self._reach: frozenset[str] | None = None
+
+    @property
+    def modules(self) -> dict[str, str]:
+        """Each editable file's module name."""
+        return {file: module for module, file in self.evaluator.settings.pytest.modules}
+
+    def recording(self) -> Recording:
+        """The original's training tests' calls (recorded once, then read from the store)."""
+        if self._recording is None:
+
+            def record() -> dict[str, Any]:
+                started = time.monotonic()
+                try:
+                    return self.evaluator.record_calls(self.original)
+                finally:
+                    self.recording_seconds = time.monotonic() - started
+
+            found = (
+                record()
+                if self.measurements is None
+                else self.measurements.get("oracle_calls", record, encode=as_is, decode=as_is)
+            )
+            self._recording = Recording.from_json(found)
+        return self._recording
+
+    def check(self, variants: Sequence[Variant], seconds: float | None = None) -> dict[str, Behaviour]:
+        """The verdict of each variant (by tree hash): what is left of the budget (or `seconds`)
+        is shared over those not judged yet; verdicts recorded earlier are taken as they are."""
+        started, recorded_before = time.monotonic(), self.recording_seconds
+        budget = self.seconds - self.spent if seconds is None else seconds
+        missing = []
+        for variant in {v.tree_hash: v for v in variants}.values():
+            known = self._known(variant.tree_hash)
+            if known is not None:
+                self.verdicts[variant.tree_hash] = known
+            elif variant.tree_hash == self.original.tree_hash:
+                self.verdicts[variant.tree_hash] = not_checked("the original program")
+            else:
+                missing.append(variant)
+        try:
+            for variant in list(missing):
+                if why := self._nothing_to_check(variant):
+                    self._keep(variant.tree_hash, not_checked(why))
+                    missing.remove(variant)
+            if budget < MIN_SECONDS:
+                for variant in missing:
+                    self._keep(variant.tree_hash, not_checked(SPENT))
+                missing = []
+            recording = self.recording() if missing else None
+        except RecordingError as error:
+            why = f"the training tests' calls could not be recorded ({error})"
+            self.warnings.append(f"tests.oracle: {why}")
+            for variant in missing:
+                self._keep(variant.tree_hash, not_checked(why))
+            missing, recording = [], None
+        if recording is not None:
+            begun = time.monotonic()  # the recording is not charged to the budget
+            with ExitStack() as stack:
+                original: list[OracleWorker] = []
+                for index, variant in enumerate(missing):
+                    share = (budget - (time.monotonic() - begun)) / (len(missing) - index)
+                    self._keep(variant.tree_hash, self._member(variant, recording, original, stack, share))
+        self.spent += time.monotonic() - started - (self.recording_seconds - recorded_before)
+        return {variant.tree_hash: self.verdicts[variant.tree_hash] for variant in variants}
+
+    def _meant(self) -> frozenset[str]:
+        """The functions a repair is meant to change, those its failing tests reach (none outside
+        a repair): from the recording once it is made, else from the original's coverage by the
+        training tests, else the recording is made. Raises RecordingError."""
+        if self._reach is None:
+            if not self.repairing:
+                self._reach = frozenset()
+            else:
+                reach = self._reach_from_coverage() if self._recording is None else None
+                self._reach = reach if reach is not None else self.recording().failing_reach
+        return self._reach
+
+    def _reach_from_coverage(self) -> frozenset[str] | None:
+        """The top-level functions ("module:name") with a line a failing training test ran, by the
+        original's coverage (None when the run has none)."""
+        coverage, outcomes = self.evaluator.coverage, self.evaluator.baseline_tests
+        if coverage is None or outcomes is None:
+            return None
+        failing = {test for test, outcome in outcomes.items() if outcome not in NOT_FAILING}
+        reached = set()
+        for file, module in self.modules.items():
+            lines = {line for line, tests in coverage.lines.get(file, {}).items() if tests & failing}
+            for node in ast.parse(self.original.sources[file]).body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    last = node.end_lineno or node.lineno
+                    if any(node.lineno <= line <= last for line in lines):
+                        reached.add(f"{module}:{node.name}")
+        return frozenset(reached)
+
+    def _nothing_to_check(self, variant: Variant) -> str:
+        """Why the oracle has nothing to check on a variant ("": it has). Raises RecordingError."""
+        public = self._public_changes(variant)
+        if not public:
+            return "the patch changes no public top-level function"
+        meant = self._meant()
+        changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        if any(not key.partition(":")[2].startswith("_") for key in changed):
+            return ""
+        reached = [key.partition(":")[2] for key in public if key in meant]
+        return (
+            "; ".join(f"{name}: the failing tests reach it" for name in reached)
+            or "it changes only what the failing tests reach"
+        )
+
+    def _known(self, tree_hash: str) -> Behaviour | None:
+        if tree_hash in self.verdicts:
+            return self.verdicts[tree_hash]
+        if self.measurements is not None:
+            found = self.measurements.found(f"oracle:{tree_hash}")
+            if found is not None:
+                return Behaviour.from_json(found)
+        return None
+
+    def _keep(self, tree_hash: str, behaviour: Behaviour) -> None:
+        """Keep a verdict, and record it but when only the budget kept it from being made (a
+        run judged again with more time judges that member)."""
+        self.verdicts[tree_hash] = behaviour
+        if self.measurements is not None and behaviour.why != SPENT:
+            self.measurements.record(f"oracle:{tree_hash}", behaviour.to_json())
+
+    def _public_changes(self, variant: Variant) -> list[str]:
+        """The public top-level functions the variant changes (known without the recording)."""
+        changed = changed_functions(self.original.sources, variant.sources, self.modules)
+        return [key for key in changed if not key.partition(":")[2].startswith("_")]
+
+    def targets(self, variant: Variant, recording: Recording) -> tuple[list[FunctionProfile], list[str]]:
+        """The functions to check on a variant, those its patch edits first, and why others it
+        changes are not checked."""
+        meant = self._meant()
+        changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        skipped = [
+            f"{key.partition(':')[2]}: the failing tests reach it"
+            for key in self._public_changes(variant)
+            if key in meant
+        ]
+        chosen: list[tuple[bool, FunctionProfile]] = []
+        for key, why in changed.items():
+            name = key.partition(":")[2]
+            if name.startswith("_"):
+                continue
+            profile = recording.functions.get(key)
+            if profile is None:
+                skipped.append(f"{name}: not importable from its module")
+                continue
+            chosen.append((why != "edited", profile))
+        return [profile for _, profile in sorted(chosen, key=lambda item: item[0])], skipped
+
+    def _member(
+        self, variant: Variant, recording: Recording, original: list[OracleWorker], stack: ExitStack, seconds: float
+    ) -> Behaviour:
+        started = time.monotonic()
+        deadline = started + seconds
+        targets, skipped = self.targets(variant, recording)
+        if targets and seconds < MIN_SECONDS:
+            return not_checked(SPENT)
+        if not targets:
+            why = "; ".join(skipped) if skipped else "the patch changes no public top-level function"
+            return not_checked(why)
+        tried, checked, unmakeable = 0, [], []
+        unconfirmed: Behaviour | None = None
+        try:
+            if not original:
+                original.append(stack.enter_context(self._worker(self.original)))
+            with self._worker(variant) as mine:
+
+                def ask(call: Call) -> tuple[Outcome, Outcome]:
+                    return original[0].call(call), mine.call(call)
+
+                for index, profile in enumerate(targets):
+                    share = (deadline - time.monotonic()) / (len(targets) - index)
+                    seed = (self.seed * 1_000_003 + int(variant.tree_hash[:12], 16)) % 2**32
+                    try:
+                        search = search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
+                    except UnmakeableError as error:
+                        unmakeable.append(f"{profile.key.partition(':')[2]}: {error}")
+                        continue
+                    tried += search.tried
+                    checked.append(profile.key)
+                    if search.difference is not None:
+                        found = sorted(search.found.values(), key=lambda difference: len(difference.call.key()))
+                        verdict = self._confirmed(variant, profile, [search.difference, *found], tried, checked)
+                        if verdict is not None and verdict.verdict == CHANGED:
+                            return _timed(verdict, started)
+                        unconfirmed = unconfirmed or verdict
+                    if search.cut_short:
+                        skipped.append(f"{profile.key.partition(':')[2]}: the time ran out after {search.tried} calls")
+        except OracleError as error:
+            self.warnings.append(f"tests.oracle: {error}")
+            return not_checked(str(error), time.monotonic() - started)
+        skipped += unmakeable
+        if unconfirmed is not None:
+            return _timed(unconfirmed, started)
+        if not checked:
+            return not_checked("; ".join(skipped), time.monotonic() - started)
+        names = ", ".join(key.partition(":")[2] for key in checked)
+        why = f"no difference in {tried} calls of {names}" + (f" ({'; '.join(skipped)})" if skipped else "")
+        return Behaviour(SAME, tried, None, why, tuple(checked), time.monotonic() - started)
+
+    @contextmanager
+    def _worker(self, variant: Variant) -> Iterator[OracleWorker]:
+        with self.evaluator.oracle_copy(variant) as sandbox:
+            worker = OracleWorker(sandbox, self.evaluator.settings.pytest, sorted(set(self.modules.values())))
+            try:
+                yield worker
+            finally:
+                worker.stop()
+
+    def _confirmed(
+        self,
+        variant: Variant,
+        profile: FunctionProfile,
+        differences: Sequence[Difference],
+        tried: int,
+        checked: Sequence[str],
+    ) -> Behaviour | None:
+        """The verdict "changed" with the first of `differences` whose counterexample pytest
+        confirms (or, when gi cannot write it as a test, with the difference in words); when
+        pytest confirms none, "not checked" and why (a result that depends on state or chance),
+        or None when each was a call that only ran out of the oracle's time on the variant (a
+        loaded machine, not a change)."""
+        seen: set[str] = set()
+        unconfirmed: Behaviour | None = None
+        for difference in differences:
+            if difference.call.key() in seen or len(seen) >= CONFIRMATIONS:
+                continue
+            seen.add(difference.call.key())
+            test = counterexample(difference.call, profile.positional_names, difference.original,
+                                  difference.variant, import_from=difference.call.module)  # fmt: skip
+            said = _words(difference)
+            if test is None:
+                unconfirmed = unconfirmed or Behaviour(CHANGED, tried, None, said + " (gi cannot write it as a test)",
+                                                       tuple(checked), confirmed=None)  # fmt: skip
+                continue
+            confirmed = self._passes(self.original, test) and not self._passes(variant, test)
+            if confirmed:
+                return Behaviour(CHANGED, tried, test, said, tuple(checked), confirmed=True)
+            if "timed_out" not in difference.variant:
+                unconfirmed = unconfirmed or Behaviour(
+                    NOT_CHECKED,
+                    tried,
+                    test,
+                    f"{said} in the oracle's processes, but pytest did not confirm it (a result that depends on"
+                    " earlier calls or on chance?)",
+                    tuple(checked),
+                    confirmed=False,
+                )
+        return unconfirmed
+
+    def _passes(self, variant: Variant, test: str) -> bool:
+        run = self.evaluator.test_file(variant, COUNTEREXAMPLE_FILE, test)
+        return bool(run.outcomes) and not run.forged and all(o in NOT_FAILING for o in run.outcomes.values())
+
+    def section(self, behaviours: Sequence[Behaviour | None], mode: str) -> dict[str, Any]:
+        """summary.json's `oracle`: the mode, the budget, the time taken and the verdicts' counts."""
+        judged = [behaviour for behaviour in behaviours if behaviour is not None]
+        recording = self._recording
+        return {
+            "mode": mode,
+            "budget_seconds": self.seconds,
+            "seconds": round(self.spent + self.recording_seconds, 3),
+            "recording_seconds": round(self.recording_seconds, 3),
+            "same": sum(behaviour.verdict == SAME for behaviour in judged),
+            "changed": sum(behaviour.verdict == CHANGED for behaviour in judged),
+            "not_checked": sum(behaviour.verdict == NOT_CHECKED for behaviour in judged),
+            "functions_recorded": len(recording.functions) if recording is not None else None,
+        }
+
+
+#: Where a counterexample found during the run goes among the held-out tests (tests.oracle_feedback).
+FEEDBACK_FILE = "gi_oracle/test_gi_oracle_{number}.py"
+
+
+class OracleFeedback:
+    """tests.oracle_feedback: after each generation, the oracle judges the front's new members
+    (within tests.oracle_seconds a generation), and each counterexample pytest confirmed joins the
+    held-out tests, so the held-out verdicts of the run (its generalisation gap, the front's) count
+    it. The counterexamples are recorded (`oracle_counterexamples`): a resumed run has them too."""
+
+    def __init__(self, oracle: Oracle, held_out: HeldOut, measurements: Measurements) -> None:
+        self.oracle = oracle
+        self.held_out = held_out
+        self.measurements = measurements
+        self.tests: list[str] = list(measurements.found("oracle_counterexamples") or [])
+        self._install()
+
+    def _install(self) -> None:
+        self.held_out.extend(
+            [(FEEDBACK_FILE.format(number=number), test) for number, test in enumerate(self.tests, start=1)]
+        )
+
+    def generation(
+        self, new: Sequence[Individual], evaluations: Mapping[str, Evaluation], baseline: Evaluation
+    ) -> None:
+        """Judge the generation's new front members; add what was found to the held-out tests."""
+        variants = [
+            apply(self.oracle.program, member.patch)
+            for member in new
+            if member.tree_hash != self.oracle.original.tree_hash
+            and member.tree_hash in evaluations
+            and not unchecked_because(evaluations[member.tree_hash], baseline)
+        ]
+        if not variants:
+            return
+        verdicts = self.oracle.check(variants, seconds=self.oracle.seconds)
+        found = [
+            verdict.counterexample
+            for verdict in verdicts.values()
+            if verdict.verdict == CHANGED and verdict.confirmed and verdict.counterexample
+        ]
+        added = [test for test in dict.fromkeys(found) if test not in self.tests]
+        if added:
+            self.tests += added
+            self.measurements.record("oracle_counterexamples", self.tests)
+            self._install()
+
+
+def unchecked_because(evaluation: Evaluation, baseline: Evaluation) -> str:
+    """Why a program is not for the oracle ("": it is): one that fails a training test the
+    original passes already behaves otherwise, and the training tests say where; one whose
+    evaluation ran only the tests selected by coverage (tests.select) is not known to pass the
+    others (its other outcomes are the original's), until every test confirmed it."""
+    if not evaluation.ok or regressions(evaluation.tests, baseline.tests):
+        return "it fails training tests the original passes"
+    if evaluation.partial:
+        return "only the training tests selected by coverage ran on it (no confirmation by every test)"
+    return ""
+
+
+def _words(difference: Difference) -> str:
+    call = call_source(difference.call) or difference.call.name
+    return f"{call} {describe(difference.original)} on the original, {describe(difference.variant)} on the variant"
+
+
+def _timed(behaviour: Behaviour, started: float) -> Behaviour:
+    return replace(behaviour, seconds=time.monotonic() - started)
