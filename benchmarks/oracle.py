@@ -18,9 +18,11 @@ simplification) and time limits no loaded machine trips:
 
     python benchmarks/oracle.py [--cache ~/.cache/gi-benchmarks] [--seconds 60] [--fresh]
 
-A second run reuses the project, its config and the run store (the original's training and
-held-out runs, the recorded calls); the oracle's verdicts are recorded there too, so to judge
-again, pass --fresh.
+A second run reuses the project, its config and the run store (the original's training,
+held-out and coverage runs, the members' evaluations); the oracle itself reads and records
+nothing there, so each run of this script measures its recording and checks afresh. As in a run,
+the original's coverage by the training tests (measured once, recorded) tells the oracle which
+tests call the functions it checks: only they are recorded.
 
 Run it with an absolute path to the interpreter: the project's environment is made from it, and
 the sandbox shows only the folders an interpreter's real path names.
@@ -40,6 +42,7 @@ from pathlib import Path
 from real_projects import RealProject, gi_init, prepare
 
 from gi.config import load_config
+from gi.engine.oracle import Oracle
 from gi.fitness.objectives import Constraint
 from gi.fitness.outcomes import overfits, test_counts
 from gi.model.edits import DeleteStatement, KeepOperand
@@ -121,8 +124,11 @@ def main() -> None:
             "is_prime's docstring deleted": apply(program, Patch((DeleteStatement(docstring(program, check)),))),
         }
         held = experiment.held_out
-        oracle = experiment.oracle(baseline)
-        assert oracle is not None
+        started = time.perf_counter()
+        experiment.evaluator.coverage = experiment.steering.coverage()
+        seconds = time.perf_counter() - started
+        print(f"coverage of the original by its training tests: {seconds:.0f} s (0: recorded before)")
+        oracle = Oracle(experiment.evaluator, None, seconds=args.seconds, repairing=False, seed=config.experiment.seed)
         for words, variant in members.items():
             print(f"\n== {words}\n{variant.diff()}", flush=True)
             [evaluation] = experiment.measure([variant], "oracle benchmark")
@@ -140,8 +146,9 @@ def main() -> None:
                 on_member = pytest_passes(folder, variant, verdict.counterexample, python)
                 print(f"pytest here on the counterexample: original {'passes' if on_original else 'FAILS'},"
                       f" member {'passes' if on_member else 'fails'}")  # fmt: skip
-        print(f"\noracle: {oracle.recording_seconds:.1f} s recording the training tests' calls (0: recorded"
-              f" before), {oracle.spent:.1f} s checking, of its {oracle.seconds:g} s")  # fmt: skip
+        recorded = oracle.section([], "auto")["tests_recorded"]
+        print(f"\noracle: {oracle.recording_seconds:.1f} s recording the calls of {recorded} training tests,"
+              f" {oracle.spent:.1f} s checking, of its {oracle.seconds:g} s")  # fmt: skip
     finally:
         experiment.close()
     print(f"\nload {os.getloadavg()[0]:.2f} at the end")

@@ -355,7 +355,8 @@ def main() -> None:
 
 
 def _verdict(outcome: Outcome) -> str:
-    oracle = " (oracle: changed)" if outcome.oracle == "changed" else ""
+    """The held-out tests' verdict on the presented repair, and the oracle's when it judged one."""
+    oracle = f" (oracle: {outcome.oracle})" if outcome.oracle is not None else ""
     if outcome.correct:
         return "correct" + oracle
     return ("overfits" + oracle) if outcome.repaired else "-"

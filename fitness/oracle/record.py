@@ -69,10 +69,12 @@ def record_calls(
     timeout: float,
     setup: PytestSetup = DEFAULT_SETUP,
     listed: Mapping[str, Sequence[Sequence[object]]] | None = None,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The recorder's JSON (see `Recording`), from the training tests `train` on the runner's
-    copy of the original; `files` are the editable files, `listed` more literal inputs for the
-    differential checks ("module:function" -> argument lists). Raises RecordingError."""
+    copy of the original (`only` those of these node ids, when given); `files` are the editable
+    files, `listed` more literal inputs for the differential checks ("module:function" ->
+    argument lists). Raises RecordingError."""
     script = runner.install_tool(WORKER_NAME, worker_source())
     runner.clear_output(OUTPUT_NAME)
     plan = {
@@ -84,6 +86,7 @@ def record_calls(
         "per_function": PER_FUNCTION,
         "literal_per_function": LITERAL_PER_FUNCTION,
         "literal_total": LITERAL_TOTAL,
+        "only": None if only is None else sorted(only),
     }
     command = [setup.python, str(script), "record", str(runner.outputs / OUTPUT_NAME), json.dumps(plan)]
     process = runner(command, timeout=timeout, env={"PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir)})

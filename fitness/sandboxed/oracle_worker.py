@@ -411,7 +411,17 @@ def record(output: str, text: str) -> None:
         literal_done = texts is None or len(texts) >= literal_limit or state["tries"] >= 10 * literal_limit
         state["done"] = literal_done and (len(state["calls"]) >= per_function or state["count"] > 50 * per_function)
 
+    only = None if plan.get("only") is None else set(plan["only"])
+
     class Tracker:
+        def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+            if only is None:
+                return
+            left = [item for item in items if item.nodeid not in only]
+            if left:
+                config.hook.pytest_deselected(items=left)
+                items[:] = [item for item in items if item.nodeid in only]
+
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             current[0] = nodeid

@@ -1,15 +1,17 @@
 """The behaviour oracle of a run: each front member's changed functions, called on inputs the tests
 never tried, against the original (gi.fitness.oracle).
 
-Once per run, the original's training tests are recorded (`record_calls`: the measurement
-`oracle_calls`). For each front member, the functions its patch changes (directly or through
-what they use; in a repair, less those the failing tests reach, which the repair is meant to
-change) are called on calls Hypothesis draws, each call made in two sandboxed processes: one
-of the original's copy and one of the member's (`OracleWorker`, fitness/sandboxed/oracle_worker.py).
-The first difference is shrunk, written as a pytest test, and confirmed: the test must pass on
-the original and fail on the member when pytest runs it in fresh copies, under gi's signed
-report. The verdicts are recorded (`oracle:<tree hash>`), so a resumed or rewritten run keeps
-them; the time they take is bounded by tests.oracle_seconds over the front.
+The original's training tests are recorded (`record_calls`: the measurement `oracle_calls`);
+with the original's coverage at hand, only those that run a function to check are (the
+measurement `oracle_calls:<hash of their ids>`). For each front member, the functions its patch
+changes (directly or through what they use; in a repair, less those the failing tests reach,
+which the repair is meant to change) are called on calls Hypothesis draws, each call made in two
+sandboxed processes: one of the original's copy and one of the member's (`OracleWorker`,
+fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as a pytest test,
+and confirmed: the test must pass on the original and fail on the member when pytest runs it in
+fresh copies, under gi's signed report. The verdicts are recorded (`oracle:<tree hash>`), so a
+resumed or rewritten run keeps them; the time they take is bounded by tests.oracle_seconds over
+the front.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gi.fitness.oracle.record import WORKER_NAME, Recording, RecordingError, wor
 from gi.fitness.oracle.search import CHANGED, NOT_CHECKED, SAME, Behaviour, Difference, not_checked, search_difference
 from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, describe
 from gi.fitness.outcomes import regressions
+from gi.fitness.selection import OUTSIDE_TESTS
 from gi.fitness.tests import NOT_FAILING, PytestSetup
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
@@ -57,6 +60,8 @@ ANSWER_BYTES = 64 * 1024 * 1024
 COUNTEREXAMPLE_FILE = "gi_oracle/test_gi_counterexample.py"
 #: Differences whose counterexample gi tries to confirm with pytest, smallest first.
 CONFIRMATIONS = 2
+#: The longest list of test ids (as JSON) the recording is given; past it, every test is recorded.
+MAX_RECORDED_IDS = 100_000
 #: A member left less time than this is not checked, and why.
 MIN_SECONDS = 0.5
 SPENT = "the oracle's time (tests.oracle_seconds) was spent on the members before"
@@ -192,6 +197,7 @@ class Oracle:
         self.spent = 0.0
         self.recording_seconds = 0.0
         self._recording: Recording | None = None
+        self._recordings: dict[str, Recording] = {}
         self._reach: frozenset[str] | None = None
 
     @property
@@ -199,24 +205,52 @@ class Oracle:
         """Each editable file's module name."""
         return {file: module for module, file in self.evaluator.settings.pytest.modules}
 
-    def recording(self) -> Recording:
-        """The original's training tests' calls (recorded once, then read from the store)."""
-        if self._recording is None:
+    def recording(self, tests: Sequence[str] | None = None) -> Recording:
+        """The original's training tests' calls, of every test or only of `tests` (node ids),
+        recorded once, then read from the store."""
+        key = (
+            "oracle_calls"
+            if tests is None
+            else f"oracle_calls:{sha256(json.dumps(sorted(tests)).encode()).hexdigest()[:16]}"
+        )
+        if key not in self._recordings:
 
             def record() -> dict[str, Any]:
                 started = time.monotonic()
                 try:
-                    return self.evaluator.record_calls(self.original)
+                    return self.evaluator.record_calls(self.original, only=tests)
                 finally:
-                    self.recording_seconds = time.monotonic() - started
+                    self.recording_seconds += time.monotonic() - started
 
             found = (
                 record()
                 if self.measurements is None
-                else self.measurements.get("oracle_calls", record, encode=as_is, decode=as_is)
+                else self.measurements.get(key, record, encode=as_is, decode=as_is)
             )
-            self._recording = Recording.from_json(found)
+            self._recordings[key] = Recording.from_json(found)
+        self._recording = self._recordings[key]
         return self._recording
+
+    def tests_to_record(self, variants: Sequence[Variant]) -> list[str] | None:
+        """The training tests that ran a line of a function the oracle checks on `variants`, by
+        the original's coverage (only they call it, so only they give it inputs); None when there
+        is no coverage, or when their ids are too long to pass (every test is recorded)."""
+        coverage = self.evaluator.coverage
+        if coverage is None:
+            return None
+        meant = self._meant()
+        wanted: set[str] = set()
+        for variant in variants:
+            wanted |= set(changed_functions(self.original.sources, variant.sources, self.modules, meant))
+        tests: set[str] = set()
+        for file, module in self.modules.items():
+            lines = coverage.lines.get(file, {})
+            for node in ast.parse(self.original.sources[file]).body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and f"{module}:{node.name}" in wanted:
+                    for line in range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1):
+                        tests |= lines.get(line, frozenset())
+        tests.discard(OUTSIDE_TESTS)
+        return sorted(tests) if len(json.dumps(sorted(tests))) <= MAX_RECORDED_IDS else None
 
     def check(self, variants: Sequence[Variant], seconds: float | None = None) -> dict[str, Behaviour]:
         """The verdict of each variant (by tree hash): what is left of the budget (or `seconds`)
@@ -241,7 +275,7 @@ class Oracle:
                 for variant in missing:
                     self._keep(variant.tree_hash, not_checked(SPENT))
                 missing = []
-            recording = self.recording() if missing else None
+            recording = self.recording(self.tests_to_record(missing)) if missing else None
         except RecordingError as error:
             why = f"the training tests' calls could not be recorded ({error})"
             self.warnings.append(f"tests.oracle: {why}")
@@ -463,6 +497,7 @@ class Oracle:
             "changed": sum(behaviour.verdict == CHANGED for behaviour in judged),
             "not_checked": sum(behaviour.verdict == NOT_CHECKED for behaviour in judged),
             "functions_recorded": len(recording.functions) if recording is not None else None,
+            "tests_recorded": recording.passed + recording.failed if recording is not None else None,
         }
 
 

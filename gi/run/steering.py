@@ -84,7 +84,7 @@ class Steering:
         count = len(self.evaluator.baseline_tests or {})
         what = "coverage of the original by its training tests"
         self.phase(f"{what}: recorded" if recorded else f"{what} ({count} tests, a coverage.py context each)")
-        coverage = self.evaluator.coverage = self._coverage()
+        coverage = self.evaluator.coverage = self.coverage()
         if coverage is None:
             self.progress.warn("coverage of the original could not be read: every site may be edited")
             self.phase(self.progress.phase)  # shows the warning at once
@@ -109,7 +109,7 @@ class Steering:
             line_floor=0.05 * max(self.suspicious.values(), default=0.0),
         )
 
-    def _coverage(self) -> Coverage | None:
+    def coverage(self) -> Coverage | None:
         """The original's coverage by the training tests, a context per test (recorded, so a
         resumed run and a replay keep it): for leaving out the sites no training test executes
         (unless mutators.untested) and for running a variant's tests that execute an edited line

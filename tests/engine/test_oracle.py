@@ -253,12 +253,14 @@ def test_a_spent_budget_leaves_a_member_unchecked_and_unrecorded(tmp_path: Path)
     assert (verdict.verdict, verdict.why) == (NOT_CHECKED, SPENT)
 
 
-def test_a_member_judged_by_the_tests_selected_by_coverage_waits_for_every_test(tmp_path: Path) -> None:
+def test_coverage_selects_what_the_oracle_waits_for_and_what_it_records(tmp_path: Path) -> None:
     """With tests.select, a variant's evaluation runs only the tests that reach its edits and takes
     the original's outcomes for the others: that is no proof it keeps them, so the oracle (which
-    judges only what keeps every training test) waits for the confirmation by every test."""
+    judges only what keeps every training test) waits for the confirmation by every test. And the
+    original's coverage tells which tests call a changed function: only they are recorded."""
     program = write_program(tmp_path / "arith")
-    evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, select=True))
+    setup, _ = pytest_setup(program, sys.executable)
+    evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, select=True, pytest=setup))
     try:
         original = apply(program, Patch())
         baseline = evaluator.evaluate(original)
@@ -268,8 +270,17 @@ def test_a_member_judged_by_the_tests_selected_by_coverage_waits_for_every_test(
         variant = apply(program, Patch((NO_CENTURIES,)))
         selected = evaluator.evaluate(variant)
         confirmed = evaluator.evaluate(variant, every_test=True)
+        oracle = Oracle(evaluator, None, seconds=60, repairing=False)
+        tests = oracle.tests_to_record([variant])
+        recording = oracle.recording(tests)
     finally:
         evaluator.close()
     assert selected.partial and selected.measures["tests_run"] == 1 and selected.measures["failed_tests"] == 0
     assert "selected by coverage" in unchecked_because(selected, baseline)
     assert not confirmed.partial and unchecked_because(confirmed, baseline) == ""
+    assert tests == ["tests/test_arith.py::test_leap"]
+    assert (recording.passed, recording.failed) == (1, 0)
+    assert [call["args"] for call in recording.functions["arith:is_leap"].calls] == [
+        [["int", str(year)]] for year in (2024, 2000, 2023)
+    ]
+    assert recording.functions["arith:is_prime"].calls == (), "test_primes was not run"
