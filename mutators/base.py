@@ -113,6 +113,9 @@ class MutationContext:
     #: those among them that ran inside a test (not only at import).
     executed_lines: Mapping[str, frozenset[int]] | None = None
     tested_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    #: The weights of an operator's modes here (the model's rewrite, diff, crossover), when they
+    #: differ from its own: an island's (gi/algorithms/islands.py).
+    modes: Mapping[str, float] | None = None
     #: Set by `bind`: each function site's weight, and where the excluded functions are.
     function_weights: Mapping[Location, float] | None = None
     excluded_locations: tuple[Location, ...] = ()
@@ -319,6 +322,12 @@ class Operator(Protocol):
         """Continue from `state()` saved by an interrupted run."""
         ...
 
+    def replaying(self, recorded: Any) -> None:
+        """Start a replay of the run whose operator saved `recorded` (its last `state()`): take
+        from it what makes the replay count as the run did (the model's session, whose replies
+        count as the requests they were)."""
+        ...
+
     def usage(self) -> OperatorUsage | None:
         """What the operator spent outside gi, or None for an operator that asks nothing outside."""
         ...
@@ -403,6 +412,9 @@ class BaseOperator:
 
     def restore(self, state: Any) -> None:
         """Nothing to restore."""
+
+    def replaying(self, recorded: Any) -> None:
+        """Nothing to take from the recorded run."""
 
     def usage(self) -> OperatorUsage | None:
         return None

@@ -58,4 +58,7 @@ class Individual:
     operator: str = ""
     #: The measured objective values in their own direction (None for a broken variant).
     objectives: tuple[float, ...] | None = None
+    #: Where it stands on the quality-diversity grid's feature dimensions (None: not measured,
+    #: or the run keeps no grid).
+    features: tuple[float, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)

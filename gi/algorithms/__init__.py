@@ -5,7 +5,9 @@ algorithm is a small class that says how it picks parents or neighbours and what
 """
 
 from gi.algorithms.base import Evolutionary, Search, SearchSettings
+from gi.algorithms.islands import Islands
 from gi.algorithms.local_search import LocalSearch
+from gi.algorithms.map_elites import MapElites
 from gi.algorithms.neighbourhood import Neighbourhood
 from gi.algorithms.nsga2 import NSGA2
 from gi.algorithms.nsga3 import NSGA3
@@ -27,7 +29,7 @@ def _installed_algorithm(name: str, item: object) -> type[Search]:
 #: Every algorithm a config can name in `search.algorithm`: gi's, and those installed packages
 #: declare in the entry-point group `gi.algorithms`.
 ALGORITHMS: Registry[type[Search]] = Registry("algorithm", "gi.algorithms", _installed_algorithm, classes=True)
-for _algorithm in (NSGA2, NSGA3, SPEA2, Neighbourhood, LocalSearch, RandomSearch):
+for _algorithm in (NSGA2, NSGA3, SPEA2, Neighbourhood, LocalSearch, RandomSearch, MapElites, Islands):
     ALGORITHMS.add(_algorithm.name, _algorithm)
 
 __all__ = [
@@ -36,7 +38,9 @@ __all__ = [
     "NSGA3",
     "SPEA2",
     "Evolutionary",
+    "Islands",
     "LocalSearch",
+    "MapElites",
     "Neighbourhood",
     "RandomSearch",
     "Search",

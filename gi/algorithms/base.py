@@ -28,14 +28,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gi.algorithms.adaptive import OperatorSelection
+from gi.algorithms.features import GridSettings
 from gi.algorithms.rings import Rings
+from gi.algorithms.strategies import IslandPlan
 from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_name
 from gi.fitness.objectives import Constraint, Objective, objective_values, violation
 from gi.model.patch import Patch
 from gi.model.program import Program
 from gi.model.results import Evaluation
 from gi.mutators import Crossover, MutationContext, Operator
-from gi.populations import Individual, ParetoArchive, ParetoFitness
+from gi.populations import Grid, Individual, ParetoArchive, ParetoFitness
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class SearchSettings:
     operator_selection: str = "uniform"
     #: The evaluations the run may make (search.max_evaluations): the rings' share is of them.
     max_evaluations: int | None = None
+    #: The islands algorithm: its islands and their migration (gi/algorithms/islands.py).
+    islands: IslandPlan | None = None
 
 
 class Search(ABC):
@@ -79,7 +83,10 @@ class Search(ABC):
         reference: Sequence[float],
         test_count: int,
         context: MutationContext | None = None,
+        grid: GridSettings | None = None,
     ) -> None:
+        """`grid`: the quality-diversity grid's features (map_elites breeds from it; any other
+        algorithm keeps it to report QD-score and coverage)."""
         self.program = program
         self.objectives = tuple(objectives)
         self.constraint = constraint
@@ -116,6 +123,18 @@ class Search(ABC):
             if self.neighbourhood_share > 0
             else None
         )
+        self.grid_settings = grid
+        #: The best program found in each cell of the feature grid (search.grid), if the run keeps one.
+        self.grid = (
+            Grid(grid.features.shape, self.reference, self.weights, unit=grid.unit, insertion=grid.insertion)
+            if grid is not None
+            else None
+        )
+        #: Steady-state: the first population's individuals as they are told, until it is complete
+        #: (None once it is, or in a generational run).
+        self.initial: list[tuple[Individual, Evaluation]] | None = None
+        #: Whether the children being taken in are the initial population (survival starts it).
+        self.initialising = False
 
     @property
     def neighbourhood_share(self) -> float:
@@ -155,14 +174,25 @@ class Search(ABC):
         programs already here.
         """
         generation = self.generation + 1
-        self.variation.start_generation(self.settings.population)
-        batch = Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
+        batch = self.batch(generation, on_candidate)
         if generation == 0:
             batch.offer(Offspring(Patch(), (), "original", None))
-            self._fill(batch, self._from_rings(self._one_edit) if self.walking(0) else self._one_edit)
+            self.fill(batch, self.initial_maker())
         else:
             self._propose(batch)
         return batch.candidates
+
+    def batch(
+        self, generation: int, on_candidate: Callable[[Candidate], None] | None = None, mutations: int | None = None
+    ) -> Batch:
+        """An empty batch of `generation`, the operators' shares started for `mutations` (by
+        default a population: a steady-state batch holds more, its offspring made ahead)."""
+        self.variation.start_generation(mutations or self.settings.population)
+        return Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
+
+    def initial_maker(self) -> Callable[[], Offspring | None]:
+        """What makes the initial population besides the original: one-edit patches (the rings' first)."""
+        return self._from_rings(self._one_edit) if self.walking(0) else self._one_edit
 
     def _from_rings(self, otherwise: Callable[[], Offspring | None]) -> Callable[[], Offspring | None]:
         """A maker of offspring from the rings, and from `otherwise` once they are exhausted."""
@@ -170,21 +200,28 @@ class Search(ABC):
         assert rings is not None
         return lambda: rings.next() if not rings.exhausted else otherwise()
 
-    def _fill(self, batch: Batch, make: Callable[[], Offspring | None]) -> None:
-        """Offer what `make()` returns until the batch holds a population (fewer where the budget
-        of evaluations leaves less), or tries run out. Offspring still waiting for an operator's
-        answer hold a slot: when every slot is held, the oldest is waited for, so that the model's
-        requests are in flight together while the batch is fixed by the seed alone (how many are
-        made depends only on what came of them)."""
-        tries, population = 0, self.settings.population
-        size = population if self.batch_limit is None else min(self.batch_limit, population)
+    def fill(self, batch: Batch, make: Callable[[], Offspring | None], size: int | None = None, ahead: int = 0) -> None:
+        """Offer what `make()` returns until the batch holds `size` candidates (by default a
+        population, fewer where the budget of evaluations leaves less), or tries run out.
+        Offspring still waiting for an operator's answer hold a slot: when every slot is held, the
+        oldest is waited for, so that the model's requests are in flight together while the batch
+        is fixed by the seed alone (how many are made depends only on what came of them). `ahead`
+        more may wait beyond `size` (a steady-state search keeps requests in flight between its
+        candidates); they stay queued in the batch when it returns."""
+        population = self.settings.population
+        if size is None:
+            size = population if self.batch_limit is None else min(self.batch_limit, population)
+            limit = BREEDING_TRIES * population
+        else:
+            limit = BREEDING_TRIES * max(1, size - len(batch.candidates) + ahead)
+        tries = 0
         while True:
-            while len(batch.candidates) + batch.waiting < size and tries < BREEDING_TRIES * population:
+            while len(batch.candidates) + batch.waiting < size + ahead and tries < limit:
                 tries += 1
                 offspring = make()
                 if offspring is not None:
                     batch.offer(offspring)
-            if not batch.waiting:
+            if len(batch.candidates) >= size or not batch.waiting:
                 return
             batch.settle_one()
 
@@ -196,9 +233,21 @@ class Search(ABC):
         """Programs a new batch must not repeat: by default, those in the population."""
         return {individual.tree_hash for individual in self.population}
 
-    @abstractmethod
     def _propose(self, batch: Batch) -> None:
         """Fill `batch` with the candidates of a generation after the first."""
+        self.fill(batch, self.maker(batch.generation))
+
+    @abstractmethod
+    def maker(self, generation: int) -> Callable[[], Offspring | None]:
+        """What breeds the offspring of `generation` (after the first), one a call (None: a try
+        that made none)."""
+
+    # --- steady state (gi/algorithms/steady.py) ---------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether the initial population is complete (steady-state: told)."""
+        return self.generation >= 0
 
     # --- tell -----------------------------------------------------------------------------
 
@@ -211,6 +260,11 @@ class Search(ABC):
             values if values is not None else worst,
             violation(self.constraint, evaluation.measures, ok=evaluation.ok, test_count=self.test_count),
         )
+        features = (
+            self.grid_settings.features.values(candidate.variant, evaluation)
+            if self.grid_settings is not None
+            else None
+        )
         return Individual(
             id=candidate.id,
             patch=candidate.patch,
@@ -220,6 +274,8 @@ class Search(ABC):
             parents=candidate.parents,
             operator=candidate.operator,
             objectives=values,
+            features=features,
+            extra={} if candidate.island is None else {"island": candidate.island},
         )
 
     def worst(self) -> tuple[float, ...]:
@@ -228,7 +284,8 @@ class Search(ABC):
 
     def joining(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[int]:
         """The positions of the candidates that `tell` with these evaluations would make feasible
-        members of the archive (what the report calls the front); nothing changes."""
+        members of the archive (what the report calls the front) or elites of the grid (what its
+        QD-score counts); nothing changes."""
         children = [
             self.individual(candidate, evaluation, self.generation + 1)
             for candidate, evaluation in zip(candidates, evaluations, strict=True)
@@ -236,6 +293,11 @@ class Search(ABC):
         trial = ParetoArchive(self.archive.members)
         trial.update(children)
         kept = {id(member) for member in trial.members}
+        if self.grid is not None and self.grid_settings is not None:
+            cells = self.grid.trial()
+            for child in children:
+                cells.insert(child, self.grid_settings.features.cell(child.features))
+            kept |= {id(elite) for elite in cells.elites.values()}
         return [position for position, child in enumerate(children) if id(child) in kept and child.fitness.feasible]
 
     def tell(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Individual]:
@@ -245,13 +307,34 @@ class Search(ABC):
             self.individual(candidate, evaluation, self.generation)
             for candidate, evaluation in zip(candidates, evaluations, strict=True)
         ]
+        self.take(children, evaluations, initial=self.generation == 0)
+        self.generation_done()
+        return children
+
+    def generation_done(self) -> None:  # noqa: B027 (most algorithms do nothing between generations)
+        """What the algorithm does once a generation is told (the islands migrate)."""
+
+    def take(self, children: list[Individual], evaluations: Sequence[Evaluation], *, initial: bool = False) -> None:
+        """Let `children` into the grid, the population (the algorithm's survival: `initial`, they
+        are the initial population) and the archive."""
         parents = {individual.id: individual for individual in (*self.population, *self.archive.members)}
-        self._survive(children)
+        self._illuminate(children)
+        self.initialising = initial
+        try:
+            self._survive(children)
+        finally:
+            self.initialising = False
         self.archive.update(children)
         if self.rings is not None:
             self.rings.told(children, evaluations)
         self._credit(children, parents)
-        return children
+
+    def _illuminate(self, children: Sequence[Individual]) -> None:
+        """Offer each child its cell of the grid, if the run keeps one."""
+        if self.grid is None or self.grid_settings is None:
+            return
+        for child in children:
+            self.grid.insert(child, self.grid_settings.features.cell(child.features))
 
     def _credit(self, children: Sequence[Individual], parents: Mapping[str, Individual]) -> None:
         """Credit each child's operator (the one that made its new edit): a success when the
@@ -280,7 +363,14 @@ class Search(ABC):
             state["rings"] = self.rings.state()
         if self.selection.adaptive:
             state["operator_selection"] = self.selection.state()
+        if self.grid is not None:
+            state["grid"] = [[list(cell), elite.id] for cell, elite in sorted(self.grid.elites.items())]
         return state
+
+    def stored_ids(self, state: Mapping[str, Any]) -> list[str]:
+        """The individuals a checkpoint's `state` names beyond its population and archive (the
+        grid's elites), which the caller rebuilds for `restore`."""
+        return [str(identifier) for _, identifier in state.get("grid", [])]
 
     def restore(
         self,
@@ -288,12 +378,17 @@ class Search(ABC):
         population: list[Individual],
         archive: list[Individual],
         state: Mapping[str, Any] | None = None,
+        others: Mapping[str, Individual] | None = None,
     ) -> None:
-        """Continue from a checkpoint (the generator's state is restored by the caller)."""
+        """Continue from a checkpoint (the generator's state is restored by the caller);
+        `others` holds the individuals of `stored_ids`, by id."""
         self.generation = generation
         self.population = population
         self.archive = ParetoArchive(archive)
         state = dict(state or {})
+        if self.grid is not None:
+            found = {**{i.id: i for i in (*population, *archive)}, **(others or {})}
+            self.grid.restore((tuple(cell), found[identifier]) for cell, identifier in state.get("grid", []))
         if self.rings is not None and "rings" in state:
             self.rings.restore(state["rings"])
         if self.selection.adaptive and "operator_selection" in state:
@@ -305,8 +400,19 @@ class Search(ABC):
 
     # --- figures ----------------------------------------------------------------------------
 
+    @property
+    def front(self) -> list[Individual]:
+        """The Pareto archive's members."""
+        return self.archive.members
+
     def hypervolume(self) -> float:
         return self.archive.hypervolume(self.reference, self.weights)
+
+    def diversity(self) -> dict[str, float] | None:
+        """The grid's QD-score and coverage, if the run keeps a grid."""
+        if self.grid is None:
+            return None
+        return {"qd_score": self.grid.qd_score(), "coverage": self.grid.coverage()}
 
     def best(self) -> dict[str, float]:
         """The best value of each objective among feasible members of the archive."""
@@ -349,5 +455,5 @@ class Evolutionary(Search):
             self.settings.mutation_rate,
         )
 
-    def _propose(self, batch: Batch) -> None:
-        self._fill(batch, self._from_rings(self._breed) if self.walking(batch.generation) else self._breed)
+    def maker(self, generation: int) -> Callable[[], Offspring | None]:
+        return self._from_rings(self._breed) if self.walking(generation) else self._breed

@@ -11,10 +11,11 @@ propose again a neighbour of the current patch it already tried.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gi.algorithms.base import Search
-from gi.algorithms.variation import Batch, Offspring
+from gi.algorithms.variation import Offspring
 from gi.populations import Individual
 
 
@@ -43,15 +44,15 @@ class LocalSearch(Search):
     def _neighbour(self) -> Offspring | None:
         return self.variation.neighbour(self.current.patch, self.current.id)
 
-    def _propose(self, batch: Batch) -> None:
-        self._fill(batch, self._neighbour)
+    def maker(self, generation: int) -> Callable[[], Offspring | None]:
+        return self._neighbour
 
     def accepts(self, neighbour: Individual) -> bool:
         """Whether the walk may move to `neighbour`: the current patch does not dominate it."""
         return not self.current.fitness.dominates(neighbour.fitness)
 
     def _survive(self, children: list[Individual]) -> None:
-        if self.generation == 0:
+        if self.initialising:
             # The walk starts at the original, the generation's empty patch.
             start = next((child for child in children if not child.patch.edits), children[0])
             self.population = [start]

@@ -21,7 +21,7 @@ class NSGA2(Evolutionary):
         return crowded_tournament(self.population, 1, self.rng)[0]
 
     def _survive(self, children: list[Individual]) -> None:
-        if self.generation == 0:
+        if self.initialising:
             self.population = children
             rank_and_crowd(self.population)
         else:

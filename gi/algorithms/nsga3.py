@@ -33,7 +33,7 @@ class NSGA3(Evolutionary):
         return rank_tournament(self.population, 1, self.rng)[0]
 
     def _survive(self, children: list[Individual]) -> None:
-        pool = children if self.generation == 0 else self.population + children
+        pool = children if self.initialising else self.population + children
         self.population = nsga3_survivors(pool, min(len(pool), self.settings.population), self.directions, self.rng)
 
     def _restored(self, state: dict[str, Any]) -> None:

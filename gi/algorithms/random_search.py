@@ -9,8 +9,10 @@ and one-edit patches. Only the Pareto archive, the report's front, sees the eval
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gi.algorithms.base import Search
-from gi.algorithms.variation import Batch, Offspring
+from gi.algorithms.variation import Offspring
 from gi.populations import Individual
 
 
@@ -28,8 +30,8 @@ class RandomSearch(Search):
         size = int(self.rng.integers(1, largest + 1))
         return self.variation.random_patch(size)
 
-    def _propose(self, batch: Batch) -> None:
-        self._fill(batch, self._random)
+    def maker(self, generation: int) -> Callable[[], Offspring | None]:
+        return self._random
 
     def _survive(self, children: list[Individual]) -> None:
         # The population is just the last batch: it only keeps the next one from repeating it.

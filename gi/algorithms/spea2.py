@@ -27,7 +27,7 @@ class SPEA2(Evolutionary):
         return tournament(self.population, 1, self.rng, lambda i: (self._fitness[i.id],))[0]
 
     def _survive(self, children: list[Individual]) -> None:
-        pool = children if self.generation == 0 else self.population + children
+        pool = children if self.initialising else self.population + children
         self.population = spea2_survivors(pool, self.settings.population)
         self._restored({})
 

@@ -59,6 +59,8 @@ class Candidate:
     operator: str
     #: The edits the offspring's operator made (its operator learns what became of them).
     edits: tuple[Edit, ...] = ()
+    #: The island that bred it (gi/algorithms/islands.py), if the search has islands.
+    island: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class Offspring:
     #: Every new edit (an operator may make several: a model's change of three statements).
     edits: tuple[Edit, ...] = ()
     later: Later | None = None
+    #: The island that bred it, if the search has islands.
+    island: int | None = None
 
     @property
     def new(self) -> tuple[Edit, ...]:
@@ -250,7 +254,9 @@ class Variation:
             self.count(name, "no_site")
             return None
         self.count(name, "proposals")
-        return Offspring(later.place(edits), offspring.parents, offspring.operator, edits[-1], edits)
+        return Offspring(
+            later.place(edits), offspring.parents, offspring.operator, edits[-1], edits, island=offspring.island
+        )
 
     def _adaptive_choice(self, attempt: int) -> Operator:
         """The next operator by adaptive selection; one with a share of the mutations (the
@@ -399,7 +405,7 @@ class Batch:
         self.seen.add(variant.tree_hash)
         identifier = f"g{self.generation}-i{len(self.candidates)}"
         candidate = Candidate(
-            identifier, offspring.patch, variant, offspring.parents, offspring.operator, offspring.new
+            identifier, offspring.patch, variant, offspring.parents, offspring.operator, offspring.new, offspring.island
         )
         self.candidates.append(candidate)
         if self.on_candidate is not None:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from gi.config.diversity import GridSection, IslandsSection
 from gi.config.sections import (
     ArmSection,
     EvaluationSection,
@@ -180,6 +181,12 @@ class Config(_Section):
                 data["search"].pop(key, None)
         if data["search"].get("patience") == 3:  # stops only a run that finds nothing new: older runs resume
             data["search"].pop("patience", None)
+        # Keys of quality diversity, at values that do what older gi did.
+        if data["search"].get("steady_state") is False:
+            data["search"].pop("steady_state", None)
+        for key, section in (("grid", GridSection()), ("islands", IslandsSection())):
+            if data["search"].get(key) == section.model_dump(mode="json"):
+                data["search"].pop(key, None)
         if data.get("arm") is None:
             data.pop("arm", None)
         for key in ("holdout_fraction", "differential", "differential_inputs", "fail_fast", "oracle_feedback"):

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gi.config.diversity import DOTTED, grid_features, island_plan
 from gi.config.experiment import ARM_SECTIONS, Config
 from gi.config.sections import (
     ArmSection,
@@ -28,7 +29,7 @@ from gi.config.sections import (
     TestsSection,
     WorkloadSection,
 )
-from gi.fitness.objectives import Constraint
+from gi.fitness.objectives import Constraint, load_function
 from gi.model.errors import ConfigError, RegistryError
 from gi.model.registry import suggest
 
@@ -172,6 +173,7 @@ def parse_config(data: dict[str, Any], path: Path) -> Config:
     _check_workload(config, path)
     _check_llm(config, path)
     _check_fail_fast(config, path)
+    _check_search(config, path)
     for index, arm in enumerate(config.arms):
         _check_arm(config, arm, index, path)
     return config
@@ -191,6 +193,7 @@ def _check_arm(config: Config, arm: ArmSection, index: int, path: Path) -> None:
     try:
         _check_workload(made, path)
         _check_llm(made, path)
+        _check_search(made, path)
     except ConfigError as error:
         raise ConfigError(str(error).replace(f"{path}: ", f"{path}: {where}: ", 1)) from None
 
@@ -201,6 +204,37 @@ def _check_llm(config: Config, path: Path) -> None:
             f"{path}: mutators.llm = {config.mutators.llm:g}: the language model needs an [llm] section"
             ' with base_url and model, e.g. base_url = "http://127.0.0.1:8000/v1"'
         )
+
+
+def _check_search(config: Config, path: Path) -> None:
+    """The grid's features must be measured, each island's operators must be the run's (and one
+    of them classic), and the strategies named by dotted path must import."""
+    search = config.search
+    features = grid_features(search)
+    if "runtime" in features and "runtime" not in config.objectives.names():
+        raise ConfigError(f"{path}: search.grid.features: 'runtime' is measured only when an objective is runtime")
+    for name in features:
+        if DOTTED.match(name):
+            try:
+                load_function(name if ":" in name else ":".join(name.rsplit(".", 1)), config.source.parent)
+            except ValueError as error:
+                raise ConfigError(f"{path}: search.grid.features: {error}") from None
+    if search.algorithm != "islands":
+        return
+    available = set(config.mutators.names()) | ({"llm"} if config.mutators.llm > 0 else set())
+    for index, island in enumerate(search.islands.island):
+        where = f"{path}: search.islands.island[{index}]"
+        if island.operators is None:
+            continue
+        unknown = sorted(set(island.operators) - available)
+        if unknown:
+            raise ConfigError(
+                f"{where}.operators: {', '.join(unknown)} not among the run's operators (mutators.operators,"
+                " and 'llm' with mutators.llm > 0)"
+            )
+        if not set(island.operators) - {"llm"}:
+            raise ConfigError(f"{where}.operators: name at least one classic operator besides 'llm'")
+    island_plan(search.islands, search.population, config.source.parent, path)
 
 
 def _check_fail_fast(config: Config, path: Path) -> None:

@@ -5,8 +5,9 @@ shaped as a TOML file is written: one table per section, `[[arms]]` tables holdi
 arm may set, and no null (TOML has none: a key left out takes its default). Every definition is
 inlined and the dialect is Draft 7, which the TOML language servers (taplo, behind Even Better
 TOML) read. The names a key takes from a registry (algorithms, operators, crossovers,
-objectives) are listed, so an editor completes them; a user's objective, "module:function",
-matches a pattern. Rules across keys that a schema can say are said (seed or seeds, call or
+objectives, the grid's features and the islands' strategies) are listed, so an editor completes
+them; a user's objective, "module:function", matches a pattern, as does a user's feature or
+strategy. Rules across keys that a schema can say are said (seed or seeds, call or
 command); the rest stay `load_config`'s (an objective's direction, paths that exist).
 """
 
@@ -16,7 +17,11 @@ import copy
 from typing import Any
 
 from gi.algorithms import ALGORITHMS
+from gi.algorithms.features import EDIT_KIND
+from gi.algorithms.strategies import MIGRATIONS, SELECTIONS
+from gi.config.diversity import DOTTED, INSERTIONS
 from gi.config.experiment import ARM_SECTIONS, Config
+from gi.fitness.measures import MEASURES
 from gi.fitness.objectives import OBJECTIVES, Direction
 from gi.mutators import CROSSOVERS, OPERATORS
 
@@ -95,6 +100,18 @@ def _name_from_registries(properties: dict[str, Any]) -> None:
     for alternative in operators["anyOf"]:
         if alternative.get("type") == "array":
             alternative["items"]["enum"] = OPERATORS.names()
+    # Quality diversity: the grid's features, the islands' algorithms and the strategies, by name
+    # or a user's dotted path.
+    grid, islands = search["grid"]["properties"], search["islands"]["properties"]
+    grid["features"]["items"] = {
+        "type": "string",
+        "anyOf": [{"enum": [*MEASURES.names(), EDIT_KIND]}, {"pattern": DOTTED.pattern}],
+    }
+    grid["insertion"]["anyOf"] = [{"enum": list(INSERTIONS)}, {"pattern": DOTTED.pattern}]
+    islands["migration"]["anyOf"] = [{"enum": list(MIGRATIONS)}, {"pattern": DOTTED.pattern}]
+    islands["selection"]["anyOf"] = [{"enum": list(SELECTIONS)}, {"pattern": DOTTED.pattern}]
+    island = islands["island"]["items"]["properties"]
+    island["algorithm"]["enum"] = [name for name in ALGORITHMS.names() if name != "islands"]
     for key, direction in (("minimize", Direction.MINIMIZE), ("maximize", Direction.MAXIMIZE)):
         names = [name for name in OBJECTIVES.names() if OBJECTIVES.get(name).direction is direction]
         properties["objectives"]["properties"][key]["items"] = {

@@ -11,11 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from gi.algorithms import ALGORITHMS
+from gi.config.diversity import GridSection, IslandsSection, checked_modes
 from gi.fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
 from gi.fitness.runtime import RIGOROUS
 from gi.model.registry import suggest
 from gi.mutators import CROSSOVERS, OPERATORS
-from gi.mutators.llm import MODES, Prompts
+from gi.mutators.llm import Prompts
 from gi.mutators.llm.prompts import FIELDS
 
 
@@ -255,6 +256,20 @@ class SearchSection(_Section):
     patience: Annotated[
         int, Field(ge=1, le=100000, description="stop after this many generations in a row evaluate no new program")
     ] = 3
+    steady_state: Annotated[
+        bool,
+        Field(
+            description="breed a candidate as soon as an evaluator is free and take each result as it arrives, with"
+            " no generation barrier (the order of arrivals is recorded: a replay and a resumed run follow it);"
+            " false: generation by generation, one seed fixing the run"
+        ),
+    ] = False
+    grid: Annotated[
+        GridSection, Field(description="the quality-diversity grid: its features, bins and ranges (search.grid)")
+    ] = GridSection()
+    islands: Annotated[
+        IslandsSection, Field(description="the islands algorithm's islands and migration (search.islands)")
+    ] = IslandsSection()
 
     @field_validator("algorithm")
     @classmethod
@@ -530,14 +545,7 @@ class LLMSection(_Section):
     @field_validator("modes")
     @classmethod
     def _modes(cls, modes: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(modes) - set(MODES))
-        if unknown or not any(weight > 0 for weight in modes.values()) or any(w < 0 for w in modes.values()):
-            raise PydanticCustomError(
-                "modes",
-                "modes are weights, not all 0 and none negative, of {known}; got {modes}",
-                {"known": ", ".join(MODES), "modes": modes},
-            )
-        return modes
+        return checked_modes(modes)
 
     @field_validator("models")
     @classmethod

@@ -35,7 +35,7 @@ from gi.model.patch import Variant
 from gi.model.results import Evaluation, Status
 
 if TYPE_CHECKING:
-    from gi.engine.backends.base import Backend
+    from gi.engine.backends.base import Backend, Result
 
 
 #: The measurement key (with `:<tree hash>`) of a program's run of every training test.
@@ -102,6 +102,9 @@ class EvaluationService:
         #: Confirmations started while their batch runs, by tree hash (`evaluate`'s `early`).
         self._early: dict[str, Future[Evaluation]] = {}
         self._early_pool: ThreadPoolExecutor | None = None
+        #: Seconds the backend's evaluators spent on the search's evaluations (each evaluation's own
+        #: time, taken where it ran), in this session.
+        self.busy_seconds = 0.0
         #: Evaluations made after the search (minimisation, ablation), by tree hash; read when first needed.
         self.studied: dict[str, Evaluation] | None = None
         self._backend: Backend | None = None
@@ -114,7 +117,9 @@ class EvaluationService:
 
                 self._backend = DaskBackend(self.evaluator, self.choice.scheduler, workers=self.choice.workers)
             else:
-                self._backend = self.evaluator
+                from gi.engine.backends.base import LocalBackend
+
+                self._backend = LocalBackend(self.evaluator)
         return self._backend
 
     def measured(self, variant: Variant) -> Evaluation | None:
@@ -141,11 +146,13 @@ class EvaluationService:
         generation: int,
         expected: int,
         early: Callable[[Candidate, Evaluation], bool] | None = None,
+        islands: bool = False,
     ) -> tuple[list[Candidate], list[Evaluation]]:
         """Evaluate a batch (of about `expected` candidates, for the display), each candidate as
         soon as `candidates` yields it, skipping programs already measured; a replay takes the
-        recorded run's evaluations. Returns the batch and its evaluations (each with its
-        candidate's own measures), in the batch's order.
+        recorded run's evaluations. With `islands`, each island's candidates go to a worker of
+        its own where the backend has several. Returns the batch and its evaluations (each with
+        its candidate's own measures), in the batch's order.
 
         A partial evaluation `early` says may join the front starts its confirmation by every
         test at once, beside the rest of the batch (`confirm` takes it; `settle` waits for
@@ -153,6 +160,7 @@ class EvaluationService:
         batch: list[Candidate] = []
         measured: list[Candidate] = []
         recorded: dict[str, Evaluation] = {}
+        where: dict[str, int] = {}
         progress = self.progress
         progress.batch_size = expected
         progress.done_in_generation = 0
@@ -161,7 +169,8 @@ class EvaluationService:
 
         bred: dict[str, Candidate] = {}
 
-        def done(evaluation: Evaluation) -> None:
+        def done(evaluation: Evaluation, measured_here: bool = True) -> None:
+            self.busy_seconds += evaluation.seconds if measured_here else 0.0
             progress.evaluations += 1
             progress.timed_out += evaluation.status is Status.TIMED_OUT or "timed_out" in evaluation.tests.values()
             progress.done_in_generation += 1
@@ -181,13 +190,15 @@ class EvaluationService:
                     progress.done_in_generation += 1
                 elif (evaluation := self._unfinished_or_recorded(tree_hash)) is not None:
                     recorded[tree_hash] = evaluation
-                    done(evaluation)
+                    done(evaluation, measured_here=False)
                 else:
                     measured.append(candidate)
                     bred.setdefault(tree_hash, candidate)
+                    if islands and candidate.island is not None:
+                        where[tree_hash] = candidate.island
                     yield candidate.variant
 
-        results = self.backend().evaluate_many(to_measure(), on_done=done)
+        results = self.backend().evaluate_many(to_measure(), on_done=done, where=where if islands else None)
         new = recorded | {c.variant.tree_hash: e for c, e in zip(measured, results, strict=True)}
         with self.store.transaction():
             for candidate in batch:
@@ -237,7 +248,7 @@ class EvaluationService:
         """Start every training test on `variant` in a thread of its own, on this machine's
         evaluator (with a Dask backend, confirmations wait for the batch)."""
         tree_hash = variant.tree_hash
-        if tree_hash in self._early or self.backend() is not self.evaluator:
+        if tree_hash in self._early or self.choice.backend == "dask":
             return
         if self.measurements.lookup(f"{CONFIRMATION}:{tree_hash}") is not None:
             return  # a resumed run's or a replay's: recorded
@@ -262,6 +273,36 @@ class EvaluationService:
         the recorded run's (a replay), taken as if just made."""
         unfinished = self.unfinished.pop(tree_hash, None)
         return unfinished if unfinished is not None else self.measurements.recorded_evaluation(tree_hash)
+
+    # --- one candidate at a time (a steady-state search) -------------------------------------
+
+    def known(self, candidate: Candidate) -> Evaluation | None:
+        """The evaluation of the candidate's program without measuring it: the search's (those a
+        killed run stored after its last checkpoint too), or in a replay the recorded run's; None
+        when it must be measured."""
+        tree_hash = candidate.variant.tree_hash
+        found = self.cache.get(tree_hash) or self.unfinished.get(tree_hash)
+        return found if found is not None else self.measurements.recorded_evaluation(tree_hash)
+
+    def submit(self, candidate: Candidate, done: Callable[[Result], None]) -> None:
+        """Evaluate one candidate's program on the backend (its island's worker, where the backend
+        has several); `done` gets the result, to be taken in with `arrived`."""
+        self.backend().submit(candidate.variant, done, candidate.island)
+
+    def arrived(self, candidate: Candidate, evaluation: Evaluation, generation: int, event: int | None) -> Evaluation:
+        """Take in one evaluation as it arrives: a new program's evaluation stored, with the
+        steady-state event `event` (None: the store has it), in one transaction. Returns it with
+        the candidate's own measures."""
+        new = evaluation.tree_hash not in self.cache
+        with self.store.transaction():
+            if new:
+                self.store.put_evaluation(evaluation, individual=candidate.id, generation=generation)
+            if event is not None:
+                self.store.put_arrival(event, "told", candidate.id)
+        if new:
+            self.cache[evaluation.tree_hash] = evaluation
+            self.failure_order.note(evaluation.tests)
+        return self._own(self.cache[evaluation.tree_hash], candidate.variant)
 
     def timed(self) -> bool:
         """Whether an objective of the run is measured against the run's timing of the original."""
@@ -301,7 +342,7 @@ class EvaluationService:
         if self._early_pool is not None:
             self._early_pool.shutdown(wait=True, cancel_futures=True)
             self._early_pool = None
-        if self._backend is not None and self._backend is not self.evaluator:
+        if self._backend is not None:
             self._backend.close()
         self._backend = None
         self.evaluator.close()

@@ -114,12 +114,17 @@ class RunStorage:
         """Give each operator the state it saved (a resumed run asks the model the same prompts
         for the same samples, and counts the requests it made); an operator with no saved
         state yet has its state saved at once (the model's session: a run killed before its
-        first checkpoint still owns the requests it sent)."""
+        first checkpoint still owns the requests it sent). A replay starting afresh first takes
+        what the recorded run's operator saved (`Operator.replaying`: the model's session)."""
+        recorded = self.measurements.recorded
         for operator in operators:
             saved = self.store.get_meta(state_key(operator))
             if saved is not None:
                 operator.restore(saved)
-            elif (state := operator.state()) is not None:
+                continue
+            if recorded is not None and (theirs := recorded.get_meta(state_key(operator))) is not None:
+                operator.replaying(theirs)
+            if (state := operator.state()) is not None:
                 self.store.set_meta(state_key(operator), state)
 
     def save_generation(
@@ -129,11 +134,12 @@ class RunStorage:
         stats: Mapping[str, Any],
         operators: Sequence[Operator],
         gap: dict[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         """The generation's checkpoint, in one transaction: its new individuals, the accounting,
         the search's and the operators' state, the generalisation-gap record and a `Checkpoint`
-        (population and archive ids, generator state, statistics). A run killed at any moment
-        resumes from the last one committed."""
+        (population and archive ids, generator state, statistics), and `meta` (the loop's own
+        state, by key). A run killed at any moment resumes from the last one committed."""
         with self.store.transaction():
             for child in children:
                 self.store.put_individual(
@@ -154,6 +160,8 @@ class RunStorage:
                     self.store.set_meta(state_key(operator), state)
             if gap is not None:
                 self.store.put_generalisation(search.generation, gap)
+            for key, value in (meta or {}).items():
+                self.store.set_meta(key, value)
             self.store.checkpoint(
                 Checkpoint(
                     search.generation,
@@ -170,7 +178,10 @@ class RunStorage:
         """Rebuild the search as `checkpoint` left it: its population and archive (each patch
         applied again and matched to its stored evaluation, `measured`), its state, the
         generator's state and the accounting."""
-        records = {r.id: r for r in self.store.individuals(checkpoint.population + checkpoint.archive)}
+        state = self.store.get_meta("search_state") or {}
+        others = search.stored_ids(state)
+        named = list(dict.fromkeys([*checkpoint.population, *checkpoint.archive, *others]))
+        records = {r.id: r for r in self.store.individuals(named)}
         rebuilt: dict[str, Individual] = {}
         for identifier, record in records.items():
             patch = Patch.from_json(record.patch)
@@ -185,7 +196,8 @@ class RunStorage:
             checkpoint.generation,
             [rebuilt[i] for i in checkpoint.population],
             [rebuilt[i] for i in checkpoint.archive],
-            self.store.get_meta("search_state"),
+            state,
+            {identifier: rebuilt[identifier] for identifier in others},
         )
         search.rng.bit_generator.state = checkpoint.rng
         search.accounting = self.store.get_meta("accounting") or {}

@@ -97,6 +97,12 @@ CREATE TABLE IF NOT EXISTS generalisation (
     generation INTEGER PRIMARY KEY,
     record TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS arrivals (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    individual TEXT NOT NULL,
+    count INTEGER NOT NULL
+);
 """
 
 
@@ -326,6 +332,29 @@ class RunStore:
         """The generalisation-gap records, by generation."""
         rows = self._db.execute("SELECT record FROM generalisation ORDER BY generation")
         return [json.loads(text) for (text,) in rows]
+
+    def put_arrival(self, seq: int, kind: str, individual: str = "", count: int = 0) -> None:
+        """One event of a steady-state search, in the order it was taken: a breeding ("bred": how
+        many candidates it made) or an evaluation taken in ("told": whose)."""
+        self._db.execute(
+            "INSERT INTO arrivals (seq, kind, individual, count) VALUES (?, ?, ?, ?)", (seq, kind, individual, count)
+        )
+
+    def arrivals(self, start: int = 0) -> list[tuple[str, str, int]]:
+        """The steady-state events from number `start` on: (kind, individual, count)."""
+        try:
+            rows = self._db.execute(
+                "SELECT kind, individual, count FROM arrivals WHERE seq >= ? ORDER BY seq", (start,)
+            ).fetchall()
+        except sqlite3.OperationalError:  # a recorded store of a gi without steady-state runs
+            return []
+        return [(kind, individual, int(count)) for kind, individual, count in rows]
+
+    def count_arrivals(self) -> int:
+        try:
+            return int(self._db.execute("SELECT COUNT(*) FROM arrivals").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
 
     def history(self) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT stats FROM checkpoints ORDER BY generation")

@@ -318,6 +318,8 @@ class SummaryBuilder:
                 "differential_checks": len(measurements.found("differential_cases") or []),
                 "oracle": oracle,
                 "validation": store.get_meta("validation"),  # from `gi validate`
+                "quality_diversity": quality_diversity(search, originals),
+                "evaluators": evaluators_busy(store.get_meta("evaluators"), self.config.evaluation.workers),
                 **self._sections(operators),
                 "warnings": self.evaluations.progress.warnings,
             },
@@ -475,6 +477,45 @@ class SummaryBuilder:
                 " if the variants do not loop forever, the limits are too tight for this machine"
             )
         return share
+
+
+def quality_diversity(search: Search, originals: Collection[str]) -> dict[str, Any] | None:
+    """The grid a run kept (search.grid): its features, QD-score and coverage, and each cell's
+    elite (`original` for the original program), with its quality and objective values."""
+    grid, settings = search.grid, search.grid_settings
+    if grid is None or settings is None:
+        return None
+    names = [objective.name for objective in search.objectives]
+    elites = [
+        {
+            "cell": list(cell),
+            "id": ORIGINAL if elite.id in originals else elite.id,
+            "quality": round(grid.quality(elite), 6),
+            "features": list(elite.features or ()),
+            "objectives": dict(zip(names, elite.objectives or (), strict=False)),
+        }
+        for cell, elite in sorted(grid.elites.items())
+    ]
+    return {
+        "features": settings.features.describe(),
+        "cells": grid.cells,
+        "filled": len(grid.elites),
+        "qd_score": round(grid.qd_score(), 6),
+        "coverage": round(grid.coverage(), 6),
+        "unit": grid.unit,
+        "elites": elites,
+    }
+
+
+def evaluators_busy(spent: Mapping[str, Any] | None, workers: int) -> dict[str, Any] | None:
+    """How busy the evaluators were during the search: their seconds evaluating over `workers`
+    times the generations' wall seconds (as the loop added them up, gi.run.loop.EVALUATORS)."""
+    loop = float((spent or {}).get("loop_seconds", 0.0))
+    busy = float((spent or {}).get("busy_seconds", 0.0))
+    if loop <= 0:
+        return None
+    return {"workers": workers, "busy_seconds": round(busy, 3), "loop_seconds": round(loop, 3),
+            "busy": round(busy / (workers * loop), 4)}  # fmt: skip
 
 
 def _correct_for_many(front: list[dict[str, Any]]) -> None:

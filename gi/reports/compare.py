@@ -1,7 +1,10 @@
 """`gi compare`: the runs of an experiment, arm against arm, with statistics.
 
 Per run: the final hypervolume of its feasible front on a reference point shared by all
-the runs compared (the worst, objective by objective, of each run's own), the best value of
+the runs compared (the worst, objective by objective, of each run's own); where every run kept
+the same quality-diversity grid (search.grid), its QD-score (the hypervolume each cell's elite
+dominates on its own, on that reference point, added up over the cells, in units of the
+original's) and coverage (the share of cells filled); the best value of
 each objective among its feasible variants and how many evaluations it took to first reach
 it (0: the original had it), and its overfitting rate. Per arm: the median and
 interquartile range of each over its seeds. Between each pair of arms: the two-sided
@@ -145,9 +148,11 @@ def read_run(folder: Path) -> RunData:
     return RunData(folder, summary, config, log)
 
 
-def measures_of(objectives: Sequence[Objective]) -> list[Measure]:
-    """The measures compared, in table order."""
+def measures_of(objectives: Sequence[Objective], diversity: bool = False) -> list[Measure]:
+    """The measures compared, in table order (with `diversity`, the grid's QD-score and coverage)."""
     found = [Measure("hypervolume", True)]
+    if diversity:
+        found += [Measure("QD-score", True), Measure("coverage", True)]
     found += [Measure(f"best {o.name}", o.weight > 0) for o in objectives]
     found += [Measure(f"evaluations to best {o.name}", False) for o in objectives]
     found.append(Measure("overfitting rate", False))
@@ -164,6 +169,13 @@ def figures(run: RunData, reference: Sequence[float]) -> RunFigures:
     ]
     result = RunFigures(run.arm, run.seed, run.folder)
     result.values["hypervolume"] = hypervolume(front, reference, weights)
+    grid = run.summary.get("quality_diversity")
+    if grid is not None:
+        original = [float(run.summary["baseline"]["objectives"][name]) for name in names]
+        unit = hypervolume([original], reference, weights) or 1.0
+        cells = [[float(elite["objectives"][name]) for name in names] for elite in grid["elites"]]
+        result.values["QD-score"] = sum(hypervolume([cell], reference, weights) for cell in cells) / unit
+        result.values["coverage"] = float(grid["coverage"])
     worst = tuple(o.from_minimised(r) for o, r in zip(objectives, reference, strict=True))
     constraint = Constraint(run.summary["constraint"])
     best: list[float | None] = [None] * len(objectives)
@@ -229,7 +241,10 @@ def compare(paths: Sequence[Path]) -> dict[str, Any]:
     reference = tuple(float(value) for value in np.max([run.reference() for run in runs], axis=0))
     per_run = [figures(run, reference) for run in runs]
     arms = list(dict.fromkeys(run.arm for run in per_run))
-    measures = measures_of(runs[0].objectives)
+    grids = [run.summary.get("quality_diversity") for run in runs]
+    # QD-scores compare only over one grid: the same features, bins and ranges in every run.
+    diversity = all(g is not None and g["features"] == grids[0]["features"] for g in grids)  # type: ignore[index]
+    measures = measures_of(runs[0].objectives, diversity)
     samples = {
         (arm, m.name): [float(v) for r in per_run if r.arm == arm and (v := r.values[m.name]) is not None]
         for arm in arms

@@ -340,6 +340,31 @@ def _hypervolume_section(doc: _Document, series: Mapping[str, Sequence[Sequence[
     )
 
 
+def _diversity_section(
+    doc: _Document, grid: Mapping[str, Any] | None, series: Mapping[str, Sequence[Sequence[float]]]
+) -> None:
+    """The MAP-Elites grid of a run (its heat map), and QD-score per generation."""
+    if grid is None and not any(run for runs in series.values() for run in runs):
+        return
+    doc.heading("Quality diversity")
+    if grid is not None:
+        names = ", ".join(feature["name"] for feature in grid["features"])
+        doc.paragraph(
+            f"QD-score {_number(grid['qd_score'])}, coverage {grid['coverage']:.0%} ({grid['filled']} of"
+            f" {grid['cells']} cells) over {names}."
+        )
+        if grid["elites"]:
+            doc.image("grid.png", plots.grid_map(grid), "the grid's cells by quality")
+    if any(len(run) > 1 for runs in series.values() for run in runs):
+        doc.image("qd_score.png", plots.per_generation(series, "QD-score", "QD-score per generation"),
+                  "QD-score per generation")  # fmt: skip
+    doc.paragraph(
+        "A cell's quality is the hypervolume its best program dominates on its own, in units of the original's;"
+        " the QD-score adds them up over the filled cells, coverage is the share of cells filled.",
+        note=True,
+    )
+
+
 def _run_document(folder: Path) -> _Document:
     summary = read_summary(folder)
     experiment = summary["experiment"]
@@ -372,6 +397,8 @@ def _run_document(folder: Path) -> _Document:
         )
     _plausible_section(doc, summary.get("plausible") or [])
     _hypervolume_section(doc, {experiment["name"]: [summary.get("hypervolume") or []]}, several=False)
+    scores = [float(stats["qd_score"]) for stats in summary.get("generations") or [] if "qd_score" in stats]
+    _diversity_section(doc, summary.get("quality_diversity"), {experiment["name"]: [scores]})
     _operator_section(doc, summary.get("operators") or {}, (summary.get("llm") or {}).get("stopped"))
     header, rows, lines = model_rows(summary)
     if rows:
@@ -423,6 +450,7 @@ def _experiment_document(folder: Path) -> _Document:
     )
     groups: dict[str, list[dict[str, Any]]] = {}
     hypervolumes: dict[str, list[list[float]]] = {}
+    scores: dict[str, list[list[float]]] = {}
     operators: dict[str, dict[str, float]] = {}
     gaps: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
@@ -430,6 +458,8 @@ def _experiment_document(folder: Path) -> _Document:
             {**member, "id": f"seed{run.seed} {member['id']}"} for member in changed_members(run.summary)
         )
         hypervolumes.setdefault(run.arm, []).append(list(run.summary.get("hypervolume") or []))
+        history = run.summary.get("generations") or []
+        scores.setdefault(run.arm, []).append([float(stats["qd_score"]) for stats in history if "qd_score" in stats])
         for name, row in (run.summary.get("operators") or {}).items():
             total = operators.setdefault(name, {})
             for key, value in row.items():
@@ -437,6 +467,7 @@ def _experiment_document(folder: Path) -> _Document:
         gaps[f"{run.arm} seed {run.seed}"] = list(run.summary.get("generalisation_gap") or [])
     _front_section(doc, groups, first)
     _hypervolume_section(doc, hypervolumes, several=any(len(v) > 1 for v in hypervolumes.values()))
+    _diversity_section(doc, None, scores)
     _operator_section(doc, operators, None)
     doc.paragraph("The operators' counts are summed over the runs.", note=True)
     _gap_section(doc, gaps)

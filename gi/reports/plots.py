@@ -8,6 +8,7 @@ nothing left open after a figure is drawn.
 from __future__ import annotations
 
 import io
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -202,6 +203,12 @@ def _value(value: float | None) -> str:
 def hypervolume(series: Mapping[str, Sequence[Sequence[float]]]) -> bytes:
     """Hypervolume per generation: one line per run when a label has one run, else the median
     and the interquartile band over its runs (seeds)."""
+    return per_generation(series, "hypervolume", "Hypervolume of the front per generation")
+
+
+def per_generation(series: Mapping[str, Sequence[Sequence[float]]], measure: str, title: str) -> bytes:
+    """A measure per generation: one line per run when a label has one run, else the median and
+    the interquartile band over its runs (seeds)."""
     figure = _new_figure(6.4, 3.6)
     ax = figure.subplots()
     for index, (label, runs) in enumerate(series.items()):
@@ -221,10 +228,46 @@ def hypervolume(series: Mapping[str, Sequence[Sequence[float]]]) -> bytes:
         ax.fill_between(generations, low, high, color=colour, alpha=0.25, label=f"{label}: interquartile range")
     ax.set_xlabel("generation")
     ax.xaxis.set_major_locator(_whole_numbers())
-    ax.set_ylabel("hypervolume")
+    ax.set_ylabel(measure)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", frameon=False)
-    figure.suptitle("Hypervolume of the front per generation")
+    figure.suptitle(title)
+    return _png(figure)
+
+
+def grid_map(grid: Mapping[str, Any]) -> bytes:
+    """The MAP-Elites grid as a heat map over its first two features (one row for one feature):
+    each cell coloured by its elite's quality (the hypervolume it dominates, in originals), the
+    best over the other features where there are more; empty cells blank."""
+    features = list(grid["features"])
+    shape = [int(feature["bins"]) for feature in features[:2]] + [1] * (2 - min(len(features), 2))
+    values = np.full((shape[1], shape[0]), np.nan)
+    for elite in grid["elites"]:
+        cell = [int(index) for index in elite["cell"]]
+        x, y = cell[0], cell[1] if len(features) > 1 else 0
+        if np.isnan(values[y, x]) or elite["quality"] > values[y, x]:
+            values[y, x] = float(elite["quality"])
+    figure = _new_figure(min(10.0, 2.5 + 0.5 * shape[0]), min(8.0, 1.8 + 0.45 * shape[1]))
+    ax = figure.subplots()
+    image = ax.imshow(values, origin="lower", cmap="viridis", aspect="auto")
+    figure.colorbar(image, ax=ax, label="quality (original = 1)")
+    for axis, feature, count in (
+        (ax.xaxis, features[0], shape[0]),
+        (ax.yaxis, features[1] if len(features) > 1 else None, shape[1]),
+    ):
+        if feature is None:
+            axis.set_ticks([])
+            continue
+        axis.set_ticks(range(count))
+        labels = feature.get("labels") or []
+        if labels:
+            axis.set_ticklabels(labels, fontsize="small")
+        else:
+            edges = np.linspace(float(feature["low"]), float(feature["high"]), count + 1)
+            axis.set_ticklabels([f"{low:g}-{high:g}" for low, high in itertools.pairwise(edges)], fontsize="x-small")
+        axis.set_label_text(_title(feature["name"]))
+    ax.tick_params(axis="x", labelrotation=45)
+    figure.suptitle(f"Grid: QD-score {grid['qd_score']:.3g}, coverage {grid['coverage']:.0%}")
     return _png(figure)
 
 

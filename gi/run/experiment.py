@@ -28,6 +28,7 @@ import numpy as np
 
 from gi.algorithms import ALGORITHMS, Search, SearchSettings
 from gi.config import Config
+from gi.config.diversity import grid_settings, island_plan
 from gi.config.sections import AUTO_NEIGHBOURHOOD
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
@@ -44,7 +45,7 @@ from gi.engine.store import RunStore
 from gi.engine.summary import RunSetup, SummaryBuilder
 from gi.engine.timing import OriginalTiming, workload_settings
 from gi.engine.warm import disagreement, third_party_imports, warm_unsafe
-from gi.fitness.objectives import measures_read, reference_point
+from gi.fitness.objectives import measures_read, objective_values, reference_point
 from gi.fitness.outcomes import hung_limits, hung_tests, one_test_limit, per_test_limits
 from gi.fitness.pytest_diagnosis import READ_ONLY
 from gi.model.errors import ConfigError
@@ -52,10 +53,12 @@ from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.results import Evaluation
 from gi.mutators import CROSSOVERS, Feedback, Operator
+from gi.populations import hypervolume
 from gi.reports.document import write_report_or_warn
 from gi.run.loop import RunLoop
 from gi.run.operators import run_operators
 from gi.run.original import reference_evaluation
+from gi.run.steady import SteadyLoop
 from gi.run.steering import Steering
 
 #: Where `gi replay` writes a replay of a run: a folder inside the recorded run's folder.
@@ -313,6 +316,16 @@ class Experiment:
         reference = reference_point(
             self.objectives, baseline.measures, test_count=test_count, max_edits=settings.max_edits
         )
+        weights = [objective.weight for objective in self.objectives]
+        worst = [o.from_minimised(r) for o, r in zip(self.objectives, reference, strict=True)]
+        unit = hypervolume([objective_values(self.objectives, baseline.measures, worst)], reference, weights)
+        folder, source = self.config.source.parent, self.config.source
+        grid = grid_settings(settings, apply(self.program, Patch()), baseline, unit, folder, source)
+        islands = (
+            island_plan(settings.islands, settings.population, folder, source)
+            if settings.algorithm == "islands"
+            else None
+        )
         return ALGORITHMS.get(settings.algorithm)(
             self.program,
             self.objectives,
@@ -329,11 +342,13 @@ class Experiment:
                 None if settings.reference_divisions == "auto" else settings.reference_divisions,
                 *self._search_defaults(baseline),
                 settings.max_evaluations,
+                islands,
             ),
             np.random.default_rng(self.config.experiment.seed),
             reference=reference,
             test_count=test_count,
             context=self.steering.context(baseline, self.timing.hot_functions(), self._feedback),
+            grid=grid,
         )
 
     # --- the run ----------------------------------------------------------------------------
@@ -392,7 +407,7 @@ class Experiment:
             if oracle is not None and self.held_out is not None and self._feedback_on
             else None
         )
-        loop = RunLoop(
+        loop = (SteadyLoop if self.config.search.steady_state else RunLoop)(
             search, self.evaluations, self.storage, self.timing, self.held_out, self.operators, self.on_progress,
             replay_of=self.replay_of, feedback=feedback,
         )  # fmt: skip

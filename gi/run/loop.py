@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ from gi.model.results import Evaluation
 from gi.mutators import Operator
 from gi.mutators.base import Member, OfflineMissError, Outcome
 from gi.populations import Individual
+
+#: The store's meta key of the evaluators' busy and the generations' wall seconds.
+EVALUATORS = "evaluators"
 
 
 class RunLoop:
@@ -64,6 +68,8 @@ class RunLoop:
         self.known: set[str] = set()
         #: Why the search stopped (reason, generation, programs evaluated), for the summary.
         self.stopped: dict[str, Any] = {}
+        #: When the current generation started, and the evaluators' busy seconds then.
+        self._clock = (time.perf_counter(), 0.0)
 
     @property
     def progress(self) -> Progress:
@@ -76,6 +82,7 @@ class RunLoop:
         original = search.program.tree_hash
         self.known = self.storage.store.individual_hashes()  # programs of earlier generations
         while (stop := self._stop(limits, elapsed())) is None:
+            self._start_clock()
             before = {member.tree_hash for member in front_members(search.archive.members)}
             generation = search.generation + 1
             self.progress.generation = generation
@@ -198,8 +205,20 @@ class RunLoop:
             if reason:
                 self.progress.warn(f"{reason}; the run goes on with the other operators")
 
-    def _checkpoint(self, children: Sequence[Individual], gap: dict[str, Any] | None, *, new_programs: int) -> None:
+    def _start_clock(self) -> None:
+        """Mark the start of a generation: its wall time and its evaluators' busy time count from here."""
+        self._clock = (time.perf_counter(), self.evaluations.busy_seconds)
+
+    def _checkpoint(
+        self,
+        children: Sequence[Individual],
+        gap: dict[str, Any] | None,
+        *,
+        new_programs: int,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
         search, progress = self.search, self.progress
+        started, busy = self._clock
         progress.best = search.best()
         progress.hypervolume = search.hypervolume()
         progress.front_size = len(search.archive.members)
@@ -215,8 +234,15 @@ class RunLoop:
             "front_size": progress.front_size,
             "hypervolume": progress.hypervolume,
             "best": progress.best,
+            **(search.diversity() or {}),
         }
-        self.storage.save_generation(search, children, stats, self.operators, gap)
+        # How busy the evaluators were: their seconds evaluating and the generations' wall seconds,
+        # added up over the run's sessions (a generation cut short by a kill is not counted).
+        spent = dict(self.storage.store.get_meta(EVALUATORS) or {})
+        spent["loop_seconds"] = round(float(spent.get("loop_seconds", 0.0)) + time.perf_counter() - started, 3)
+        spent["busy_seconds"] = round(float(spent.get("busy_seconds", 0.0)) + self.evaluations.busy_seconds - busy, 3)
+        meta = {**(meta or {}), EVALUATORS: spent}
+        self.storage.save_generation(search, children, stats, self.operators, gap, meta)
 
     def _breed_and_evaluate(self, generation: int) -> tuple[list[Candidate], list[Evaluation]]:
         """The generation's batch and its evaluations. Breeding runs in a thread of its own and
@@ -228,8 +254,9 @@ class RunLoop:
         depend on which finishes first. A run that times its variants breeds first, unless an
         operator waits on a server: gi's own work would compete with a timing for the cores."""
         expected = self.search.settings.population
+        islands = self.search.name == "islands"
         if self.timing.active and not any(operator.waits for operator in self.operators):
-            return self.evaluations.evaluate(self._ask(generation), generation, expected, self._would_join)
+            return self.evaluations.evaluate(self._ask(generation), generation, expected, self._would_join, islands)
         bred: queue.SimpleQueue[Candidate | BaseException | None] = queue.SimpleQueue()
         stop = threading.Event()
 
@@ -254,7 +281,7 @@ class RunLoop:
         breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
         breeder.start()
         try:
-            return self.evaluations.evaluate(arriving(), generation, expected, self._would_join)
+            return self.evaluations.evaluate(arriving(), generation, expected, self._would_join, islands)
         finally:
             # Never leave breeding running (asking the model, drawing from the generator)
             # after the generation: it ends at its next candidate, or its current request.

@@ -109,7 +109,7 @@ class Accounts:
         per_model = {
             arm.name: {
                 **stats.models.get(arm.name, Counts()).to_json(),
-                "requests": arm.client.usage.requests,
+                "requests": arm.client.usage.requests - arm.client.usage.replayed,
                 "successes": arm.successes,
                 "weight": arm.weight,
             }
@@ -117,8 +117,10 @@ class Accounts:
         }
         return {
             "base_url": settings.base_url, "model": settings.model, "api": settings.api,
-            "api_key_env": settings.api_key_env, "goal": goal, "requests": usage.requests,
-            "cache_hits": usage.cache_hits, "failures": usage.failures, "prompt_tokens": usage.prompt_tokens,
+            "api_key_env": settings.api_key_env, "goal": goal,
+            # A replay's requests are the recorded run's, answered from the cache: it sends none.
+            "requests": usage.requests - usage.replayed, "cache_hits": usage.cache_hits + usage.replayed,
+            "failures": usage.failures, "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens, "cost": round(usage.cost, 6),
             "seconds": round(usage.seconds, 3), "proposals": stats.proposals, "edits": stats.edits,
             "replies": stats.replies,

@@ -91,6 +91,8 @@ class Sample:
 class Usage:
     requests: int = 0
     cache_hits: int = 0
+    #: Of `requests`, those a replay took from the recorded run's cache (sent by that run, not this one).
+    replayed: int = 0
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -264,6 +266,8 @@ class LLMClient:
         self.budget = budget or Budget(settings.max_requests, settings.max_total_tokens, settings.max_cost)
         #: The run that asks: a reply it asked for and finds again in the cache is its own request.
         self.session = session or uuid.uuid4().hex
+        #: Whether `session` is a recorded run's that this one replays (its requests are that run's).
+        self.replaying = False
         #: Keys of the requests this process sent: asking one again is a cache hit, not a reclaim.
         self._sent: set[str] = set()
         self._consecutive_failures = 0
@@ -363,6 +367,9 @@ class LLMClient:
                             self.cost_of(sample.prompt_tokens, sample.completion_tokens))  # fmt: skip
                 self.budget.reserve(*reserved, hold)
             self.usage.requests += 1
+            if self.replaying:
+                self.usage.replayed += 1
+                self.budget.usage.replayed += 1
         return Reply(self, sample=dataclasses.replace(sample, cached=False), reserved=reserved)
 
     def _spend(self, hold: Hold) -> tuple[int, float]:

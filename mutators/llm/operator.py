@@ -166,6 +166,15 @@ class LLMOperator(BaseOperator):
         self.overseer.restore(state)
         self.follow_ups = [FollowUp.from_json(follow) for follow in state.get("follow_ups", [])]
 
+    def replaying(self, recorded: Mapping[str, Any]) -> None:
+        """A replay asks as the recorded run's session: the replies that run's requests got count
+        as requests again (`LLMClient.submit`), so what counts them (the budget, the overseer's
+        patience) decides as it did in the run."""
+        if "session" in recorded:
+            for arm in self.models:
+                arm.client.session = recorded["session"]
+                arm.client.replaying = True
+
     def share(self) -> float | None:
         return self.fraction
 
@@ -232,7 +241,7 @@ class LLMOperator(BaseOperator):
         )  # fmt: skip
         if site is None:
             return None
-        mode = self._mode(rng)
+        mode = self._mode(rng, context.modes)
         arm = self.models.choose(rng)
         found = function_in_variant(program, patch, site.location)
         if found is None:
@@ -299,12 +308,14 @@ class LLMOperator(BaseOperator):
         pending.chain.follow(reply, payload)
         return True
 
-    def _mode(self, rng: np.random.Generator) -> str:
-        """The mode of the next proposal (with one mode, nothing is drawn)."""
-        if len(self.modes) == 1:
-            return next(iter(self.modes))
-        names = list(self.modes)
-        weights = np.array([self.modes[name] for name in names], dtype=float)
+    def _mode(self, rng: np.random.Generator, given: Mapping[str, float] | None = None) -> str:
+        """The mode of the next proposal, by the operator's weights or those `given` (an island's);
+        with one mode, nothing is drawn."""
+        modes = {name: weight for name, weight in given.items() if weight > 0} if given else self.modes
+        if len(modes) == 1:
+            return next(iter(modes))
+        names = list(modes)
+        weights = np.array([modes[name] for name in names], dtype=float)
         return names[int(rng.choice(len(names), p=weights / weights.sum()))]
 
     def finish(self, deferred: Deferred, program: Program, patch: Patch) -> tuple[Edit, ...]:

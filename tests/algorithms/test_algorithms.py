@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from gi.algorithms import ALGORITHMS, LocalSearch, RandomSearch, Search, SearchSettings
+from gi.algorithms.features import GridSettings, build_features
+from gi.algorithms.strategies import IslandPlan, IslandSettings
 from gi.algorithms.variation import Candidate
 from gi.fitness.objectives import OBJECTIVES, Constraint
 from gi.model.program import Program
@@ -49,17 +51,42 @@ def synthetic(candidate: Candidate, salt: int = 0) -> Evaluation:
     return Evaluation(Status.OK, candidate.variant.tree_hash, measures)
 
 
-def make_search(program: Program, algorithm: str, seed: int = 1, population: int = 6, **settings: int) -> Search:
+def grid_settings() -> GridSettings:
+    """A grid over complexity and patch size, four bins each."""
+    features = build_features(
+        ["complexity", "size"], bins=4, ranges={}, original={"complexity": 8.0}, max_edits=10, user={}
+    )
+    return GridSettings(features)
+
+
+#: Two islands: NSGA-II with the statement operators, local search with the others.
+ISLANDS = IslandPlan(
+    (
+        IslandSettings("nsga2", 3, ("statement_delete", "statement_swap", "statement_copy")),
+        IslandSettings("local_search", 3, ("comparison_operator", "constant")),
+    ),
+    interval=2,
+)
+
+
+def make_search(
+    program: Program, algorithm: str, seed: int = 1, population: int = 6, *, grid: bool = False, **settings: int
+) -> Search:
+    """The algorithm on the tiny problem (`grid`: with the grid of `grid_settings`, as map_elites
+    always has)."""
+    features = grid_settings() if grid or algorithm == "map_elites" else None
+    plan = ISLANDS if algorithm == "islands" else None
     return ALGORITHMS.get(algorithm)(
         program,
         [OBJECTIVES.get(name) for name in NAMES],
         Constraint.TRAIN_PASS,
         [OPERATORS.get(name) for name in OPERATOR_NAMES],
         [CROSSOVERS.get(name) for name in CROSSOVERS],
-        SearchSettings(population=population, **settings),
+        SearchSettings(population=population, islands=plan, **settings),  # type: ignore[arg-type]
         np.random.default_rng(seed),
         reference=(4.0, 15.0, 11.0),
         test_count=3,
+        grid=features,
     )
 
 
@@ -79,7 +106,9 @@ def program(make_program: Callable[[str], Program]) -> Program:
 
 
 def test_the_registry_names_every_algorithm() -> None:
-    assert ALGORITHMS.names() == ["local_search", "neighbourhood", "nsga2", "nsga3", "random", "spea2"]
+    assert ALGORITHMS.names() == [
+        "islands", "local_search", "map_elites", "neighbourhood", "nsga2", "nsga3", "random", "spea2"
+    ]  # fmt: skip
     for name in ALGORITHMS:
         assert ALGORITHMS.get(name).name == name and ALGORITHMS.get(name).description
 
@@ -129,8 +158,10 @@ def test_a_restored_search_continues_exactly(program: Program, algorithm: str) -
     population, archive, state, rng, accounting = saved
 
     second = make_search(program, algorithm, seed=99)
-    rebuilt = {identifier: second.individual(*scored[identifier]) for identifier in {*population, *archive}}
-    second.restore(first.generation, [rebuilt[i] for i in population], [rebuilt[i] for i in archive], state)
+    named = {*population, *archive, *second.stored_ids(state)}
+    rebuilt = {identifier: second.individual(*scored[identifier]) for identifier in named}
+    others = {identifier: rebuilt[identifier] for identifier in second.stored_ids(state)}
+    second.restore(first.generation, [rebuilt[i] for i in population], [rebuilt[i] for i in archive], state, others)
     second.rng.bit_generator.state = rng
     second.accounting = accounting
     assert before + run(second, 3) == expected

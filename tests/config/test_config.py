@@ -103,6 +103,47 @@ MISTAKES = [
         'operators = "all"\n\n[workload]\ncheck_output = true',
         r"workload: give either call = \"module:function\" or command = \[\.\.\.\], not both",
     ),
+    # Quality diversity: the grid's features and the islands (search.grid, search.islands).
+    (
+        "generations = 10",
+        'generations = 10\ngrid = { features = ["complexty"] }',
+        r"search\.grid\.features = \['complexty'\]: unknown feature 'complexty'\. Did you mean 'complexity'\?",
+    ),
+    (
+        "generations = 10",
+        'generations = 10\ngrid = { features = ["size"], ranges = { size = [5, 1] } }',
+        r"search\.grid = .*: ranges\.size: low must be below high",
+    ),
+    (
+        "generations = 10",
+        'generations = 10\ngrid = { features = ["runtime"] }',
+        r"search\.grid\.features: 'runtime' is measured only when an objective is runtime",
+    ),
+    (
+        "generations = 10",
+        'generations = 10\ngrid = { features = ["measures:lines"] }',
+        r"feature 'measures:lines' is a function of your own: give its \[low, high\] in ranges",
+    ),
+    (
+        'algorithm = "nsga2"',
+        'algorithm = "islands"\nislands = { island = [{ operators = ["statement_delete", "llm"] }] }',
+        r"search\.islands\.island\[0\]\.operators: llm not among the run's operators",
+    ),
+    (
+        'algorithm = "nsga2"',
+        'algorithm = "islands"\nislands = { island = [{ algorithm = "islands" }] }',
+        r"an island's algorithm is one of .*, not 'islands'",
+    ),
+    (
+        'algorithm = "nsga2"',
+        'algorithm = "islands"\nislands = { migration = "ringg" }',
+        r"unknown migration 'ringg'\. Did you mean 'ring'\?",
+    ),
+    (
+        'algorithm = "nsga2"',
+        'algorithm = "islands"\nislands = { migration = "nowhere:Ring" }',
+        r"search\.islands\.migration: cannot import 'nowhere'",
+    ),
 ]
 
 

@@ -30,6 +30,12 @@ BEYOND_A_SCHEMA = {
     "program.python = '.venv/bin/python': no such interpreter",
     "not valid TOML: Cannot overwrite a value (at line 14",
     "tests.differential_inputs = .*'grading.letter' is not 'module:function'",
+    # Rules across sections, or an import: load_config's.
+    "search.grid = .*: ranges.size: low must be below high",
+    "search.grid.features: 'runtime' is measured only when an objective is runtime",
+    "feature 'measures:lines' is a function of your own: give its [low, high] in ranges",
+    "search.islands.island[0].operators: llm not among the run's operators",
+    "search.islands.migration: cannot import 'nowhere'",
 }
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import queue
 import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +313,38 @@ def test_workers_run_the_tests_covering_an_edit_first(scheduler: str, project: P
     assert next(iter(local.tests)) == order[0]
     assert list(remote.tests) == list(local.tests)  # the order the tests ran in
     assert same(remote) == same(local)
+
+
+def test_each_islands_evaluations_go_to_a_worker_of_its_own(scheduler: str, project: Path, tmp_path: Path) -> None:
+    """Islands spread over the workers: each variant's task asks for its island's worker (any
+    other may take it when that one is busy or gone), three of island 0 and one of island 1 on
+    two workers; one variant at a time (`submit`, a steady-state search's way) gives what the
+    batch gives."""
+
+    def restrictions(dask_scheduler: Any) -> list[list[str]]:
+        return [sorted(task.worker_restrictions or []) for key, task in dask_scheduler.tasks.items()
+                if "evaluate_on_worker" in str(key) and task.loose_restrictions]  # fmt: skip
+
+    evaluator = evaluator_of(project)
+    program = evaluator.program
+    statements = program.sites_of(SiteKind.STATEMENT)
+    variants = [apply(program, Patch((DeleteStatement(statements[index].location),))) for index in (3, 6, 8, 9)]
+    islands = [0, 0, 1, 0]
+    arrived: queue.SimpleQueue[Callable[[], Evaluation]] = queue.SimpleQueue()
+    with (
+        Client(scheduler, set_as_default=False) as watcher,
+        DaskBackend(evaluator, scheduler, cache=tmp_path / "bundles") as backend,
+    ):
+        for variant, island in zip(variants, islands, strict=True):
+            backend.submit(variant, arrived.put, island)
+        results = [arrived.get(timeout=300) for _ in variants]  # finished, not yet taken in: still held
+        asked = watcher.run_on_scheduler(restrictions)
+        first, second = backend.worker_of(0), backend.worker_of(1)
+        one_by_one = {e.tree_hash: e for e in (result() for result in results)}
+        batch = backend.evaluate_many(variants, where={v.tree_hash: i for v, i in zip(variants, islands, strict=True)})
+    assert first != second
+    assert sorted(asked) == sorted([first] * 3 + [second])
+    assert [same(one_by_one[variant.tree_hash]) for variant in variants] == [same(e) for e in batch]
 
 
 def test_workers_run_only_the_tests_the_host_selects(scheduler: str, project: Path, tmp_path: Path) -> None:

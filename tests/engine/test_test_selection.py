@@ -150,7 +150,8 @@ def test_an_edit_where_coverage_sees_no_statement_runs_the_tests_that_reach_its_
         evaluator.close()
 
 
-def write_config(folder: Path, select: str) -> Path:
+def write_config(folder: Path, select: str, search: str = "") -> Path:
+    """The tally experiment; `search`, more lines of its [search] section."""
     config = folder.parent / f"{select}.toml"
     config.write_text(f"""\
 [experiment]
@@ -176,7 +177,7 @@ constraint = "train_pass"
 population = 8
 generations = 1
 neighbourhood = 1.0
-
+{search}
 [mutators]
 operators = ["statement_delete"]
 """)
@@ -218,6 +219,23 @@ def test_selection_reaches_the_front_of_every_test_and_confirms_what_joins_it(pr
     assert tests["run_per_evaluation"] < tests["training"]
     assert everything.summary["tests"]["run_per_evaluation"] == everything.summary["tests"]["training"]
     assert not confirmations(everything.folder)
+
+
+@pytest.mark.slow
+def test_a_steady_state_map_elites_run_confirms_what_would_join_its_front_or_grid(project: Path) -> None:
+    """Told one at a time, a result that ran only the tests seeing its edits is confirmed by every
+    test before it joins the front or becomes an elite of the grid, as a generational batch is."""
+    steady = 'algorithm = "map_elites"\nsteady_state = true\n[search.grid]\nfeatures = ["size"]\n'
+    config = write_config(project, "coverage", steady)
+    config.write_text(config.read_text().replace("population = 8\ngenerations = 1", "population = 2\ngenerations = 2"))
+    run = run_experiment(load_config(config))
+    program = Program.load(project, ["tally.py"], protected=["tests"])
+    unseen = deletion(program, "TOTAL.append").tree_hash
+    confirmed = confirmations(run.folder)[unseen]
+    assert confirmed["measures"]["failed_tests"] == 1 and confirmed["tests"][TOTAL] == "failed"
+    assert all(not member["edits"] for member in run.summary["front"]), "no deletion keeps every test"
+    elites = run.summary["quality_diversity"]["elites"]
+    assert [elite["id"] for elite in elites] == ["original"], elites
 
 
 @pytest.mark.slow

@@ -389,7 +389,7 @@ def total(n):
 #: `json.dump`, which a rewrite rebinds (functools.update_wrapper onto the module: both names
 #: pure) to report a third of every value measured. And where gi reads what each timed process
 #: recorded itself, with a clock taken before the project was imported: that clock swapped,
-#: through the frames, for one three times too slow, so that pyperf's values and the records
+#: through the frames, for one five times too slow, so that pyperf's values and the records
 #: agree and only gi's own clock on the commands sees the calls take as long as ever.
 HELD = {
     "pyperf's values divided through json.dump": """\
@@ -414,7 +414,7 @@ def total(n, _held=[]):
         s += i * i
     return s
 """,
-    "the timing script's clock three times too slow": """\
+    "the timing script's clock five times too slow": """\
 def total(n, _held=[]):
     import os
 
@@ -425,7 +425,7 @@ def total(n, _held=[]):
         if frame is not None:
             real = frame.f_globals["_clock"]
             base = real()
-            frame.f_globals["_clock"] = lambda: base + (real() - base) / 3
+            frame.f_globals["_clock"] = lambda: base + (real() - base) / 5
         _held.append(1)
     s = 0
     for i in range(n):

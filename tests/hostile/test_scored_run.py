@@ -56,11 +56,11 @@ def hash_of(calc: str) -> str:
 
 
 def run_ledger(
-    tmp_path: Path, original: str, engine: str, served: tuple[str, ...] = tuple(VERDICT)
+    tmp_path: Path, original: str, engine: str, served: tuple[str, ...] = tuple(VERDICT), population: int = 14
 ) -> tuple[Path, dict[str, str]]:
     """A one-generation repair run of the ledger whose model serves the forgeries `served` (by
-    name, all of them unless told); the run folder and, by forgery, the tree hash of the
-    variant it makes."""
+    name, all of them unless told) to a population of `population`; the run folder and, by
+    forgery, the tree hash of the variant it makes."""
     project = tmp_path / "ledger"
     (project / "tests").mkdir(parents=True)
     (project / "holdout").mkdir()
@@ -91,7 +91,7 @@ minimize = ["failed_tests", "size"]
 constraint = "none"
 
 [search]
-population = 14
+population = {population}
 generations = 1
 
 [mutators]
@@ -180,7 +180,7 @@ def test_an_audit_blinded_through_json_dumps_makes_no_repair(tmp_path: Path, eng
     rebound to blind the audit of returned values, so a value equal to everything passed as a
     repair whose second run agreed, on every engine. The plugin serialises with the C encoder it
     took as it loaded: the member alone on the front, its second run sees the value's `__eq__`."""
-    folder, hashes = run_ledger(tmp_path, PERMISSIVE, engine, served=(BLINDED,))
+    folder, hashes = run_ledger(tmp_path, PERMISSIVE, engine, served=(BLINDED,), population=4)
     seen = evaluations(folder)
     summary = json.loads((folder / "summary.json").read_text())
     assert seen[hashes[BLINDED]]["measures"]["failed_tests"] == 0.0, "the value passes every test as pytest sees it"

@@ -8,10 +8,12 @@ code through and what happens at run time must catch them:
   significant, for code a plain interpreter timed at 0.98x): gi reads the values each timed
   process recorded itself, with what it took before the project was imported, and pyperf's
   are not those: the variant is tampered with, in the search already;
-- the timing script's own clock swapped, through the frames, for one three times too slow:
-  pyperf's values and the records agree, so the search sees a 3x speed-up, but gi's clock on
-  commands that run as many more calls as the values say take two seconds sees them take six:
-  the speed-up is forged, and the run says so.
+- the timing script's own clock swapped, through the frames, for one five times too slow:
+  pyperf's values and the records agree, so the search sees a 5x speed-up, but gi's clock on
+  commands that run as many more calls as the values say take two seconds sees them take ten:
+  the speed-up is forged, and the run says so. (Three times too slow is caught too, but under
+  a load that changes between the session and the clock's commands it can fall within the
+  check's margin of twice what the values say; five times stays far beyond it.)
 
 Real `gi run`, real sandbox, pyperf and pytest; the model is a scripted OpenAI-protocol server.
 """
@@ -113,7 +115,7 @@ workers = 2
     entry = seen[divided]
     assert entry["status"] == "tampered", (entry["status"], entry["detail"], entry["measures"])
     assert "are not what its timed process measured" in entry["detail"], entry["detail"]
-    # The clock three times too slow gets through the search (its values and records agree)...
+    # The clock five times too slow gets through the search (its values and records agree)...
     clock = seen[slow_clock]
     assert clock["status"] == "ok" and clock["measures"].get("runtime", 1.0) < 0.6, (clock["detail"], clock["measures"])
     # ...and the front's rigorous session sees the calls cost what they always did.

@@ -381,3 +381,24 @@ def test_a_model_run_killed_between_a_batch_and_its_checkpoint_resumes_to_the_un
     assert [(m["id"], m["edits"]) for m in resumed["front"]] == [(m["id"], m["edits"]) for m in expected["front"]]
     assert resumed["generations"] == expected["generations"]
     assert resumed["llm"]["requests"] == expected["llm"]["requests"]
+
+
+@pytest.mark.slow
+def test_a_run_whose_overseer_stepped_in_replays_offline_to_the_same_front(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    """The overseer counts the model's requests since an offspring last entered the archive; a
+    replay asks as the recorded run's session, so the cached replies count as the requests they
+    were, and the overseer re-plans and stops the model where it did in the run."""
+    scripted, server = model
+    scripted.respond = answering({"rewrite": PADDED, "diff": DIFF.replace("i + 1", "i + 0")})
+    config = write_experiment(tmp_path, server.base_url, llm="patience = 2")
+    assert main(["run", str(config), "--quiet"]) == 0
+    recorded = summary_of(tmp_path)
+    assert any("the overseer stopped it" in warning for warning in recorded["warnings"]), recorded["warnings"]
+    assert main(["replay", str(config), "--quiet"]) == 0
+    replayed = summary_of(tmp_path, "pairs-seed3/replay")
+    assert replayed["replay"] == {"history": True, "front": True}
+    assert any("the overseer stopped it" in warning for warning in replayed["warnings"]), replayed["warnings"]
+    # Nothing was sent: the recorded run's requests are the replay's cache hits.
+    assert replayed["llm"]["requests"] == 0 and replayed["llm"]["cache_hits"] >= recorded["llm"]["requests"]

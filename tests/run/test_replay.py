@@ -139,7 +139,9 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
         name: {k: v for k, v in row.items() if k not in ("seconds", "tokens", "cost")}
         for name, row in summary["operators"].items()
     }
-    kept = {k: v for k, v in summary.items() if k not in ("wall_seconds", "measurements", "replay", "llm")}
+    # `evaluators`: the seconds the evaluators and the loop took (a replay evaluates nothing).
+    skipped = ("wall_seconds", "evaluators", "measurements", "replay", "llm")
+    kept = {k: v for k, v in summary.items() if k not in skipped}
     return {**kept, "operators": operators}
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gi.engine.backends.base import Backend, BackendError, LocalBackend
+from gi.engine.backends.base import Backend, BackendError, LocalBackend, Result
 from gi.engine.backends.bundle import bundle_program
 from gi.engine.backends.worker import BundlePlugin, evaluate_on_worker, settings_to_json, worker_report
 from gi.engine.evaluation import Evaluator
@@ -75,6 +75,8 @@ class DaskBackend:
         self._cluster: LocalCluster | None = None
         self._job_text = ""
         self._job_future: Any = None
+        #: The tasks `submit` sent that are not taken in yet, by key.
+        self._running: dict[str, Any] = {}
         if scheduler is None:
             self._cluster = LocalCluster(
                 n_workers=workers,
@@ -180,69 +182,109 @@ class DaskBackend:
         self,
         variants: Iterable[Variant],
         on_done: Callable[[Evaluation], None] | None = None,
+        where: Mapping[str, int] | None = None,
         *,
         every_test: bool = False,
         measured: bool = True,
     ) -> list[Evaluation]:
         """Evaluate the batch on the workers, one task a variant submitted as soon as `variants`
-        yields it; `on_done` is called as each result comes in, and the results keep input order.
-        Each runs the training tests the host selects for it (`Evaluator.selection`, from its
-        patch), or every test with `every_test`; the workload and the static measures too unless
-        not `measured`."""
+        yields it (to the worker of its island, `where` by tree hash, if it says); `on_done` is
+        called as each result comes in, and the results keep input order. Each runs the training
+        tests the host selects for it (`Evaluator.selection`, from its patch), or every test with
+        `every_test`; the workload and the static measures too unless not `measured`."""
         from distributed import as_completed
 
-        job: Any = None
         submitted: list[Variant] = []
         futures: list[Any] = []  # None where the variant was refused here
         results: dict[int, Evaluation] = {}
         try:
             for variant in variants:
-                refused = self.evaluator.refusal(variant)
-                if refused is not None:  # judged here, where the patch is: never sent
-                    results[len(submitted)] = Evaluation(Status.TAMPERED, variant.tree_hash, detail=refused)
-                    submitted.append(variant)
+                island = None if where is None else where.get(variant.tree_hash)
+                sent = self._send(variant, island, every_test=every_test, measured=measured)
+                submitted.append(variant)
+                if isinstance(sent, Evaluation):  # judged here, where the patch is: never sent
+                    results[len(submitted) - 1] = sent
                     futures.append(None)
                     if on_done:
-                        on_done(results[len(submitted) - 1])
-                    continue
-                if self.evaluator.written_by_model(variant) and not self.evaluator.canaries.learned:
-                    self.evaluator.learn_canaries()  # here: the workers get the canaries with the job
-                    job = None
-                if job is None:
-                    job = self._scatter_job()
-                submitted.append(variant)
-                # The tests covering the variant's edited lines first: the worker sees no patch.
-                order = self.evaluator.training_order(variant)
-                selected = None if every_test else self.evaluator.selection(variant)
-                futures.append(
-                    self.client.submit(
-                        evaluate_on_worker,
-                        job,
-                        {file: variant.sources[file] for file in variant.changed_files},
-                        variant.tree_hash,
-                        list(order) if order != self.evaluator.test_order else None,
-                        None if selected is None else sorted(selected),
-                        measured,
-                        pure=False,
-                    )
-                )
+                        on_done(sent)
+                else:
+                    futures.append(sent)
             index = {future.key: position for position, future in enumerate(futures) if future is not None}
-            sent = [future for future in futures if future is not None]
-            for future in as_completed(sent, loop=self.client.loop) if sent else []:
+            sent_futures = [future for future in futures if future is not None]
+            for future in as_completed(sent_futures, loop=self.client.loop) if sent_futures else []:
                 position = index[future.key]
-                try:
-                    data = future.result()
-                except BackendError:
-                    raise
-                except Exception as error:
-                    raise BackendError(f"a Dask worker failed to evaluate a variant: {_one_line(error)}") from None
-                evaluation = results[position] = self._received(submitted[position], data)
+                evaluation = results[position] = self._taken(submitted[position], future)
                 if on_done:
                     on_done(evaluation)
         finally:
             # On Ctrl-C or an error, drop the variants not evaluated yet.
             self.client.cancel([future for future in futures if future is not None and not future.done()])
         return [results[position] for position in range(len(submitted))]
+
+    def submit(
+        self,
+        variant: Variant,
+        done: Callable[[Result], None],
+        affinity: int | None = None,
+        *,
+        every_test: bool = False,
+        measured: bool = True,
+    ) -> None:
+        """Evaluate one variant on a worker (island `affinity`'s, if given); `done` gets its result."""
+        sent = self._send(variant, affinity, every_test=every_test, measured=measured)
+        if isinstance(sent, Evaluation):
+            done(lambda: sent)
+            return
+        self._running[sent.key] = sent  # a Dask future nobody holds is cancelled
+
+        def finished(future: Any) -> None:
+            done(lambda: self._taken(variant, self._running.pop(future.key, future)))
+
+        sent.add_done_callback(finished)
+
+    def _send(self, variant: Variant, affinity: int | None, *, every_test: bool, measured: bool) -> Any:
+        """Submit one variant's task (to the worker of island `affinity`, any worker if that one
+        is busy or gone), or its evaluation when it is refused here. The tests covering the
+        variant's edited lines go first, and only the tests the host selects run unless
+        `every_test`: the worker sees no patch."""
+        refused = self.evaluator.refusal(variant)
+        if refused is not None:
+            return Evaluation(Status.TAMPERED, variant.tree_hash, detail=refused)
+        if self.evaluator.written_by_model(variant) and not self.evaluator.canaries.learned:
+            self.evaluator.learn_canaries()  # here: the workers get the canaries with the job
+        job = self._scatter_job()
+        order = self.evaluator.training_order(variant)
+        selected = None if every_test else self.evaluator.selection(variant)
+        workers = self.worker_of(affinity)
+        return self.client.submit(
+            evaluate_on_worker,
+            job,
+            {file: variant.sources[file] for file in variant.changed_files},
+            variant.tree_hash,
+            list(order) if order != self.evaluator.test_order else None,
+            None if selected is None else sorted(selected),
+            measured,
+            pure=False,
+            **({"workers": workers, "allow_other_workers": True} if workers else {}),
+        )
+
+    def worker_of(self, island: int | None) -> list[str] | None:
+        """The worker an island's evaluations go to: the workers in address order, island by
+        island in turn (None: any worker)."""
+        if island is None:
+            return None
+        addresses = sorted(self.client.scheduler_info().get("workers", {}))
+        return [addresses[island % len(addresses)]] if addresses else None
+
+    def _taken(self, variant: Variant, future: Any) -> Evaluation:
+        """A finished task's evaluation (a worker's failure: BackendError)."""
+        try:
+            data = future.result()
+        except BackendError:
+            raise
+        except Exception as error:
+            raise BackendError(f"a Dask worker failed to evaluate a variant: {_one_line(error)}") from None
+        return self._received(variant, data)
 
     def close(self) -> None:
         """Drop the program from the scheduler, disconnect, and stop the local cluster if this
