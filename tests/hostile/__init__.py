@@ -7,7 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.llm_server import Action, ScriptedModel
+
+#: The engine a run takes by default (evaluation.engine = "auto": warm where warm and cold agree).
+DEFAULT_ENGINE = "warm"
+
+
+def engines(*names: str) -> list[Any]:
+    """`engine` parameters for a whole hostile run: the default engine's runs with every test
+    run, the others marked `exhaustive` (left out unless asked for: `-m exhaustive`), so the
+    suite keeps to CI's budget and every attack still runs where users run it."""
+    return [name if name == DEFAULT_ENGINE else pytest.param(name, marks=pytest.mark.exhaustive) for name in names]
 
 
 @dataclass

@@ -33,7 +33,7 @@ import pytest
 
 import gi
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
-from tests.hostile import OneFunction
+from tests.hostile import OneFunction, engines
 from tests.llm_server import Action, serve
 
 pytestmark = [
@@ -168,7 +168,7 @@ def outside_fences(markdown: str) -> str:
     return "\n".join(kept)
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", engines("cold", "warm"))
 def test_what_a_model_reads_and_prints_is_neither_a_repair_nor_a_terminal_command(tmp_path: Path, engine: str) -> None:
     project = tmp_path / "stats"
     (project / "tests").mkdir(parents=True)

@@ -22,7 +22,7 @@ import pytest
 from gi.cli.main import main
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.model.program import normalised_dump, tree_hash
-from tests.hostile import OneFunction
+from tests.hostile import OneFunction, engines
 from tests.hostile.attacks import (
     BENCH,
     CALC,
@@ -174,7 +174,7 @@ def test_where_the_guard_lets_forgeries_through_the_run_catches_them(tmp_path: P
 BLINDED = "a value equal to everything, the audit blinded through json.dumps"
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm", "dask"])
+@pytest.mark.parametrize("engine", engines("cold", "warm", "dask"))
 def test_an_audit_blinded_through_json_dumps_makes_no_repair(tmp_path: Path, engine: str) -> None:
     """Issue 37, hole 2: the plugin's records were serialised with `json.dumps`, which a variant
     rebound to blind the audit of returned values, so a value equal to everything passed as a

@@ -29,7 +29,7 @@ import pytest
 from gi.cli.main import main
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.model.program import normalised_dump, tree_hash
-from tests.hostile import OneFunction
+from tests.hostile import OneFunction, engines
 from tests.hostile.attacks import BENCH, HELD, SUMS, SUMS_TESTS
 from tests.llm_server import Action, serve
 
@@ -47,7 +47,7 @@ def variant(text: str) -> str:
     return tree_hash({"sums.py": normalised_dump(SUMS.replace(SUMS[SUMS.index("def total") :], text) + KEPT)})
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm", "dask"])
+@pytest.mark.parametrize("engine", engines("cold", "warm", "dask"))
 def test_a_speed_up_only_the_variants_own_evidence_shows_is_forged(tmp_path: Path, engine: str) -> None:
     project = tmp_path / "sums"
     (project / "tests").mkdir(parents=True)
