@@ -208,6 +208,25 @@ EXPECTED: dict[str, Callable[[Path], None]] = {
 }
 
 
+#: Sections whose searches other tests of the default run already make (whole runs each, most of
+#: the suite's minutes on CI's 2 cores): marked `exhaustive`, run with `-m exhaustive`. The
+#: others, and every check of README's text, run by default.
+COVERED_ELSEWHERE = {
+    "Your own project": "tests/cli/test_starter.py runs gi init, then gi run on the config it wrote",
+    "Simpler code": "the quick start's search with other objectives given by --set (tests/run/test_objectives.py)",
+    "Using a model, local or remote": "tests/run/test_llm_runs.py runs the model's searches on a scripted server",
+    "Studying overfitting": "tests/studies/test_overfitting.py runs seed 2, gi validate, gi ablate and gi minimize",
+    "Experiments with arms and seeds": "tests/studies/test_arms.py runs arms and seeds, and gi compare on them",
+    "Many machines": "tests/engine/test_dask.py::test_a_dask_run_gives_the_same_front",
+}
+
+
+def section_params() -> list[Any]:
+    return [
+        pytest.param(name, marks=pytest.mark.exhaustive) if name in COVERED_ELSEWHERE else name for name in sections()
+    ]
+
+
 @pytest.fixture
 def scripted_model() -> Iterator[ModelServer]:
     """A server speaking the OpenAI protocol whose every reply is one plain completion."""
@@ -239,6 +258,7 @@ def test_every_readme_block_is_run_or_says_why_not() -> None:
     texts = {block.text for block in readme_blocks() if block.language == "sh"}
     assert set(NOT_RUN) <= texts, f"NOT_RUN names blocks README no longer has: {set(NOT_RUN) - texts}"
     assert set(EXPECTED) <= set(sections()), f"no such section: {set(EXPECTED) - set(sections())}"
+    assert set(COVERED_ELSEWHERE) <= set(sections()), f"no such section: {set(COVERED_ELSEWHERE) - set(sections())}"
 
 
 def test_ci_installs_as_readme_says() -> None:
@@ -255,7 +275,7 @@ def test_readme_configs_follow_the_schema() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("section", list(sections()))
+@pytest.mark.parametrize("section", section_params())
 def test_readme_section_runs_as_written(section: str, tmp_path: Path, scripted_model: ModelServer) -> None:
     folder = fresh_clone(tmp_path / "clone")
     port = str(free_port())
