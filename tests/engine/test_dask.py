@@ -233,6 +233,7 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         train=("tests",),
         holdout=("holdout/test_x.py::test_y",),
         holdout_ids=("tests/test_x.py::test_z",),
+        training_files=(("tests/test_x.py", "def test_y():\n    pass\n"),),
         holdout_files=(("gi_differential/test_gi_differential.py", "CASES = []\n"),),
         timeout=12.5,
         test_timeout=3.0,
