@@ -63,6 +63,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 #: `timing` files come last, run alone while the other process has nothing left to do.
 LONGEST_FIRST = (
     "test_readme.py",  # 1,900 at a load of 10 to 20 (2026-12-04): every README recipe, whole searches, one by one
+    "engine/test_oracle.py",  # 688 at a load of 20 to 98 (2026-12-04; 21 s of CPU): the oracle's runs
+    "run/test_steady_state.py",  # 115 to 165 for its longest test, at a load of 10 to 67 (2026-12-04)
+    "run/test_quality_diversity.py",  # 116 to 156 for its longest test, at the same load
+    "hostile/test_timing_evidence.py",  # 144 (warm), at a load of 15 to 60 (2026-12-04)
+    "hostile/test_model_reads_and_prints.py",  # 120 (warm), at the same load
+    "hostile/test_other_users.py",  # 82, at the same load
     "run/test_experiment.py",  # 121
     "hostile/test_scored_run.py",  # 85
     "run/test_replay.py",  # 49
