@@ -86,14 +86,17 @@ def front_table(summary: Mapping[str, Any]) -> Table:
     for name in names:
         table.add_column(_header(name), justify="right", overflow="fold")
     table.add_column("held-out", justify="right")
-    table.add_column("behaviour", justify="right")
+    # The oracle's column only where it ran (tests.oracle = "off", an older run: no column).
+    judged = bool(summary.get("oracle")) or any(member.get("behaviour") for member in summary["front"])
+    if judged:
+        table.add_column("behaviour", justify="right")
     table.add_column("edits", justify="right")
     baseline = summary["baseline"]
     table.add_row(
         "original",
         *(_number(baseline["objectives"].get(name)) for name in names),
         _tests(baseline.get("holdout")),
-        "-",
+        *(["-"] if judged else []),
         "0",
         style="dim",
     )
@@ -105,7 +108,7 @@ def front_table(summary: Mapping[str, Any]) -> Table:
             member["id"],
             *(_number(member["objectives"].get(name)) for name in names),
             held,
-            behaviour_cell(member.get("behaviour")),
+            *([behaviour_cell(member.get("behaviour"))] if judged else []),
             str(len(member["descriptions"])),
         )
     if len(members) < len(summary["front"]):
