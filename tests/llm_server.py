@@ -22,6 +22,8 @@ class Action:
     status: int = 200
     delay: float = 0.0
     die: bool = False
+    #: When given, the reply waits for this event instead of sleeping, `delay` seconds at most.
+    hold: threading.Event | None = None
 
 
 @dataclass
@@ -37,6 +39,8 @@ class ScriptedModel:
     headers: list[dict[str, str]] = field(default_factory=list)
     #: When each request arrived (time.monotonic()).
     arrivals: list[float] = field(default_factory=list)
+    #: For each held reply, whether its event came before `delay` ran out.
+    released: list[bool] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next(self, body: dict[str, Any], headers: dict[str, str]) -> Action:
@@ -68,7 +72,11 @@ class _Handler(BaseHTTPRequestHandler):
             threading.Thread(target=lambda: (self.server.shutdown(), self.server.server_close()), daemon=True).start()
             self.close_connection = True
             return
-        if action.delay:
+        if action.hold is not None:
+            released = action.hold.wait(action.delay)
+            with self.server.model.lock:
+                self.server.model.released.append(released)
+        elif action.delay:
             time.sleep(action.delay)
         if action.status != 200:
             self._send(action.status, {"error": {"message": f"scripted {action.status}", "type": "scripted"}})

@@ -6,7 +6,7 @@ import json
 import math
 import os
 import shutil
-import time
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -298,20 +298,32 @@ def test_candidates_are_evaluated_while_the_model_is_asked_and_the_front_does_no
     tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
 ) -> None:
     scripted, server = model
-    scripted.default = Action(reply=LINEAR, delay=0.5)
+    # The first request's reply is held until an evaluation finishes (a minute at most): a loop
+    # that waited for the reply before evaluating anything would leave it held the whole minute.
+    evaluated = threading.Event()
+    held: list[threading.Event] = []
+
+    def hold_the_first(body: dict[str, Any]) -> Action | None:
+        if held:
+            return None
+        held.append(evaluated)
+        return Action(reply=LINEAR, hold=evaluated, delay=60.0)
+
+    scripted.respond = hold_the_first
+    scripted.default = Action(reply=LINEAR)
     config = load_config(write_experiment(tmp_path, server.base_url, workers=1))
-    finished: list[float] = []  # when each evaluation finished
 
     def progress(state: Progress, generation_done: bool) -> None:
-        if not generation_done:
-            finished.append(time.monotonic())
+        if not generation_done and held:
+            evaluated.set()
 
     slow = run_experiment(config, on_progress=progress).summary
     assert scripted.requests
-    # Some evaluation finished while a request was waiting for its (0.5 s late) reply: the
-    # generation's earlier candidates ran while the model was asked for a later one.
-    assert any(start < end < start + 0.5 for start in scripted.arrivals for end in finished)
+    # An evaluation finished while the model was asked: the generation's other candidates ran
+    # while the request waited for its reply.
+    assert scripted.released == [True]
 
+    scripted.respond = None
     scripted.default = Action(reply=LINEAR)  # the same replies, at once; the cache is emptied
     shutil.rmtree(config.llm_cache)
     fast = run_experiment(config, fresh=True).summary

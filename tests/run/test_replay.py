@@ -134,7 +134,8 @@ def summary(folder: Path) -> dict[str, Any]:
 
 
 def comparable(summary: dict[str, Any]) -> dict[str, Any]:
-    """summary.json without what a replay does not reproduce: time taken and tokens spent."""
+    """summary.json without what a replay does not reproduce: time taken, tokens spent and the
+    oracle's recording."""
     operators = {
         name: {k: v for k, v in row.items() if k not in ("seconds", "tokens", "cost")}
         for name, row in summary["operators"].items()
@@ -142,6 +143,11 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     # `evaluators`: the seconds the evaluators and the loop took (a replay evaluates nothing).
     skipped = ("wall_seconds", "evaluators", "measurements", "replay", "llm")
     kept = {k: v for k, v in summary.items() if k not in skipped}
+    # The oracle's verdicts are replayed; its recording of the tests' calls is not made again, so
+    # the replay reports no recording and no seconds spent.
+    not_redone = ("seconds", "recording_seconds", "functions_recorded", "tests_recorded")
+    if kept.get("oracle"):
+        kept["oracle"] = {k: v for k, v in kept["oracle"].items() if k not in not_redone}
     return {**kept, "operators": operators}
 
 
