@@ -15,7 +15,7 @@ import numpy as np
 
 from gi.model.edits import Edit, RemoveUnary, ReplaceNumber, ReplaceOperator, operator_of
 from gi.model.patch import Patch
-from gi.model.program import Program
+from gi.model.program import Program, compiler_warnings_ignored
 from gi.model.sites import Location, Site, SiteKind
 from gi.mutators.base import BaseOperator, MutationContext, allowed_sites, choose_site, register
 
@@ -142,7 +142,9 @@ def _tweaks(program: Program, site: Site) -> list[str]:
     node = program.node(site.location)
     assert isinstance(node, (cst.Integer, cst.Float))
     try:
-        value = node.evaluated_value
+        # ast.literal_eval, under gi's one lock on building ASTs (see gi.fitness.complexity).
+        with compiler_warnings_ignored():
+            value = node.evaluated_value
     except (ValueError, OverflowError):
         return []
     return number_tweaks(value)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Mapping
 
+from gi.model.program import parse_quietly
+
 Definitions = dict[str, str]
 
 
@@ -46,7 +48,7 @@ def _definitions(text: str) -> tuple[Definitions, list[str], dict[str, set[str]]
     nothing; per name, the names its definition uses; and the names of top-level functions.
     None when the text does not parse."""
     try:
-        module = ast.parse(text)
+        module = parse_quietly(text)
     except (SyntaxError, ValueError):
         return None
     body = module.body

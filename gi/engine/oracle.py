@@ -44,7 +44,7 @@ from gi.fitness.outcomes import regressions
 from gi.fitness.selection import OUTSIDE_TESTS
 from gi.fitness.tests import NOT_FAILING, PytestSetup
 from gi.model.patch import Patch, Variant, apply
-from gi.model.program import Program
+from gi.model.program import Program, parse_quietly
 from gi.model.results import Evaluation
 from gi.populations import Individual
 
@@ -245,7 +245,7 @@ class Oracle:
         tests: set[str] = set()
         for file, module in self.modules.items():
             lines = coverage.lines.get(file, {})
-            for node in ast.parse(self.original.sources[file]).body:
+            for node in parse_quietly(self.original.sources[file]).body:
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and f"{module}:{node.name}" in wanted:
                     for line in range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1):
                         tests |= lines.get(line, frozenset())
@@ -314,7 +314,7 @@ class Oracle:
         reached = set()
         for file, module in self.modules.items():
             lines = {line for line, tests in coverage.lines.get(file, {}).items() if tests & failing}
-            for node in ast.parse(self.original.sources[file]).body:
+            for node in parse_quietly(self.original.sources[file]).body:
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     last = node.end_lineno or node.lineno
                     if any(node.lineno <= line <= last for line in lines):
