@@ -284,6 +284,12 @@ def preload(modules: Sequence[str]) -> None:
         for entry in importlib.metadata.entry_points(group="pytest11"):
             with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
                 entry.load()
+        # Hypothesis's plugin imports all of Hypothesis at every session's end (its terminal
+        # summary), rewritten, since pytest rewrites the asserts of a plugin's whole distribution:
+        # each child would parse and rewrite it again, most of a small project's test run.
+        if "_hypothesis_pytestplugin" in sys.modules:
+            with contextlib.suppress(BaseException):
+                importlib.import_module("hypothesis")
         for name in modules:
             with contextlib.suppress(BaseException):
                 importlib.import_module(name)
