@@ -19,7 +19,10 @@ or project folder first on the path and strips the original's); gi does the same
 - **pytest's own settings** (the ini file pytest finds from the rootdir: pytest.ini,
   pyproject.toml, tox.ini, setup.cfg) stay in force; `pytest_options` adds only what makes a run
   gi's: no coverage plugin writing its data where the tests stand (pytest-cov's `--no-cov`), no
-  distribution over xdist workers (`-n 0`), no random order (`-p no:randomly`).
+  distribution over xdist workers (`-n 0`), no random order (`-p no:randomly`). In a project
+  that never names Hypothesis (its sources, tests and settings), Hypothesis's plugin is left
+  out (`-p no:hypothesispytest`): installed with gi, it imports all of Hypothesis at every
+  session's end, its asserts rewritten, most of a small project's test run.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from packaging.utils import canonicalize_name
 
 from gi.fitness.tests import PytestSetup
 from gi.model.errors import ProgramError
-from gi.model.program import Program
+from gi.model.program import IGNORED_DIRS, Program
 
 #: The folders a virtual environment of the project's own is looked for in, in this order.
 ENVIRONMENT_NAMES = (".venv", "venv", ".env", "env")
@@ -76,9 +79,11 @@ class Interpreter:
     has_pytest: bool
     has_coverage: bool
 
-    def pytest_options(self) -> tuple[str, ...]:
+    def pytest_options(self, uses_hypothesis: bool = True) -> tuple[str, ...]:
         """What every test run adds to the project's own pytest settings (see the module doc)."""
         options = ["-p", "no:randomly"]
+        if "hypothesis" in self.plugins and not uses_hypothesis:
+            options += ["-p", "no:hypothesispytest"]
         if "pytest-cov" in self.plugins:
             options.append("--no-cov")
         if "pytest-xdist" in self.plugins:
@@ -186,6 +191,26 @@ def module_names(files: Sequence[str], roots: Sequence[str]) -> dict[str, str]:
     return names
 
 
+#: The files where a project would name Hypothesis: its code and tests, and pytest's settings.
+_SETTINGS_SUFFIXES = (".py", ".toml", ".cfg", ".ini")
+
+
+def names_hypothesis(root: Path) -> bool:
+    """Whether a file of the project (code, tests or settings; caches and environments aside)
+    says "hypothesis"."""
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name not in IGNORED_DIRS and name not in ENVIRONMENT_NAMES]
+        for name in names:
+            if name.endswith(_SETTINGS_SUFFIXES):
+                try:
+                    text = (Path(folder) / name).read_bytes()
+                except OSError:
+                    continue
+                if b"hypothesis" in text.lower():
+                    return True
+    return False
+
+
 def pytest_setup(program: Program, python: Path) -> tuple[PytestSetup, Interpreter]:
     """How a program's tests run: in `python` (asked once), with the copy's import roots ahead
     of anything installed, and the module name of each editable file for the plugin's check."""
@@ -193,7 +218,7 @@ def pytest_setup(program: Program, python: Path) -> tuple[PytestSetup, Interpret
     roots = import_roots(program.root, program.files)
     setup = PytestSetup(
         python=str(python),
-        options=interpreter.pytest_options(),
+        options=interpreter.pytest_options(names_hypothesis(program.root)),
         import_roots=roots,
         modules=tuple(sorted(module_names(program.files, roots).items())),
         lend_coverage=not interpreter.has_coverage,

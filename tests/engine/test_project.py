@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from gi.engine.project import find_environment, import_roots, module_names, probe
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.project import find_environment, import_roots, module_names, probe, pytest_setup
 from gi.model.errors import ProgramError
+from gi.model.patch import Patch, apply
+from gi.model.program import Program
 
 
 def touch(root: Path, *files: str) -> None:
@@ -52,3 +57,39 @@ def test_probe_of_gis_own_interpreter() -> None:
     assert "pytest-xdist" in found.plugins  # gi's dev environment has it
     assert found.pytest_options() == ("-p", "no:randomly", "-n", "0")
     assert str(Path(sys.prefix).resolve()) in found.folders
+
+
+HYPOTHESIS_PLUGIN_OFF = "no:hypothesispytest"
+
+
+def test_hypothesis_plugin_is_left_out_only_where_the_project_never_names_it(tmp_path: Path) -> None:
+    """Hypothesis's plugin comes with gi and costs every test run an import of Hypothesis: a
+    project that never names Hypothesis runs without it, and one whose settings need it (a
+    `--hypothesis-profile` pytest would refuse without the plugin) keeps it and passes."""
+    plain = tmp_path / "plain"
+    (plain / "tests").mkdir(parents=True)
+    (plain / "mod.py").write_text("def double(x):\n    return 2 * x\n")
+    (plain / "tests" / "test_mod.py").write_text(
+        "from mod import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    )
+    uses = tmp_path / "uses"
+    shutil.copytree(plain, uses)
+    (uses / "pytest.ini").write_text("[pytest]\naddopts = --hypothesis-profile=brief\n")
+    (uses / "tests" / "conftest.py").write_text(
+        "from hypothesis import settings\n\nsettings.register_profile('brief', max_examples=5)\n"
+    )
+    (uses / "tests" / "test_property.py").write_text(
+        "from hypothesis import given, strategies as st\n\nfrom mod import double\n\n\n"
+        "@given(st.integers())\ndef test_even(x):\n    assert double(x) % 2 == 0\n"
+    )
+    for folder, left_out in ((plain, True), (uses, False)):
+        program = Program.load(folder, ["mod.py"], protected=["tests"])
+        setup, interpreter = pytest_setup(program, Path(sys.executable))
+        assert "hypothesis" in interpreter.plugins
+        assert (HYPOTHESIS_PLUGIN_OFF in setup.options) is left_out, setup.options
+        evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, pytest=setup))
+        try:
+            evaluation = evaluator.evaluate(apply(program, Patch()))
+        finally:
+            evaluator.close()
+        assert (evaluation.measures["failed_tests"], evaluation.measures["passed_tests"]) == (0, 1 if left_out else 2)
