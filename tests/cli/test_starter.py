@@ -30,6 +30,9 @@ BUDGETS = {"dedupe": (2, 0), "batching": (2, 0)}
 #: whether a screening timing puts a variant on the front (and so the re-measurement runs) is up
 #: to noise, and nothing here asserts on its verdict.
 TIMED_SETTINGS = ["--set", "workload.rigorous_processes=2"]
+#: Whose whole run repeats another default test's, left to `-m exhaustive`: README's Faster code
+#: runs gi init then gi run on dedupe.
+RUN_ELSEWHERE = {"dedupe": "tests/test_readme.py (Faster code)"}
 
 
 def copy_example(tmp_path: Path, name: str) -> Path:
@@ -115,7 +118,9 @@ def test_top_level_test_files_and_nested_packages(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.exhaustive) if n in RUN_ELSEWHERE else n for n in NAMES]
+)
 def test_every_starter_config_runs_as_written(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`gi run gi.toml` on the file gi init wrote, untouched: shortened from the command line only."""
     project = copy_example(tmp_path, name)

@@ -30,7 +30,7 @@ import pytest
 
 from gi.engine.sandbox.bubblewrap import bubblewrap_available
 from gi.engine.sandbox.limits import stops_fork_bombs
-from tests.hostile import processes_with
+from tests.hostile import engines, processes_with
 from tests.llm_server import Action, ScriptedModel, serve
 
 pytestmark = [
@@ -234,7 +234,7 @@ def canary() -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", engines("cold", "warm"))
 def test_a_hostile_model_cannot_escape_nor_fake_a_repair(tmp_path: Path, canary: Path, engine: str) -> None:
     project = tmp_path / "notes"
     (project / "tests").mkdir(parents=True)

@@ -122,7 +122,7 @@ def evaluations(folder: Path) -> dict[str, dict[str, Any]]:
             if (entry := json.loads(line))}  # fmt: skip
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", engines("cold", "warm"))
 def test_the_guard_refuses_every_forgery_a_model_serves(tmp_path: Path, engine: str) -> None:
     folder, hashes = run_ledger(tmp_path, CALC, engine)
     seen = evaluations(folder)
@@ -147,7 +147,7 @@ def test_the_guard_refuses_every_forgery_a_model_serves(tmp_path: Path, engine: 
         assert "decides the tests' checks" in member["second_run"]["detail"], member["second_run"]
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", engines("cold", "warm"))
 def test_where_the_guard_lets_forgeries_through_the_run_catches_them(tmp_path: Path, engine: str) -> None:
     folder, hashes = run_ledger(tmp_path, PERMISSIVE, engine)
     seen = evaluations(folder)
@@ -211,7 +211,7 @@ def _kept(n):
 HONEST_TOTAL = "def total(n):\n    return (n - 1) * n * (2 * n - 1) // 6\n"
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
+@pytest.mark.parametrize("engine", engines("cold", "warm"))
 def test_a_speed_up_that_exists_only_when_timed_is_scored_tampered(tmp_path: Path, engine: str) -> None:
     """Each timed process makes the behaviour check after its timed loops, and it must answer as
     the untimed check did: a stale answer under pyperf (or after its 50th call) shows in the

@@ -267,9 +267,12 @@ def test_operators_lists_every_operator(capsys: pytest.CaptureFixture[str]) -> N
         assert name in out
 
 
+# Exhaustive: README's Faster code (tests/test_readme.py) makes this search on dedupe from gi init, and
+# checks its member that changes the quadratic check is timed again.
 # Not `timing`: the speed-up is over 100x and asserted at 3x, far beyond what a test running
 # beside it can skew (the batching one below is 1.8x, and runs alone).
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_speed_run_removes_the_redundant_quadratic_check(tmp_path: Path, example_copy: Callable[[str], Path]) -> None:
     program = example_copy("dedupe")
     before = checksums(program)

@@ -179,7 +179,9 @@ def test_each_mode_s_edit_reaches_the_front_where_only_it_improves_the_program(
     # another edit, say; the row of the mode counts the offspring it made itself.)
 
 
+# Exhaustive: tests/run/test_llm_runs.py holds a reply until an evaluation ends, and compares the fronts.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_requests_fly_while_candidates_are_evaluated_and_reply_speed_changes_no_front(
     tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
 ) -> None:

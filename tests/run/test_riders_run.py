@@ -109,7 +109,10 @@ def by_model(edits: list[dict[str, Any]]) -> bool:
     return any(edit.get("model") for edit in edits)
 
 
+# Exhaustive: tests/engine/test_riders.py judges riders on recorded timings; this whole run with real
+# timing runs alone (the other test process idles the while).
 @pytest.mark.slow
+@pytest.mark.exhaustive
 @pytest.mark.timing
 def test_junk_riding_on_a_real_speed_up_is_named_and_left_off_the_front(
     tmp_path: Path, model: ModelServer, monkeypatch: pytest.MonkeyPatch

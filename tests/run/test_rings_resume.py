@@ -42,7 +42,10 @@ def history(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in row.items() if k not in ("evaluations", "cache_hits")} for row in summary["generations"]]
 
 
+# Exhaustive: tests/run/test_experiment.py resumes a killed run to the same front, and the rings and
+# adaptive operator selection are tested in tests/algorithms.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_a_killed_run_with_rings_and_adaptive_operators_resumes_and_replays_the_same(tmp_path: Path) -> None:
     program = EXPERIMENTS / "programs" / "windows"
     whole = write_config(tmp_path, program, tmp_path / "whole")

@@ -99,7 +99,9 @@ def test_a_test_never_takes_more_than_its_share_of_the_whole_run() -> None:
     assert one_test_limit(1, 60) == 1
 
 
+# Exhaustive: tests/engine/test_honest_figures.py repairs an original that loops forever in one test.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_an_original_that_loops_forever_in_two_tests_is_repaired(tmp_path: Path) -> None:
     """Two training tests loop forever: with `timeout = 5` and the default per-test limit (10 s,
     cut to 2.5 s) the whole run is cut off in the second; the original is run again with those
