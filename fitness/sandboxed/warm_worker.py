@@ -284,12 +284,6 @@ def preload(modules: Sequence[str]) -> None:
         for entry in importlib.metadata.entry_points(group="pytest11"):
             with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
                 entry.load()
-        # Hypothesis's plugin imports all of Hypothesis at every session's end (its terminal
-        # summary), rewritten, since pytest rewrites the asserts of a plugin's whole distribution:
-        # each child would parse and rewrite it again, most of a small project's test run.
-        if "_hypothesis_pytestplugin" in sys.modules:
-            with contextlib.suppress(BaseException):
-                importlib.import_module("hypothesis")
         for name in modules:
             with contextlib.suppress(BaseException):
                 importlib.import_module(name)
@@ -462,6 +456,13 @@ class Prepared:
             if [name for name in project_modules() if name not in before] or threading.active_count() != threads:
                 self.usable = False  # a child would run the original's code, or miss a thread
                 return 0
+            # Hypothesis's plugin, where this session has it, imports all of Hypothesis at every
+            # session's end (its terminal summary), rewritten, since pytest rewrites the asserts of
+            # a plugin's whole distribution: each child would parse and rewrite it again, most of a
+            # small project's test run. Imported here once, as a child would import it.
+            if config.pluginmanager.has_plugin("hypothesispytest"):
+                with contextlib.suppress(Exception):
+                    importlib.import_module("hypothesis")
             # Capturing is started afresh in each child: its files must be the child's own.
             config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
             prepared = Session(config, session, stdio_duplicates())
