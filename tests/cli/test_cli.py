@@ -170,7 +170,10 @@ def test_a_population_or_generations_the_config_could_not_hold_is_bad_input(
     assert not (tmp_path / "runs").exists()
 
 
+# Exhaustive: tests/cli/test_starter.py runs every starter config with --population and --generations and
+# counts the generations.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_generations_and_population_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The run is shortened (or lengthened) without touching the config file, arms included."""
     config = write_config(tmp_path, tmp_path / "runs", population=2, generations=3)

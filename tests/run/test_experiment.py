@@ -91,7 +91,9 @@ def test_simplification_run_finds_simpler_code_and_flags_overfitting(
     assert summary["wall_seconds"] > 0
 
 
+# Exhaustive: README's Repairing failing tests (tests/test_readme.py) makes a repair search from gi init.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_repair_run_finds_a_patch_passing_every_training_test(
     tmp_path: Path, example_copy: Callable[[str], Path]
 ) -> None:
@@ -132,7 +134,10 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     return config, folder, json.loads((folder / "summary.json").read_text())
 
 
+# Exhaustive: test_the_warm_and_the_cold_path_give_the_same_run (this file) runs one config and seed twice and
+# compares the runs.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_same_config_and_seed_give_the_same_front(tmp_path: Path, small_run: tuple[Path, Path, dict[str, Any]]) -> None:
     _, _, expected = small_run
     again = write_small_config(tmp_path, EXPERIMENTS / "programs" / "grading", tmp_path / "again")

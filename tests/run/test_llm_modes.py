@@ -339,7 +339,10 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+# Exhaustive: test_a_request_budget_holds_across_an_interruption_and_a_resume (this file) kills a model's run
+# and resumes it.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_a_model_run_killed_between_a_batch_and_its_checkpoint_resumes_to_the_uninterrupted_front(
     tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
 ) -> None:

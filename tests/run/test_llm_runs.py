@@ -331,7 +331,9 @@ def test_candidates_are_evaluated_while_the_model_is_asked_and_the_front_does_no
     assert fast["generations"] == slow["generations"]
 
 
+# Exhaustive: tests/run/test_replay.py replays a model's run offline from the reply cache.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_two_seeds_draw_replies_of_their_own_from_a_sampling_model_and_each_replays_its_own(
     tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
 ) -> None:

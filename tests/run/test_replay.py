@@ -208,7 +208,10 @@ def request_keys(body: dict[str, Any], base_url: str, samples: int = 20) -> set[
     return {f"{request_key({**request, 'api': 'chat', 'sample': index})}.json" for index in range(samples)}
 
 
+# Exhaustive: test_a_speed_run_replays_offline_to_the_same_front (this file) answers every request from the
+# cache.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_a_fresh_speed_run_asks_only_for_replies_not_in_the_cache(tmp_path: Path, recorded: Recorded) -> None:
     """Another machine's run of the same speed config: it measures anew (timings steer it
     elsewhere) and asks the model only what the reply cache cannot answer."""

@@ -79,7 +79,10 @@ def history(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in row.items() if k not in ("evaluations", "cache_hits")} for row in summary["generations"]]
 
 
+# Exhaustive: test_a_steady_state_run_killed_mid_generation_keeps_its_events_and_replays_to_its_front (this
+# file).
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_with_one_evaluator_a_killed_steady_state_run_resumes_to_the_uninterrupted_front(tmp_path: Path) -> None:
     """With one evaluator the order of arrivals is the order of breeding: the seed alone fixes
     the run, so a run killed mid-generation and again after a checkpoint must finish where a run

@@ -130,7 +130,10 @@ def summaries(folder: Path) -> dict[str, dict[str, Any]]:
     return {path.parent.name: json.loads(path.read_text()) for path in sorted(folder.glob("*/summary.json"))}
 
 
+# Exhaustive: tests/studies/test_arms.py resumes a killed local search to the same walk, and
+# tests/run/test_experiment.py a killed run to the same front.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_a_killed_experiment_resumes_the_runs_that_did_not_finish(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
