@@ -31,10 +31,11 @@ BUDGETS = {"dedupe": (2, 0), "batching": (2, 0)}
 #: to noise, and nothing here asserts on its verdict.
 TIMED_SETTINGS = ["--set", "workload.rigorous_processes=2"]
 #: Whose whole run repeats another default test's, left to `-m exhaustive`: README's Faster code
-#: runs gi init then gi run on dedupe; the batching study searches batching.
+#: runs gi init then gi run on dedupe; the batching study searches batching; the quick start grading.
 RUN_ELSEWHERE = {
     "dedupe": "tests/test_readme.py (Faster code)",
     "batching": "tests/studies/test_batching_speed.py",
+    "grading": "tests/test_readme.py (Quick start), and test_init_writes_a_config_that_validates_unchanged",
 }
 
 

@@ -316,6 +316,9 @@ def test_workers_run_the_tests_covering_an_edit_first(scheduler: str, project: P
     assert same(remote) == same(local)
 
 
+# Exhaustive: test_a_dask_run_gives_the_same_front (this file) makes a whole run on the cluster, and
+# tests/algorithms tests the islands.
+@pytest.mark.exhaustive
 def test_each_islands_evaluations_go_to_a_worker_of_its_own(scheduler: str, project: Path, tmp_path: Path) -> None:
     """Islands spread over the workers: each variant's task asks for its island's worker (any
     other may take it when that one is busy or gone), three of island 0 and one of island 1 on

@@ -52,7 +52,10 @@ def front(summary: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return [(m["id"], m["edits"], m["objectives"]) for m in summary["front"]]
 
 
+# Exhaustive: README's quick start (tests/test_readme.py) makes this simplification search on grading, and
+# tests/studies/test_overfitting.py flags overfitting members.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_simplification_run_finds_simpler_code_and_flags_overfitting(
     tmp_path: Path, example_copy: Callable[[str], Path]
 ) -> None:
@@ -324,7 +327,10 @@ def test_the_warm_and_the_cold_path_give_the_same_run(tmp_path: Path) -> None:
     assert cold["generations"] == warm["generations"] and cold["hypervolume"] == warm["hypervolume"]
 
 
+# Exhaustive: tests/engine/test_fail_fast_verdict.py gives tests.fail_fast's verdicts through the real
+# evaluator, stopping and not.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_stopping_at_the_first_failure_leaves_the_run_as_it_is(tmp_path: Path) -> None:
     """tests.fail_fast: the shortcut (failed-most-recently first, stop at the first failure)
     saves test runs and changes nothing else: same individuals, front and figures."""

@@ -143,7 +143,9 @@ def llm_members(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in summary["front"] if any(e.get("model") for e in m["edits"])]
 
 
+# Exhaustive: tests/run/test_llm_modes.py brings each mode's edit to the front, the rewrite among them.
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_the_linear_rewrite_reaches_the_front_and_is_accounted_for(
     tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
 ) -> None:
