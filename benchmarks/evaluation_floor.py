@@ -5,10 +5,13 @@ python benchmarks/evaluation_floor.py --baseline PATH [--seeds 1 2 3] [--program
 
 PATH is another checkout of gi (the code before a change: `git worktree add /tmp/before
 4ee159a`, or `git archive 4ee159a | tar -x -C /tmp/before`); both run with this interpreter,
-each with its own tree first on PYTHONPATH. The programs are README's grading example
-(experiments/programs/grading: 4 training tests, 3 held-out) and benchmarks/programs/parcel
-(5 training tests, 2 held-out), each searched as experiments/grading.toml says (nsga2 over
-failed tests, complexity and size, the classic operators), warm, in the sandbox. It prints:
+each with its own tree first on PYTHONPATH, unless --baseline-python names the baseline's own
+(an environment with the baseline's dependencies, as it was installed then: a plugin installed
+here for this tree, such as Hypothesis's, would otherwise load in the baseline's test runs too).
+The programs are README's grading example (experiments/programs/grading: 4 training tests, 3
+held-out) and benchmarks/programs/parcel (5 training tests, 2 held-out), each searched as
+experiments/grading.toml says (nsga2 over failed tests, complexity and size, the classic
+operators), warm, in the sandbox. It prints:
 
 1. The breakdown: one `gi run` of each tree, 1 and 2 workers, each part of an evaluation in
    milliseconds per evaluation (benchmarks/floor_probe.py takes the time of gi's own functions;
@@ -78,7 +81,8 @@ def gi_run(tree: Path, program: str, seed: int, workers: int, args: argparse.Nam
     config = folder / "gi.toml"
     config.write_text(config_text(program, folder / "runs", seed, workers, args.generations, args.population))
     out = folder / "result.json"
-    command = [sys.executable, str(HERE / "floor_probe.py"), str(config), str(out)]
+    python = args.baseline_python if tree == args.baseline.resolve() and args.baseline_python else sys.executable
+    command = [str(python), str(HERE / "floor_probe.py"), str(config), str(out)]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run([*command, *(["--breakdown"] if breakdown else [])], env=env, capture_output=True,
                           text=True, check=False)  # fmt: skip
@@ -232,6 +236,7 @@ def side_by_side(program: str, seeds: list[int], baseline: Path, args: argparse.
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code to compare against")
+    parser.add_argument("--baseline-python", type=Path, help="the baseline's interpreter (default: this one)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
     parser.add_argument("--generations", type=int, default=9, help="after generation 0 (20 + 9 x 20 candidates)")
@@ -241,7 +246,7 @@ def main() -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=["breakdown", "side-by-side"])
     args = parser.parse_args()
     baseline = args.baseline.resolve()
-    print(f"this tree {TREE}; compared with {baseline}; {load()}")
+    print(f"this tree {TREE}; compared with {baseline} ({args.baseline_python or sys.executable}); {load()}")
     for program in args.programs:
         if "breakdown" not in args.skip:
             runs: dict[str, dict[str, Any]] = {}
