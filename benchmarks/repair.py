@@ -17,13 +17,12 @@ program that passes every held-out test too (to the first correct one; the held-
 at most HELD_OUT_CHECKS plausible programs a run are run, in the order found).
 
 Beside the held-out tests, gi's behaviour oracle (tests.oracle, on by default: in a repair it
-checks the functions the failing tests do not reach) judges the repair gi presents first. Per arm
-the benchmark counts the bugs with a presented repair (plausible), those the held-out tests call
-overfitting, those the oracle does (it found a call of a function the repair should have left
-alone on which the repair does otherwise), those only the oracle does, and how many of the
-oracle's counterexamples pass on the correct program (the bug is one function's, so a
-counterexample elsewhere must hold there: one that fails there would be a false alarm). And the
-median seconds the oracle took a run.
+checks the functions the failing tests do not reach on drawn inputs, and those they reach on the
+calls the passing tests made) judges the repair gi presents first. Per arm the benchmark counts
+the bugs with a presented repair (plausible), those the held-out tests call overfitting, those
+the oracle does (it found a call on which the repair does otherwise where it should not), those
+only the oracle does, and how many of the oracle's counterexamples pass on the correct program
+(one that fails there is a false alarm). And the median seconds the oracle took a run.
 
 It prints one line per bug and arm, a table per arm (bugs, repaired, correct, overfitting share,
 evaluations to the first plausible and first correct repair, median over the bugs where one was

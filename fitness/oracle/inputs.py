@@ -50,13 +50,21 @@ class FunctionProfile:
     calls: tuple[Mapping[str, Any], ...] = ()
     #: How many times the training tests called it.
     count: int = 0
+    #: The indices in `calls` of those a failing training test made.
+    failing_calls: frozenset[int] = frozenset()
 
     @classmethod
     def from_json(cls, key: str, data: Mapping[str, Any]) -> FunctionProfile:
         parameters = tuple(
             Parameter(p["name"], p["kind"], p.get("default"), p.get("annotation")) for p in data["parameters"]
         )
-        return cls(key, parameters, tuple(data.get("calls", ())), int(data.get("count", 0)))
+        failing = frozenset(int(index) for index in data.get("failing_calls", ()))
+        return cls(key, parameters, tuple(data.get("calls", ())), int(data.get("count", 0)), failing)
+
+    @property
+    def passing_calls(self) -> tuple[Mapping[str, Any], ...]:
+        """The recorded calls no failing training test made."""
+        return tuple(call for index, call in enumerate(self.calls) if index not in self.failing_calls)
 
     @property
     def positional_names(self) -> list[str]:
@@ -67,9 +75,14 @@ class UnmakeableError(Exception):
     """A function's inputs cannot be made: a parameter takes only values gi cannot make."""
 
 
+def recorded_calls(profile: FunctionProfile, recorded: Sequence[Mapping[str, Any]]) -> list[Call]:
+    """The calls of `recorded` (some of the profile's) that gi can make again."""
+    return [_call(profile.key, call) for call in recorded if _makeable_call(call)]
+
+
 def calls(profile: FunctionProfile) -> st.SearchStrategy[Call]:
     """Calls of the function: generated ones first, then the recorded ones; raises UnmakeableError."""
-    recorded = [_call(profile.key, call) for call in profile.calls if _makeable_call(call)]
+    recorded = recorded_calls(profile, profile.calls)
     generated = _generated(profile)
     if recorded:
         return st.one_of(generated, st.sampled_from(recorded))

@@ -70,11 +70,15 @@ def record_calls(
     setup: PytestSetup = DEFAULT_SETUP,
     listed: Mapping[str, Sequence[Sequence[object]]] | None = None,
     only: Sequence[str] | None = None,
+    watch: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The recorder's JSON (see `Recording`), from the training tests `train` on the runner's
     copy of the original (`only` those of these node ids, when given); `files` are the editable
     files, `listed` more literal inputs for the differential checks ("module:function" ->
-    argument lists). Raises RecordingError."""
+    argument lists). With `watch` ("module:function" keys), the hook is switched off once each of
+    these functions has the calls it keeps, so the tests run on at full speed: the other
+    functions' calls and the failing tests' reach are then those seen until then. Raises
+    RecordingError."""
     script = runner.install_tool(WORKER_NAME, worker_source())
     runner.clear_output(OUTPUT_NAME)
     plan = {
@@ -87,6 +91,7 @@ def record_calls(
         "literal_per_function": LITERAL_PER_FUNCTION,
         "literal_total": LITERAL_TOTAL,
         "only": None if only is None else sorted(only),
+        "watch": None if watch is None else sorted(watch),
     }
     command = [setup.python, str(script), "record", str(runner.outputs / OUTPUT_NAME), json.dumps(plan)]
     process = runner(command, timeout=timeout, env={"PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir)})

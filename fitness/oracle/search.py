@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.errors import HypothesisException, NoSuchExample
 
-from gi.fitness.oracle.inputs import FunctionProfile, calls
+from gi.fitness.oracle.inputs import FunctionProfile, calls, recorded_calls
 from gi.fitness.oracle.values import Call, Encoded, Outcome, differs
 
 SAME = "same"
@@ -95,6 +95,23 @@ def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline
         search.difference = min(search.found.values(), key=lambda found: len(found.call.key()))
     if search.difference is not None:
         search.difference = _simplest(search.difference, different, search)
+    return search
+
+
+def replay_difference(profile: FunctionProfile, ask: Ask, *, deadline: float) -> Search:
+    """Make each call of the function a passing training test made, as it was made (nothing
+    drawn, nothing shrunk: an input near one of them may be one the failing tests are about),
+    until one differs or the clock passes `deadline`."""
+    search = Search()
+    for call in recorded_calls(profile, profile.passing_calls):
+        if time.monotonic() > deadline:
+            search.cut_short = True
+            break
+        search.tried += 1
+        original, variant = ask(call)
+        if differs(original, variant):
+            search.difference = search.found[call.key()] = Difference(call, original, variant)
+            break
     return search
 
 

@@ -344,6 +344,9 @@ def record(output: str, text: str) -> None:
     current: list[str | None] = [None]
     reached: set[str] = set()
     failing_reach: set[str] = set()
+    #: The calls (state, index into its calls) noted during the current test, and per state the
+    #: indices of those a failing test made.
+    noted: list[tuple[dict[str, Any], int]] = []
     outcome = {"passed": 0, "failed": 0}
 
     def key_of(frame: types.FrameType) -> str | None:
@@ -367,7 +370,7 @@ def record(output: str, text: str) -> None:
         if key is None:
             return None
         plain = not (code.co_flags & 0x0C or code.co_kwonlyargcount or code.co_name.startswith("_"))
-        return {"key": key, "calls": [], "texts": set(), "count": 0, "done": False,
+        return {"key": key, "calls": [], "texts": {}, "failing": set(), "count": 0, "done": False,
                 "literals": literals.setdefault(key, []) if plain and literal_limit else None,
                 "tries": 0}  # fmt: skip
 
@@ -404,14 +407,24 @@ def record(output: str, text: str) -> None:
                 call = {"args": [encode(item) for item in args], "kwargs": {k: encode(v) for k, v in kwargs.items()}}
                 made = json.dumps(call, sort_keys=True)
                 if made not in state["texts"]:
-                    state["texts"].add(made)
+                    state["texts"][made] = len(state["calls"])
                     state["calls"].append(call)
+                noted.append((state, state["texts"][made]))
             except Exception:
                 pass
         literal_done = texts is None or len(texts) >= literal_limit or state["tries"] >= 10 * literal_limit
         state["done"] = literal_done and (len(state["calls"]) >= per_function or state["count"] > 50 * per_function)
+        if state["done"] and watched is not None:
+            watched.discard(state["key"])
+            if not watched:
+                hook_on[0] = False
+                pause()
 
     only = None if plan.get("only") is None else set(plan["only"])
+    #: The functions the recording is for: once each has all the calls it keeps, the hook is
+    #: switched off and the tests run on at full speed (their reach is then no longer noted).
+    watched = None if plan.get("watch") is None else set(plan["watch"])
+    hook_on = [True]
 
     class Tracker:
         def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
@@ -426,16 +439,22 @@ def record(output: str, text: str) -> None:
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             current[0] = nodeid
             reached.clear()
+            noted.clear()
 
         def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
             if report.failed and current[0] is not None:
                 failing_reach.update(reached)
+                for state, index in noted:
+                    state["failing"].add(index)
                 outcome["failed"] += report.when in ("call", "setup")
             elif report.passed and report.when == "call":
                 outcome["passed"] += 1
 
-    start, stop = _hook(note, files)
-    start()
+    start, pause, stop = _hook(note, files)
+    if watched == set():
+        hook_on[0] = False
+    else:
+        start()
     try:
         status = pytest.main([*plan["options"], "-q", "-p", "no:cacheprovider", *plan["paths"]], plugins=[Tracker()])
     finally:
@@ -470,16 +489,21 @@ def record(output: str, text: str) -> None:
             parameters = _parameters(_target(key), encode)
         except Exception:
             continue
-        profile[key] = {"parameters": parameters, "calls": seen["calls"], "count": seen["count"]}
+        profile[key] = {"parameters": parameters, "calls": seen["calls"], "count": seen["count"],
+                        "failing_calls": sorted(seen.get("failing", ()))}  # fmt: skip
     with open(output, "w", encoding="utf-8") as stream:
         json.dump({"functions": profile, "failing_reach": sorted(failing_reach), "tests": outcome,
-                   "status": int(status), "cases": cases[: int(plan["literal_total"])]}, stream)  # fmt: skip
+                   "status": int(status), "cases": cases[: int(plan["literal_total"])],
+                   "hook_to_the_end": hook_on[0]}, stream)  # fmt: skip
 
 
-def _hook(note: Callable[[types.FrameType], None], files: set[str]) -> tuple[Callable[[], Any], Callable[[], Any]]:
-    """Start and stop functions of a hook that calls `note(frame)` as each Python function
+def _hook(
+    note: Callable[[types.FrameType], None], files: set[str]
+) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]:
+    """Start, pause and stop functions of a hook that calls `note(frame)` as each Python function
     starts: sys.monitoring where the interpreter has it (code outside `files` is switched off
-    after its first call, so the tests run at nearly full speed), else a profile function."""
+    after its first call, so the tests run at nearly full speed), else a profile function, called
+    on every call until it is paused. `pause` may be called from inside `note`."""
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
         tool = next((tool for tool in (2, 3, 4, 5) if monitoring.get_tool(tool) is None), None)
@@ -497,18 +521,21 @@ def _hook(note: Callable[[types.FrameType], None], files: set[str]) -> tuple[Cal
                 monitoring.register_callback(tool, monitoring.events.PY_START, started)
                 monitoring.set_events(tool, monitoring.events.PY_START)
 
+            def pause() -> None:
+                monitoring.set_events(tool, 0)
+
             def stop() -> None:
                 monitoring.set_events(tool, 0)
                 monitoring.register_callback(tool, monitoring.events.PY_START, None)
                 monitoring.free_tool_id(tool)
 
-            return start, stop
+            return start, pause, stop
 
     def profile(frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "call" and frame.f_code.co_filename in files:
             note(frame)
 
-    return (lambda: sys.setprofile(profile)), (lambda: sys.setprofile(None))
+    return (lambda: sys.setprofile(profile)), (lambda: sys.setprofile(None)), (lambda: sys.setprofile(None))
 
 
 def _parameters(function: Any, encode: Encoder) -> list[dict[str, Any]]:

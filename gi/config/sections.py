@@ -103,7 +103,8 @@ class TestsSection(_Section):
         Field(
             description="the behaviour oracle: each front member's changed functions called on inputs the tests"
             " did not try (Hypothesis, from those they did), against the original, each in a sandboxed process;"
-            " 'auto': on, and in a repair for the functions the failing tests do not reach; 'off'"
+            " 'auto': on (in a repair, the functions the failing tests reach only on the calls the passing tests"
+            " made); 'off'"
         ),
     ] = "auto"
     oracle_seconds: Annotated[

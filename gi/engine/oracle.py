@@ -3,11 +3,13 @@ never tried, against the original (gi.fitness.oracle).
 
 The original's training tests are recorded (`record_calls`: the measurement `oracle_calls`);
 with the original's coverage at hand, only those that run a function to check are (the
-measurement `oracle_calls:<hash of their ids>`). For each front member, the functions its patch
-changes (directly or through what they use; in a repair, less those the failing tests reach,
-which the repair is meant to change) are called on calls Hypothesis draws, each call made in two
-sandboxed processes: one of the original's copy and one of the member's (`OracleWorker`,
-fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as a pytest test,
+measurement `oracle_calls:<hash of their ids>`), and only until the functions to check have
+their calls. For each front member, the functions its patch changes (directly or through what
+they use; in a repair, less those the failing tests reach, which the repair is meant to change)
+are called on calls Hypothesis draws; in a repair, the public functions the failing tests reach
+are called on the calls the passing tests made of them, where the original was right. Each call
+is made in two sandboxed processes: one of the original's copy and one of the member's
+(`OracleWorker`, fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as a pytest test,
 and confirmed: the test must pass on the original and fail on the member when pytest runs it in
 fresh copies, under gi's signed report. The verdicts are recorded (`oracle:<tree hash>`), so a
 resumed or rewritten run keeps them; the time they take is bounded by tests.oracle_seconds over
@@ -31,14 +33,22 @@ from hashlib import sha256
 from typing import Any
 
 from gi.engine.evaluation import Evaluator
-from gi.engine.held_out import HeldOut
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.sandbox.limits import WATCH_INTERVAL
 from gi.engine.sandbox.runner import LiveCommand, Sandbox
 from gi.fitness.oracle.changes import changed_functions
 from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError
 from gi.fitness.oracle.record import WORKER_NAME, Recording, RecordingError, worker_source
-from gi.fitness.oracle.search import CHANGED, NOT_CHECKED, SAME, Behaviour, Difference, not_checked, search_difference
+from gi.fitness.oracle.search import (
+    CHANGED,
+    NOT_CHECKED,
+    SAME,
+    Behaviour,
+    Difference,
+    not_checked,
+    replay_difference,
+    search_difference,
+)
 from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, describe
 from gi.fitness.outcomes import regressions
 from gi.fitness.selection import OUTSIDE_TESTS
@@ -46,7 +56,6 @@ from gi.fitness.tests import NOT_FAILING, PytestSetup
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, parse_quietly
 from gi.model.results import Evaluation
-from gi.populations import Individual
 
 #: Seconds one call may take in a worker; past it, the call has timed out.
 CALL_SECONDS = 1.0
@@ -205,20 +214,23 @@ class Oracle:
         """Each editable file's module name."""
         return {file: module for module, file in self.evaluator.settings.pytest.modules}
 
-    def recording(self, tests: Sequence[str] | None = None) -> Recording:
+    def recording(self, tests: Sequence[str] | None = None, watch: Sequence[str] | None = None) -> Recording:
         """The original's training tests' calls, of every test or only of `tests` (node ids),
-        recorded once, then read from the store."""
-        key = (
-            "oracle_calls"
-            if tests is None
-            else f"oracle_calls:{sha256(json.dumps(sorted(tests)).encode()).hexdigest()[:16]}"
-        )
+        recorded once, then read from the store; with `watch` (functions, "module:name"), only
+        until each of them has its calls."""
+        if tests is None and watch is None:
+            key = "oracle_calls"
+        elif watch is None:
+            key = f"oracle_calls:{sha256(json.dumps(sorted(tests or ())).encode()).hexdigest()[:16]}"
+        else:
+            which = {"tests": None if tests is None else sorted(tests), "watch": sorted(watch)}
+            key = f"oracle_calls:{sha256(json.dumps(which, sort_keys=True).encode()).hexdigest()[:16]}"
         if key not in self._recordings:
 
             def record() -> dict[str, Any]:
                 started = time.monotonic()
                 try:
-                    return self.evaluator.record_calls(self.original, only=tests)
+                    return self.evaluator.record_calls(self.original, only=tests, watch=watch)
                 finally:
                     self.recording_seconds += time.monotonic() - started
 
@@ -231,6 +243,15 @@ class Oracle:
         self._recording = self._recordings[key]
         return self._recording
 
+    def functions_to_check(self, variants: Sequence[Variant]) -> set[str]:
+        """The functions ("module:name") the oracle checks on `variants`. Raises RecordingError."""
+        meant = self._meant()
+        wanted: set[str] = set()
+        for variant in variants:
+            wanted |= set(changed_functions(self.original.sources, variant.sources, self.modules, meant))
+            wanted |= set(self._kept(variant))
+        return wanted
+
     def tests_to_record(self, variants: Sequence[Variant]) -> list[str] | None:
         """The training tests that ran a line of a function the oracle checks on `variants`, by
         the original's coverage (only they call it, so only they give it inputs); None when there
@@ -238,10 +259,7 @@ class Oracle:
         coverage = self.evaluator.coverage
         if coverage is None:
             return None
-        meant = self._meant()
-        wanted: set[str] = set()
-        for variant in variants:
-            wanted |= set(changed_functions(self.original.sources, variant.sources, self.modules, meant))
+        wanted = self.functions_to_check(variants)
         tests: set[str] = set()
         for file, module in self.modules.items():
             lines = coverage.lines.get(file, {})
@@ -275,7 +293,7 @@ class Oracle:
                 for variant in missing:
                     self._keep(variant.tree_hash, not_checked(SPENT))
                 missing = []
-            recording = self.recording(self.tests_to_record(missing)) if missing else None
+            recording = self._recording_for(missing) if missing else None
         except RecordingError as error:
             why = f"the training tests' calls could not be recorded ({error})"
             self.warnings.append(f"tests.oracle: {why}")
@@ -291,6 +309,22 @@ class Oracle:
                     self._keep(variant.tree_hash, self._member(variant, recording, original, stack, share))
         self.spent += time.monotonic() - started - (self.recording_seconds - recorded_before)
         return {variant.tree_hash: self.verdicts[variant.tree_hash] for variant in variants}
+
+    def _recording_for(self, variants: Sequence[Variant]) -> Recording:
+        """The recording the checks of `variants` need: the tests that run their changed
+        functions, until the functions their patches edit have their calls (those that only use
+        an edited one are checked on drawn calls after them, and one the tests seldom call would
+        keep the hook on to the end). A repair without coverage has recorded every test whole to learn
+        the failing tests' reach, and reads that. Raises RecordingError."""
+        tests = self.tests_to_record(variants)
+        if self.repairing and tests is None:
+            return self.recording()
+        meant = self._meant()
+        edited: set[str] = set()
+        for variant in variants:
+            changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+            edited |= {key for key, why in changed.items() if not why.startswith("uses ")} | set(self._kept(variant))
+        return self.recording(tests, sorted(edited) or None)
 
     def _meant(self) -> frozenset[str]:
         """The functions a repair is meant to change, those its failing tests reach (none outside
@@ -328,7 +362,7 @@ class Oracle:
             return "the patch changes no public top-level function"
         meant = self._meant()
         changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
-        if any(not key.partition(":")[2].startswith("_") for key in changed):
+        if any(not key.partition(":")[2].startswith("_") for key in changed) or self._kept(variant):
             return ""
         reached = [key.partition(":")[2] for key in public if key in meant]
         return (
@@ -357,16 +391,30 @@ class Oracle:
         changed = changed_functions(self.original.sources, variant.sources, self.modules)
         return [key for key in changed if not key.partition(":")[2].startswith("_")]
 
-    def targets(self, variant: Variant, recording: Recording) -> tuple[list[FunctionProfile], list[str]]:
-        """The functions to check on a variant, those its patch edits first, and why others it
-        changes are not checked."""
+    def _kept(self, variant: Variant) -> list[str]:
+        """In a repair, the public functions the variant changes that the failing tests reach: on
+        the calls the passing tests make of them, the original's behaviour was right (those tests
+        pass), so a repair keeps it there."""
+        if not self.repairing:
+            return []
+        meant = self._meant()
+        return [key for key in self._public_changes(variant) if key in meant]
+
+    def targets(
+        self, variant: Variant, recording: Recording
+    ) -> tuple[list[FunctionProfile], list[FunctionProfile], list[str]]:
+        """The functions to check on a variant on drawn calls, those its patch edits first; those
+        to check on the passing training tests' calls alone (`_kept`); and why others it changes
+        are not checked."""
         meant = self._meant()
         changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
-        skipped = [
-            f"{key.partition(':')[2]}: the failing tests reach it"
-            for key in self._public_changes(variant)
-            if key in meant
-        ]
+        skipped, kept = [], []
+        for key in self._kept(variant):
+            profile = recording.functions.get(key)
+            if profile is not None and profile.passing_calls:
+                kept.append(profile)
+            else:
+                skipped.append(f"{key.partition(':')[2]}: the failing tests reach it, and no passing test calls it")
         chosen: list[tuple[bool, FunctionProfile]] = []
         for key, why in changed.items():
             name = key.partition(":")[2]
@@ -377,17 +425,17 @@ class Oracle:
                 skipped.append(f"{name}: not importable from its module")
                 continue
             chosen.append((why != "edited", profile))
-        return [profile for _, profile in sorted(chosen, key=lambda item: item[0])], skipped
+        return [profile for _, profile in sorted(chosen, key=lambda item: item[0])], kept, skipped
 
     def _member(
         self, variant: Variant, recording: Recording, original: list[OracleWorker], stack: ExitStack, seconds: float
     ) -> Behaviour:
         started = time.monotonic()
         deadline = started + seconds
-        targets, skipped = self.targets(variant, recording)
-        if targets and seconds < MIN_SECONDS:
+        targets, kept, skipped = self.targets(variant, recording)
+        if (targets or kept) and seconds < MIN_SECONDS:
             return not_checked(SPENT)
-        if not targets:
+        if not targets and not kept:
             why = "; ".join(skipped) if skipped else "the patch changes no public top-level function"
             return not_checked(why)
         tried, checked, unmakeable = 0, [], []
@@ -400,11 +448,15 @@ class Oracle:
                 def ask(call: Call) -> tuple[Outcome, Outcome]:
                     return original[0].call(call), mine.call(call)
 
-                for index, profile in enumerate(targets):
-                    share = (deadline - time.monotonic()) / (len(targets) - index)
+                for index, profile in enumerate([*kept, *targets]):
+                    share = (deadline - time.monotonic()) / (len(kept) + len(targets) - index)
                     seed = (self.seed * 1_000_003 + int(variant.tree_hash[:12], 16)) % 2**32
                     try:
-                        search = search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
+                        search = (
+                            replay_difference(profile, ask, deadline=time.monotonic() + share)
+                            if index < len(kept)
+                            else search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
+                        )
                     except UnmakeableError as error:
                         unmakeable.append(f"{profile.key.partition(':')[2]}: {error}")
                         continue
@@ -413,6 +465,8 @@ class Oracle:
                     if search.difference is not None:
                         found = sorted(search.found.values(), key=lambda difference: len(difference.call.key()))
                         verdict = self._confirmed(variant, profile, [search.difference, *found], tried, checked)
+                        if verdict is not None and index < len(kept):
+                            verdict = replace(verdict, why=f"a call a passing training test makes: {verdict.why}")
                         if verdict is not None and verdict.verdict == CHANGED:
                             return _timed(verdict, started)
                         unconfirmed = unconfirmed or verdict
@@ -499,54 +553,6 @@ class Oracle:
             "functions_recorded": len(recording.functions) if recording is not None else None,
             "tests_recorded": recording.passed + recording.failed if recording is not None else None,
         }
-
-
-#: Where a counterexample found during the run goes among the held-out tests (tests.oracle_feedback).
-FEEDBACK_FILE = "gi_oracle/test_gi_oracle_{number}.py"
-
-
-class OracleFeedback:
-    """tests.oracle_feedback: after each generation, the oracle judges the front's new members
-    (within tests.oracle_seconds a generation), and each counterexample pytest confirmed joins the
-    held-out tests, so the held-out verdicts of the run (its generalisation gap, the front's) count
-    it. The counterexamples are recorded (`oracle_counterexamples`): a resumed run has them too."""
-
-    def __init__(self, oracle: Oracle, held_out: HeldOut, measurements: Measurements) -> None:
-        self.oracle = oracle
-        self.held_out = held_out
-        self.measurements = measurements
-        self.tests: list[str] = list(measurements.found("oracle_counterexamples") or [])
-        self._install()
-
-    def _install(self) -> None:
-        self.held_out.extend(
-            [(FEEDBACK_FILE.format(number=number), test) for number, test in enumerate(self.tests, start=1)]
-        )
-
-    def generation(
-        self, new: Sequence[Individual], evaluations: Mapping[str, Evaluation], baseline: Evaluation
-    ) -> None:
-        """Judge the generation's new front members; add what was found to the held-out tests."""
-        variants = [
-            apply(self.oracle.program, member.patch)
-            for member in new
-            if member.tree_hash != self.oracle.original.tree_hash
-            and member.tree_hash in evaluations
-            and not unchecked_because(evaluations[member.tree_hash], baseline)
-        ]
-        if not variants:
-            return
-        verdicts = self.oracle.check(variants, seconds=self.oracle.seconds)
-        found = [
-            verdict.counterexample
-            for verdict in verdicts.values()
-            if verdict.verdict == CHANGED and verdict.confirmed and verdict.counterexample
-        ]
-        added = [test for test in dict.fromkeys(found) if test not in self.tests]
-        if added:
-            self.tests += added
-            self.measurements.record("oracle_counterexamples", self.tests)
-            self._install()
 
 
 def unchecked_because(evaluation: Evaluation, baseline: Evaluation) -> str:

@@ -295,16 +295,22 @@ class SuiteRuns:
         variant: Variant,
         listed: Mapping[str, Sequence[Sequence[object]]] | None = None,
         only: Sequence[str] | None = None,
+        watch: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """The training tests' calls of the editable functions (`only` those tests, when given),
-        recorded on `variant` (the original) once per evaluator, `listed` inputs and tests
-        (gi.fitness.oracle.record); raises RecordingError."""
-        key = json.dumps([listed or {}, None if only is None else sorted(only)], sort_keys=True, default=repr)
+        """The training tests' calls of the editable functions (`only` those tests, when given;
+        until the `watch` functions have theirs, when given), recorded on `variant` (the original)
+        once per evaluator, `listed` inputs and tests (gi.fitness.oracle.record); raises
+        RecordingError."""
+        key = json.dumps(
+            [listed or {}, None if only is None else sorted(only), None if watch is None else sorted(watch)],
+            sort_keys=True,
+            default=repr,
+        )
         if key not in self._recorded:
             with self._sandbox(variant) as sandbox:
                 self._recorded[key] = record_calls(self.settings.train, self.program.files, runner=sandbox,
                                                    timeout=self.settings.timeout * 3, setup=self.settings.pytest,
-                                                   listed=listed, only=only)  # fmt: skip
+                                                   listed=listed, only=only, watch=watch)  # fmt: skip
         return self._recorded[key]
 
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:

@@ -33,7 +33,8 @@ from gi.config.sections import AUTO_NEIGHBOURHOOD
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.held_out import HeldOut, configure_held_out
-from gi.engine.oracle import Oracle, OracleFeedback
+from gi.engine.oracle import Oracle
+from gi.engine.oracle_feedback import OracleFeedback
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.project import pytest_setup
 from gi.engine.recorded import Measurements, as_is

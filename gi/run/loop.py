@@ -20,7 +20,7 @@ from gi.algorithms import Search
 from gi.algorithms.variation import Candidate, operator_name
 from gi.config.sections import SearchSection
 from gi.engine.held_out import HeldOut, front_members
-from gi.engine.oracle import OracleFeedback
+from gi.engine.oracle_feedback import OracleFeedback
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.recorded import as_is
 from gi.engine.service import EvaluationService

@@ -24,7 +24,7 @@ from gi.engine.store import RunStore
 from gi.fitness.oracle import CHANGED, NOT_CHECKED, SAME
 from gi.fitness.outcomes import overfits
 from gi.fitness.selection import Coverage
-from gi.model.edits import DeleteStatement, KeepOperand
+from gi.model.edits import DeleteStatement, KeepOperand, WriteStatement
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -180,6 +180,51 @@ def test_a_repair_leaves_the_functions_its_failing_tests_reach_to_change(tmp_pat
     assert verdicts[fix.tree_hash].verdict == NOT_CHECKED
     assert "is_leap: the failing tests reach it" in verdicts[fix.tree_hash].why
     assert verdicts[simplified.tree_hash].verdict == CHANGED
+
+
+LEAP_TRAINING = """\
+from arith import is_leap
+
+
+def test_a_century_divisible_by_400_is_a_leap_year():
+    assert is_leap(2000)
+
+
+def test_common_years():
+    assert is_leap(2024) and not is_leap(2023)
+
+
+def test_the_answer_is_a_bool():
+    assert all(isinstance(is_leap(year), bool) for year in (1900, 2023))
+"""
+
+
+def test_a_repair_keeps_the_original_s_behaviour_on_the_calls_its_passing_tests_make(tmp_path: Path) -> None:
+    """The functions a repair's failing tests reach are meant to change, but on the calls its
+    passing tests make the original was right: a repair that passes every test yet changes one
+    of those (is_leap(1900), which no test checks) is flagged; the repair that restores the rule
+    is not."""
+    buggy = ARITH.replace("(year % 100 != 0 or year % 400 == 0)", "year % 100 != 0")
+    program = write_program(tmp_path / "arith", buggy, LEAP_TRAINING)
+    rule = Location("arith.py", "body[3].body.body[1]")
+    restored = WriteStatement(rule, "return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)")
+    correct = apply(program, Patch((restored,)))
+    overfitting = apply(program, Patch((NO_CENTURIES,)))  # year % 4 == 0: 1900 becomes a leap year
+    evaluator = evaluator_for(program)
+    try:
+        assert evaluator.evaluate(apply(program, Patch())).measures["failed_tests"] == 1
+        for variant in (correct, overfitting):
+            assert evaluator.evaluate(variant).measures["failed_tests"] == 0, variant.diff()
+        verdicts = Oracle(evaluator, None, seconds=120, repairing=True, seed=3).check([correct, overfitting])
+    finally:
+        evaluator.close()
+    assert verdicts[correct.tree_hash].verdict == SAME, verdicts[correct.tree_hash]
+    flagged = verdicts[overfitting.tree_hash]
+    assert flagged.verdict == CHANGED and flagged.confirmed, flagged
+    assert flagged.why.startswith("a call a passing training test makes: is_leap(1900) returns False on the original")
+    assert flagged.counterexample is not None and "is_leap(1900) is False" in flagged.counterexample
+    assert passes(tmp_path / "original", program, apply(program, Patch()), flagged.counterexample)
+    assert not passes(tmp_path / "overfitting", program, overfitting, flagged.counterexample)
 
 
 CONFIG = """\

@@ -185,3 +185,56 @@ def test_a_program_cannot_pass_a_different_value_for_the_original_s(honest: Work
     assert original == ["int", "5"]
     assert lying == ["object", "liar.Five", []]
     assert subclass == ["object", "liar.Sneaky", [["value", ["int", "6"]]]]
+
+
+POWERS = """
+def square(x):
+    return x * x
+
+
+def cube(x):
+    return x * x * x
+"""
+
+POWERS_TESTS = """
+from powers import cube, square
+
+
+def test_square():
+    assert [square(n) for n in range(100)][-1] == 9801
+
+
+def test_cube():
+    assert cube(2) == 8
+"""
+
+
+def record(folder: Path, watch: list[str] | None) -> dict[str, Any]:
+    """The recorder's output for the powers program's tests, run as gi runs it (less the sandbox)."""
+    (folder / "powers.py").write_text(POWERS)
+    (folder / "test_powers.py").write_text(POWERS_TESTS)
+    (folder / "gi_oracle_worker.py").write_text(worker_source())
+    plan = {"files": [str(folder / "powers.py")], "modules": ["powers"], "paths": ["test_powers.py"],
+            "options": [], "listed": {}, "per_function": 5, "literal_per_function": 0, "literal_total": 0,
+            "only": None, "watch": watch}  # fmt: skip
+    output = folder / "calls.json"
+    subprocess.run([sys.executable, "gi_oracle_worker.py", "record", str(output), json.dumps(plan)], cwd=folder,
+                   env={**os.environ, "PYTHONPATH": str(folder)}, capture_output=True, check=True)  # fmt: skip
+    found: dict[str, Any] = json.loads(output.read_text())
+    return found
+
+
+def test_the_recording_hook_is_switched_off_once_the_watched_functions_have_their_calls(tmp_path: Path) -> None:
+    """Python 3.11's profile hook slows every call the tests make; the oracle needs the calls of
+    the functions it checks, so once those have theirs the tests run on without it."""
+    (tmp_path / "all").mkdir()
+    (tmp_path / "watched").mkdir()
+    whole = record(tmp_path / "all", None)
+    watched = record(tmp_path / "watched", ["powers:square"])
+    assert whole["hook_to_the_end"] and not watched["hook_to_the_end"]
+    assert whole["tests"] == watched["tests"] == {"passed": 2, "failed": 0}
+    assert [call["args"] for call in watched["functions"]["powers:square"]["calls"]] == [
+        [["int", str(n)]] for n in range(5)
+    ]
+    assert whole["functions"]["powers:cube"]["calls"] == [{"args": [["int", "2"]], "kwargs": {}}]
+    assert watched["functions"]["powers:cube"]["calls"] == [], "cube runs after the hook is off"
