@@ -11,8 +11,9 @@ original's editable modules once, and then for each variant, alternately:
   original's compiled code), runs each test module and calls its test functions (plain
   functions without arguments: this floor knows no fixtures), and exits; nothing else;
 - pytest in a warm fork: forks; the child makes the variant's modules alike and runs
-  `pytest.main` on the training paths, quiet, without gi's plugin: what running the tests
-  through pytest costs, start-up, collection and reporting included.
+  `pytest.main` on the training paths, quiet, without gi's plugin or Hypothesis's (which gi
+  leaves out where a project never names Hypothesis): what running the tests through pytest
+  costs, start-up, collection and reporting included.
 
 It writes the wall seconds of each (fork to reaped child) and what the floor's tests gave.
 Needs the standard library and pytest; nothing of gi's.
@@ -127,7 +128,7 @@ def main() -> None:
             install(sources, originals)
             os.dup2(quiet, 1)
             os.dup2(quiet, 2)
-            pytest.main(["-q", "-p", "no:cacheprovider", *request["train"]])
+            pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *request["train"]])
             return b""
 
         seconds, data = in_child(bare)
