@@ -451,14 +451,15 @@ def record(output: str, text: str) -> None:
                 outcome["passed"] += 1
 
     start, pause, stop = _hook(note, files)
-    if watched == set():
-        hook_on[0] = False
-    else:
+    hooked = watched != set()  # nothing to watch: no hook at all
+    hook_on[0] = hooked
+    if hooked:
         start()
     try:
         status = pytest.main([*plan["options"], "-q", "-p", "no:cacheprovider", *plan["paths"]], plugins=[Tracker()])
     finally:
-        stop()
+        if hooked:
+            stop()
     for key, inputs in plan["listed"].items():
         texts = literals.setdefault(key, [])
         for made in (literal(arguments) for arguments in inputs):
