@@ -9,11 +9,11 @@ they use; in a repair, less those the failing tests reach, which the repair is m
 are called on calls Hypothesis draws; in a repair, the public functions the failing tests reach
 are called on the calls the passing tests made of them, where the original was right. Each call
 is made in two sandboxed processes: one of the original's copy and one of the member's
-(`OracleWorker`, fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as a pytest test,
-and confirmed: the test must pass on the original and fail on the member when pytest runs it in
-fresh copies, under gi's signed report. The verdicts are recorded (`oracle:<tree hash>`), so a
-resumed or rewritten run keeps them; the time they take is bounded by tests.oracle_seconds over
-the front.
+(`OracleWorker`, fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as
+a pytest test, and confirmed: the test must pass on the original and fail on the member when
+pytest runs it in fresh copies, under gi's signed report. The verdicts are recorded
+(`oracle:<tree hash>`), so a resumed or rewritten run keeps them; the time they take is bounded
+by tests.oracle_seconds over the front.
 """
 
 from __future__ import annotations
@@ -314,8 +314,8 @@ class Oracle:
         """The recording the checks of `variants` need: the tests that run their changed
         functions, until the functions their patches edit have their calls (those that only use
         an edited one are checked on drawn calls after them, and one the tests seldom call would
-        keep the hook on to the end). A repair without coverage has recorded every test whole to learn
-        the failing tests' reach, and reads that. Raises RecordingError."""
+        keep the hook on to the end). A repair without coverage has recorded every test whole to
+        learn the failing tests' reach, and reads that. Raises RecordingError."""
         tests = self.tests_to_record(variants)
         if self.repairing and tests is None:
             return self.recording()
