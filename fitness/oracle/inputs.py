@@ -1,5 +1,5 @@
 """Inputs the tests did not try: Hypothesis strategies for a function's calls, from the values its
-training tests gave it (recorded by fitness/sandboxed/oracle_worker.py) and its annotations.
+training tests gave it (recorded by fitness/sandboxed/oracle_recorder.py) and its annotations.
 
 Each parameter draws from strategies shaped like what was seen: integers around and well beyond
 the ones seen, floats, strings over the characters seen and printable ones, collections of the
@@ -277,7 +277,7 @@ def _collections(tag: str, group: Sequence[Encoded], depth: int) -> st.SearchStr
 
 
 def of_shape(shape: Any, depth: int = 0) -> st.SearchStrategy[Encoded] | None:
-    """Values of an annotation's type shape (see oracle_worker._shape); None when it names
+    """Values of an annotation's type shape (see oracle_recorder._shape); None when it names
     nothing gi can make."""
     if shape is None:
         return _integers([]).map(lambda number: ["int", str(number)]) if depth else None

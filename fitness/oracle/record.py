@@ -1,10 +1,11 @@
 """The calls the training tests make, recorded on the original: the inputs the oracle starts from,
 and the differential checks' cases (`gi.fitness.differential`).
 
-`record_calls` runs fitness/sandboxed/oracle_worker.py's `record` mode in a runner's copy of the
-original: the training tests under a hook that notes, per top-level function of the editable
-files, its parameters and (bounded) the distinct arguments it was called with, in the neutral
-encoding; which functions the failing tests reach; and the results of the literal calls.
+`record_calls` runs fitness/sandboxed/oracle_recorder.py (beside the oracle worker, whose
+encoding it uses) in a runner's copy of the original: the training tests under a hook that
+notes, per top-level function of the editable files, its parameters and (bounded) the distinct
+arguments it was called with, in the neutral encoding; which functions the failing tests reach;
+and the results of the literal calls.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gi.fitness.tests import DEFAULT_SETUP, PytestSetup
 from gi.model.results import CommandRunner
 
 WORKER_NAME = "gi_oracle_worker.py"
+RECORDER_NAME = "gi_oracle_recorder.py"
 OUTPUT_NAME = "gi_oracle_calls.json"
 #: Distinct argument lists kept per function (the first ones the tests give).
 PER_FUNCTION = 40
@@ -29,8 +31,13 @@ LITERAL_TOTAL = 500
 
 
 def worker_source() -> str:
-    """The sandboxed script's source, copied into each workspace's tools folder."""
+    """The sandboxed worker's source, copied into each workspace's tools folder."""
     return (SANDBOXED / "oracle_worker.py").read_text(encoding="utf-8")
+
+
+def recorder_source() -> str:
+    """The sandboxed recorder's source, copied beside the worker."""
+    return (SANDBOXED / "oracle_recorder.py").read_text(encoding="utf-8")
 
 
 class RecordingError(Exception):
@@ -79,7 +86,8 @@ def record_calls(
     these functions has the calls it keeps, so the tests run on at full speed: the other
     functions' calls and the failing tests' reach are then those seen until then. Raises
     RecordingError."""
-    script = runner.install_tool(WORKER_NAME, worker_source())
+    runner.install_tool(WORKER_NAME, worker_source())
+    script = runner.install_tool(RECORDER_NAME, recorder_source())
     runner.clear_output(OUTPUT_NAME)
     plan = {
         "files": [str(runner.workdir / file) for file in files],
@@ -93,7 +101,7 @@ def record_calls(
         "only": None if only is None else sorted(only),
         "watch": None if watch is None else sorted(watch),
     }
-    command = [setup.python, str(script), "record", str(runner.outputs / OUTPUT_NAME), json.dumps(plan)]
+    command = [setup.python, str(script), str(runner.outputs / OUTPUT_NAME), json.dumps(plan)]
     process = runner(command, timeout=timeout, env={"PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir)})
     data = runner.read_output(OUTPUT_NAME)
     if data is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gi.fitness.oracle.record import worker_source
+from gi.fitness.oracle.record import recorder_source, worker_source
 
 HONEST = """
 def five(x):
@@ -214,11 +214,12 @@ def record(folder: Path, watch: list[str] | None) -> dict[str, Any]:
     (folder / "powers.py").write_text(POWERS)
     (folder / "test_powers.py").write_text(POWERS_TESTS)
     (folder / "gi_oracle_worker.py").write_text(worker_source())
+    (folder / "gi_oracle_recorder.py").write_text(recorder_source())
     plan = {"files": [str(folder / "powers.py")], "modules": ["powers"], "paths": ["test_powers.py"],
             "options": [], "listed": {}, "per_function": 5, "literal_per_function": 0, "literal_total": 0,
             "only": None, "watch": watch}  # fmt: skip
     output = folder / "calls.json"
-    subprocess.run([sys.executable, "gi_oracle_worker.py", "record", str(output), json.dumps(plan)], cwd=folder,
+    subprocess.run([sys.executable, "gi_oracle_recorder.py", str(output), json.dumps(plan)], cwd=folder,
                    env={**os.environ, "PYTHONPATH": str(folder)}, capture_output=True, check=True)  # fmt: skip
     found: dict[str, Any] = json.loads(output.read_text())
     return found
