@@ -208,6 +208,7 @@ class Oracle:
         self._recording: Recording | None = None
         self._recordings: dict[str, Recording] = {}
         self._reach: frozenset[str] | None = None
+        self._changed: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
 
     @property
     def modules(self) -> dict[str, str]:
@@ -248,7 +249,7 @@ class Oracle:
         meant = self._meant()
         wanted: set[str] = set()
         for variant in variants:
-            wanted |= set(changed_functions(self.original.sources, variant.sources, self.modules, meant))
+            wanted |= set(self._changes(variant, meant))
             wanted |= set(self._kept(variant))
         return wanted
 
@@ -322,7 +323,7 @@ class Oracle:
         meant = self._meant()
         edited: set[str] = set()
         for variant in variants:
-            changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+            changed = self._changes(variant, meant)
             edited |= {key for key, why in changed.items() if not why.startswith("uses ")} | set(self._kept(variant))
         return self.recording(tests, sorted(edited) or None)
 
@@ -361,7 +362,7 @@ class Oracle:
         if not public:
             return "the patch changes no public top-level function"
         meant = self._meant()
-        changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        changed = self._changes(variant, meant)
         if any(not key.partition(":")[2].startswith("_") for key in changed) or self._kept(variant):
             return ""
         reached = [key.partition(":")[2] for key in public if key in meant]
@@ -386,9 +387,17 @@ class Oracle:
         if self.measurements is not None and behaviour.why != SPENT:
             self.measurements.record(f"oracle:{tree_hash}", behaviour.to_json())
 
+    def _changes(self, variant: Variant, meant: frozenset[str] = frozenset()) -> dict[str, str]:
+        """`changed_functions` of a variant (the functions `meant` to change left out), worked out
+        once per variant: each check of a member asks for it several times."""
+        key = (variant.tree_hash, meant)
+        if key not in self._changed:
+            self._changed[key] = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        return self._changed[key]
+
     def _public_changes(self, variant: Variant) -> list[str]:
         """The public top-level functions the variant changes (known without the recording)."""
-        changed = changed_functions(self.original.sources, variant.sources, self.modules)
+        changed = self._changes(variant)
         return [key for key in changed if not key.partition(":")[2].startswith("_")]
 
     def _kept(self, variant: Variant) -> list[str]:
@@ -407,7 +416,7 @@ class Oracle:
         to check on the passing training tests' calls alone (`_kept`); and why others it changes
         are not checked."""
         meant = self._meant()
-        changed = changed_functions(self.original.sources, variant.sources, self.modules, meant)
+        changed = self._changes(variant, meant)
         skipped, kept = [], []
         for key in self._kept(variant):
             profile = recording.functions.get(key)
