@@ -7,9 +7,11 @@ measurement `oracle_calls:<hash of their ids>`), and only until the functions to
 their calls. For each front member, the functions its patch changes (directly or through what
 they use; in a repair, less those the failing tests reach, which the repair is meant to change)
 are called on calls Hypothesis draws; in a repair, the public functions the failing tests reach
-are called on the calls the passing tests made of them, where the original was right. Each call
-is made in two sandboxed processes: one of the original's copy and one of the member's
-(`OracleWorker`, fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as
+are called on the calls the passing tests made of them, where the original was right, and on
+drawn calls that run the same lines of the original as one of those (gi.fitness.oracle.paths).
+Each call is made in two sandboxed processes: one of the original's copy and one of the
+member's (`OracleWorker`, gi/engine/oracle_process.py, running
+fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as
 a pytest test, and confirmed: the test must pass on the original and fail on the member when
 pytest runs it in fresh copies, under gi's signed report. The verdicts are recorded
 (`oracle:<tree hash>`), so a resumed or rewritten run keeps them; the time they take is bounded
@@ -19,32 +21,28 @@ by tests.oracle_seconds over the front.
 from __future__ import annotations
 
 import ast
-import hmac
 import json
-import os
-import secrets
-import select
-import struct
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from hashlib import sha256
 from typing import Any
 
 from gi.engine.evaluation import Evaluator
+from gi.engine.oracle_process import OracleError, OracleWorker
 from gi.engine.recorded import Measurements, as_is
-from gi.engine.sandbox.limits import WATCH_INTERVAL
-from gi.engine.sandbox.runner import LiveCommand, Sandbox
 from gi.fitness.oracle.changes import changed_functions
 from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError
-from gi.fitness.oracle.record import WORKER_NAME, Recording, RecordingError, worker_source
+from gi.fitness.oracle.paths import Paths, learn_paths, like_passing
+from gi.fitness.oracle.record import Recording, RecordingError
 from gi.fitness.oracle.search import (
     CHANGED,
     NOT_CHECKED,
     SAME,
     Behaviour,
     Difference,
+    Search,
     not_checked,
     replay_difference,
     search_difference,
@@ -52,19 +50,11 @@ from gi.fitness.oracle.search import (
 from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, describe
 from gi.fitness.outcomes import regressions
 from gi.fitness.selection import OUTSIDE_TESTS
-from gi.fitness.tests import NOT_FAILING, PytestSetup
+from gi.fitness.tests import NOT_FAILING
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program, parse_quietly
 from gi.model.results import Evaluation
 
-#: Seconds one call may take in a worker; past it, the call has timed out.
-CALL_SECONDS = 1.0
-#: Seconds a worker may take to start and import the editable modules.
-START_SECONDS = 60.0
-#: Beyond a call's limit, how long gi waits for the answer before it stops the worker.
-ANSWER_MARGIN = 2.0
-#: The longest answer gi reads from a worker (what a call returned, encoded, is bounded far below).
-ANSWER_BYTES = 64 * 1024 * 1024
 #: Where a counterexample goes in a copy of the program.
 COUNTEREXAMPLE_FILE = "gi_oracle/test_gi_counterexample.py"
 #: Differences whose counterexample gi tries to confirm with pytest, smallest first.
@@ -74,106 +64,10 @@ MAX_RECORDED_IDS = 100_000
 #: A member left less time than this is not checked, and why.
 MIN_SECONDS = 0.5
 SPENT = "the oracle's time (tests.oracle_seconds) was spent on the members before"
-
-
-class OracleError(Exception):
-    """A worker could not start, or answered what it did not write."""
-
-
-class OracleWorker:
-    """One program's functions, called in a sandboxed process of their own."""
-
-    def __init__(self, sandbox: Sandbox, setup: PytestSetup, modules: Sequence[str]) -> None:
-        self.sandbox = sandbox
-        self.setup = setup
-        self.modules = list(modules)
-        self.script = sandbox.install_tool(WORKER_NAME, worker_source())
-        self.live: LiveCommand | None = None
-        self.key = b""
-        self.number = 0
-        self.started = 0
-
-    def _start(self) -> LiveCommand:
-        self.key, self.number = secrets.token_bytes(32), 0
-        env = {"PYTHONPATH": self.setup.pythonpath(self.sandbox.tools, self.sandbox.workdir)}
-        live = self.sandbox.start([self.setup.python, str(self.script), "serve"], env=env)
-        self.live = live
-        self.started += 1
-        self._send({"key": self.key.hex(), "modules": self.modules})
-        ready = self._receive(START_SECONDS)
-        if ready is None or "ready" not in ready:
-            tail = live.stderr.text().strip().splitlines()[-1:] or ["no answer"]
-            self.stop()
-            raise OracleError(f"the oracle's worker did not start: {tail[0]}")
-        return live
-
-    def call(self, call: Call) -> Outcome:
-        """What the program did on the call: a timed-out call stops the worker (the next call
-        starts another)."""
-        if self.live is None or not self.live.alive():
-            self.stop()
-            self._start()
-        self._send(call.request(CALL_SECONDS))
-        answer = self._receive(CALL_SECONDS + ANSWER_MARGIN)
-        if answer is None:
-            self.stop()
-            return {"timed_out": True}
-        return answer
-
-    def _send(self, request: Mapping[str, Any]) -> None:
-        assert self.live is not None
-        data = json.dumps(request).encode()
-        data = struct.pack(">I", len(data)) + data
-        try:
-            while data:
-                data = data[os.write(self.live.requests, data) :]
-        except OSError:
-            pass  # it died: the answer will not come
-
-    def _receive(self, timeout: float) -> dict[str, Any] | None:
-        """The next answer, its signature checked; None if none came in time."""
-        assert self.live is not None
-        deadline = time.monotonic() + timeout
-        header = self._read(4, deadline)
-        if header is None:
-            return None
-        size = struct.unpack(">I", header)[0]
-        if size > ANSWER_BYTES:
-            raise OracleError("the worker's answers were not written by gi's worker (an answer too long)")
-        body = self._read(size, deadline)
-        if body is None:
-            return None
-        try:
-            framed = json.loads(body)
-            text = str(framed["body"])
-            expected = hmac.new(self.key, f"{self.number}:{text}".encode(), sha256).hexdigest()
-            if not hmac.compare_digest(str(framed["mac"]), expected):
-                raise ValueError("a signature that does not match")
-            answer: dict[str, Any] = json.loads(text)
-        except (ValueError, KeyError, TypeError) as error:
-            raise OracleError(f"the worker's answers were not written by gi's worker ({error})") from None
-        self.number += 1
-        return answer
-
-    def _read(self, size: int, deadline: float) -> bytes | None:
-        assert self.live is not None
-        data = b""
-        while len(data) < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.live.stopped():
-                return None
-            if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
-                continue
-            chunk = os.read(self.live.responses, size - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
-    def stop(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+#: How the why of a difference found on a function a repair's failing tests reach begins: the call
+#: was a passing training test's, or drawn and like one (`gi.fitness.oracle.paths`).
+REPLAYED = "a call a passing training test makes"
+LIKE_PASSING = "a call like a passing training test's (it runs the same lines of the original)"
 
 
 class Oracle:
@@ -209,6 +103,9 @@ class Oracle:
         self._recordings: dict[str, Recording] = {}
         self._reach: frozenset[str] | None = None
         self._changed: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
+        #: In a repair, the paths of the original's recorded calls of each function the failing
+        #: tests reach (None: no drawn call can be told like a passing test's).
+        self._paths: dict[str, Paths | None] = {}
 
     @property
     def modules(self) -> dict[str, str]:
@@ -460,12 +357,12 @@ class Oracle:
                 for index, profile in enumerate([*kept, *targets]):
                     share = (deadline - time.monotonic()) / (len(kept) + len(targets) - index)
                     seed = (self.seed * 1_000_003 + int(variant.tree_hash[:12], 16)) % 2**32
+                    prefix = ""
                     try:
-                        search = (
-                            replay_difference(profile, ask, deadline=time.monotonic() + share)
-                            if index < len(kept)
-                            else search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
-                        )
+                        if index < len(kept):
+                            search, prefix = self._kept_search(profile, original[0], mine, seed, share)
+                        else:
+                            search = search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
                     except UnmakeableError as error:
                         unmakeable.append(f"{profile.key.partition(':')[2]}: {error}")
                         continue
@@ -474,8 +371,8 @@ class Oracle:
                     if search.difference is not None:
                         found = sorted(search.found.values(), key=lambda difference: len(difference.call.key()))
                         verdict = self._confirmed(variant, profile, [search.difference, *found], tried, checked)
-                        if verdict is not None and index < len(kept):
-                            verdict = replace(verdict, why=f"a call a passing training test makes: {verdict.why}")
+                        if verdict is not None and prefix:
+                            verdict = replace(verdict, why=f"{prefix}: {verdict.why}")
                         if verdict is not None and verdict.verdict == CHANGED:
                             return _timed(verdict, started)
                         unconfirmed = unconfirmed or verdict
@@ -492,6 +389,30 @@ class Oracle:
         names = ", ".join(key.partition(":")[2] for key in checked)
         why = f"no difference in {tried} calls of {names}" + (f" ({'; '.join(skipped)})" if skipped else "")
         return Behaviour(SAME, tried, None, why, tuple(checked), time.monotonic() - started)
+
+    def _kept_search(
+        self, profile: FunctionProfile, original: OracleWorker, mine: OracleWorker, seed: int, seconds: float
+    ) -> tuple[Search, str]:
+        """A function a repair's failing tests reach, checked where the original was right: on
+        the calls the passing training tests made of it, then on drawn calls like them
+        (`gi.fitness.oracle.paths`), in `seconds`; and the words a difference's why begins with.
+        Raises UnmakeableError."""
+        deadline = time.monotonic() + seconds
+
+        def traced(call: Call) -> Outcome:
+            return original.call(call, trace=True)
+
+        replayed = replay_difference(profile, lambda call: (original.call(call), mine.call(call)), deadline=deadline)
+        if replayed.difference is not None or replayed.cut_short:
+            return replayed, REPLAYED
+        if profile.key not in self._paths:
+            self._paths[profile.key] = learn_paths(profile, traced)
+        paths = self._paths[profile.key]
+        if paths is None:
+            return replayed, REPLAYED
+        drawn = search_difference(profile, like_passing(paths, traced, mine.call), seed=seed, deadline=deadline)
+        drawn.tried += replayed.tried
+        return drawn, LIKE_PASSING
 
     @contextmanager
     def _worker(self, variant: Variant) -> Iterator[OracleWorker]:
