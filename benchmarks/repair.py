@@ -28,8 +28,11 @@ It prints one line per bug and arm, a table per arm (bugs, repaired, correct, ov
 evaluations to the first plausible and first correct repair, median over the bugs where one was
 found), correct repairs per seed and arm, and per bug class.
 
+Under each bug's line, the oracle's `why` for each arm's presented repair it did not find
+"same". `--keep DIR` keeps every run's folder (DIR/bugN/ARM/runs/...) to read afterwards.
+
     python benchmarks/repair.py [--seeds 1,2,3] [--budget 100] [--bugs 1] [--classes a,b]
-                                [--arms a,b] [--jobs 2]
+                                [--arms a,b] [--jobs 2] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -152,12 +155,13 @@ class Outcome:
     first_plausible: int | None
     first_correct: int | None
     #: The repair gi presents first: whether there is one, the oracle's verdict on it ("same",
-    #: "changed", "not checked"; None without one), whether its counterexample passes on the
-    #: correct program (None without one), and the oracle's seconds in the run.
+    #: "changed", "not checked"; None without one) and why, whether its counterexample passes on
+    #: the correct program (None without one), and the oracle's seconds in the run.
     presented: bool = False
     oracle: str | None = None
     oracle_holds: bool | None = None
     oracle_seconds: float = 0.0
+    oracle_why: str = ""
 
 
 CONFIG = """\
@@ -239,8 +243,9 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
     if behaviour and behaviour.get("counterexample"):
         holds = _passes_on_correct(bug, folder / "correct", behaviour["counterexample"])
     seconds = float((summary.get("oracle") or {}).get("seconds") or 0.0)
+    why = str(behaviour.get("why") or "") if behaviour else ""
     return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct,
-                   bool(ranked), verdict, holds, seconds)  # fmt: skip
+                   bool(ranked), verdict, holds, seconds, why)  # fmt: skip
 
 
 def _passes_on_correct(bug: Bug, folder: Path, test: str) -> bool:
@@ -300,6 +305,7 @@ def main() -> None:
     parser.add_argument("--classes", default=",".join(BUG_CLASSES), help="bug classes, comma-separated")
     parser.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"arms, comma-separated: {', '.join(ARMS)}")
     parser.add_argument("--jobs", type=int, default=2, help="gi runs at once (each with 2 // jobs workers, at least 1)")
+    parser.add_argument("--keep", type=Path, help="keep each run's folder here (bugN/ARM/runs/...)")
     args = parser.parse_args()
     classes = [name for name in args.classes.split(",") if name]
     arms = [ARMS[name] for name in args.arms.split(",") if name in ARMS]
@@ -312,7 +318,7 @@ def main() -> None:
     workers = max(1, 2 // args.jobs)
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="gi-repair-") as scratch:
-        base = Path(scratch)
+        base = Path(scratch) if args.keep is None else args.keep.resolve()
         programs = {subject.name: correct_copy(subject, base / "correct" / subject.name) for subject in SUBJECTS}
         bugs = [(seed, bug) for seed in seeds for bug in inject(programs, classes, args.bugs, seed)]
         runs = [(index, arm) for index in range(len(bugs)) for arm in arms]
@@ -335,7 +341,8 @@ def main() -> None:
                 print(
                     f"seed {seed} {bug.bug_class:18} {bug.words}\n{'':25} {BUG_CLASSES[bug.bug_class].fixed_by}"
                     f" reaches the fix in {bug.reach:.1%} of {REACH_DRAWS} proposals; "
-                    + ", ".join(f"{arm.name}: {_verdict(found[index][arm.name])}" for arm in arms),
+                    + ", ".join(f"{arm.name}: {_verdict(found[index][arm.name])}" for arm in arms)
+                    + "".join(_why(arm.name, found[index][arm.name]) for arm in arms),
                     flush=True,
                 )
     print()
@@ -359,6 +366,13 @@ def _verdict(outcome: Outcome) -> str:
     if outcome.correct:
         return "correct" + oracle
     return ("overfits" + oracle) if outcome.repaired else "-"
+
+
+def _why(arm: str, outcome: Outcome) -> str:
+    """The oracle's reason, on a line of its own, for a presented repair it did not find "same"."""
+    if not outcome.presented or outcome.oracle == "same" or not outcome.oracle_why:
+        return ""
+    return f"\n{'':25} {arm}, the oracle: {outcome.oracle_why}"
 
 
 def _share(part: int, whole: int) -> str:
