@@ -22,7 +22,11 @@ calls the passing tests made) judges the repair gi presents first. Per arm the b
 the bugs with a presented repair (plausible), those the held-out tests call overfitting, those
 the oracle does (it found a call on which the repair does otherwise where it should not), those
 only the oracle does, and how many of the oracle's counterexamples pass on the correct program
-(one that fails there is a false alarm). And the median seconds the oracle took a run.
+(one that fails there is a false alarm). And the median seconds the oracle took a run. Then the
+truth, as far as drawn inputs show it: the oracle once more, with the correct program in the
+buggy original's place and every training and held-out test's calls recorded, counts the
+presented repairs that do otherwise than the correct program, those of them the held-out tests
+pass (overfitting they miss), and those of them the run's oracle flagged.
 
 It prints one line per bug and arm, a table per arm (bugs, repaired, correct, overfitting share,
 evaluations to the first plausible and first correct repair, median over the bugs where one was
@@ -57,9 +61,11 @@ from repair_bugs import BUG_CLASSES, REACH_DRAWS, SUBJECTS, Bug, correct_copy, i
 from gi.config import load_config
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.oracle import Oracle
+from gi.engine.project import pytest_setup
 from gi.engine.store import RunStore
 from gi.model.errors import GIError
-from gi.model.patch import Patch, apply
+from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.mutators import OPERATORS, names, templates
 from gi.run.experiment import run_experiment
@@ -73,6 +79,8 @@ CLASSIC = sorted(
 POPULATION = 10
 #: Plausible programs of one run whose held-out tests the benchmark runs (in the order found).
 HELD_OUT_CHECKS = 25
+#: The oracle's seconds for a presented repair against the correct program.
+TRUTH_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -162,6 +170,10 @@ class Outcome:
     oracle_holds: bool | None = None
     oracle_seconds: float = 0.0
     oracle_why: str = ""
+    #: The oracle's verdict on the presented repair against the correct program (not the buggy
+    #: one), on calls from every training and held-out test and drawn ones: "changed" is a
+    #: repair that is wrong, whatever the held-out tests say (None: nothing presented).
+    truth: str | None = None
 
 
 CONFIG = """\
@@ -244,8 +256,34 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
         holds = _passes_on_correct(bug, folder / "correct", behaviour["counterexample"])
     seconds = float((summary.get("oracle") or {}).get("seconds") or 0.0)
     why = str(behaviour.get("why") or "") if behaviour else ""
+    buggy = Program.load(program, [bug.subject.module], protected=["tests", "holdout"])
+    truth = _against_correct(bug, folder / "truth", run, ranked[0]["id"], buggy, seed) if ranked else None
     return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct,
-                   bool(ranked), verdict, holds, seconds, why)  # fmt: skip
+                   bool(ranked), verdict, holds, seconds, why, truth)  # fmt: skip
+
+
+def _against_correct(bug: Bug, folder: Path, run: Path, member: str, buggy: Program, seed: int) -> str:
+    """The behaviour oracle's verdict on a repair (`member` of the run) with the correct program
+    in the original's place: its functions that differ from the correct program's, called on
+    the calls every training and held-out test makes of them and on drawn calls, in both."""
+    store = RunStore(run / "store.sqlite", read_only=True)
+    try:
+        [record] = store.individuals([member])
+    finally:
+        store.close()
+    repaired = apply(buggy, Patch.from_json(record.patch))
+    correct = correct_copy(bug.subject, folder)
+    variant = Variant(correct, Patch(), dict(repaired.sources), ())
+    if variant.tree_hash == apply(correct, Patch()).tree_hash:
+        return "the correct program"
+    setup, _ = pytest_setup(correct, Path(sys.executable))
+    settings = EvaluationSettings(("tests", "holdout"), timeout=30, test_timeout=2, pytest=setup)
+    evaluator = Evaluator(correct, settings)
+    try:
+        oracle = Oracle(evaluator, None, seconds=TRUTH_SECONDS, repairing=False, seed=seed)
+        return oracle.check([variant])[variant.tree_hash].verdict
+    finally:
+        evaluator.close()
 
 
 def _passes_on_correct(bug: Bug, folder: Path, test: str) -> bool:
@@ -361,8 +399,9 @@ def main() -> None:
 
 
 def _verdict(outcome: Outcome) -> str:
-    """The held-out tests' verdict on the presented repair, and the oracle's when it judged one."""
-    oracle = f" (oracle: {outcome.oracle})" if outcome.oracle is not None else ""
+    """The held-out tests' verdict on the presented repair, the oracle's when it judged one, and
+    the oracle's against the correct program."""
+    oracle = f" (oracle: {outcome.oracle}; against the correct program: {outcome.truth})" if outcome.oracle else ""
     if outcome.correct:
         return "correct" + oracle
     return ("overfits" + oracle) if outcome.repaired else "-"
@@ -413,8 +452,9 @@ def oracle_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
     program, and the median seconds the oracle took a run."""
     lines = [
         "| arm | presented | overfitting by held-out tests | by the oracle | by the oracle only"
-        " | its counterexamples that hold on the correct program | oracle checked | oracle s a run (median) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        " | its counterexamples that hold on the correct program | oracle checked | oracle s a run (median)"
+        " | wrong by the correct program | of them, missed by held-out tests | of them, flagged by the oracle |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for arm in arms:
         outcomes = [result.outcomes[arm.name] for result in results]
@@ -425,10 +465,12 @@ def oracle_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
         holds = [o.oracle_holds for o in flagged if o.oracle_holds is not None]
         checked = sum(o.oracle in ("same", "changed") for o in shown)
         seconds = statistics.median([o.oracle_seconds for o in outcomes]) if outcomes else 0.0
+        wrong = [o for o in shown if o.truth == "changed"]
         lines.append(
             f"| {arm.name} | {len(shown)} | {held} ({_share(held, len(shown))}) |"
             f" {len(flagged)} ({_share(len(flagged), len(shown))}) | {only} | {sum(holds)} of {len(holds)} |"
-            f" {checked} | {seconds:.1f} |"
+            f" {checked} | {seconds:.1f} | {len(wrong)} | {sum(o.correct for o in wrong)} |"
+            f" {sum(o.oracle == 'changed' for o in wrong)} |"
         )
     title = "the repair gi presents first, judged by the held-out tests and by the behaviour oracle:"
     return title + "\n" + "\n".join(lines)
