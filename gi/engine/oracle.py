@@ -104,7 +104,8 @@ class Oracle:
         self._reach: frozenset[str] | None = None
         self._changed: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
         #: In a repair, the paths of the original's recorded calls of each function the failing
-        #: tests reach (None: no drawn call can be told like a passing test's).
+        #: tests reach, by function and calls (None: no drawn call can be told like a passing
+        #: test's).
         self._paths: dict[str, Paths | None] = {}
 
     @property
@@ -405,9 +406,11 @@ class Oracle:
         replayed = replay_difference(profile, lambda call: (original.call(call), mine.call(call)), deadline=deadline)
         if replayed.difference is not None or replayed.cut_short:
             return replayed, REPLAYED
-        if profile.key not in self._paths:
-            self._paths[profile.key] = learn_paths(profile, traced)
-        paths = self._paths[profile.key]
+        calls = json.dumps([profile.calls, sorted(profile.failing_calls)], sort_keys=True)
+        key = f"{profile.key}:{sha256(calls.encode()).hexdigest()[:16]}"  # recordings of other tests differ
+        if key not in self._paths:
+            self._paths[key] = learn_paths(profile, traced)
+        paths = self._paths[key]
         if paths is None:
             return replayed, REPLAYED
         drawn = search_difference(profile, like_passing(paths, traced, mine.call), seed=seed, deadline=deadline)
