@@ -40,7 +40,9 @@ process it left behind (the worker is their subreaper), empties every folder a v
 write and removes the System V objects of its IPC namespace (`clean_slate`: the next variant
 finds nothing of this one), and answers with the exit status, the tails of stdout and stderr
 and the signed report, exactly what gi reads from a cold run. It needs only the standard
-library and pytest.
+library and pytest. What it imports and compiles once, and how a child imports its variant
+(`preload`, `CompiledOriginals`, `cache_rewrites`, `VariantFinder`, `serve_spawned`), is
+warm_imports.py, which gi installs beside it as gi_warm_imports.py.
 """
 
 from __future__ import annotations
@@ -65,11 +67,23 @@ import sys
 import threading
 import time
 import traceback
-import warnings
-from collections.abc import Iterable, Sequence
-from pathlib import Path
-from types import CodeType, ModuleType
+from collections.abc import Sequence
 from typing import Any, NoReturn
+
+if __package__:  # imported from gi's package (by gi's own tests and type checks)
+    from .warm_imports import (
+        VariantFinder,
+        cache_rewrites,
+        preload,
+        serve_compiled_originals,
+        serve_spawned,
+        tool_files,
+    )
+else:  # a workspace's tools folder, where gi copies it beside this file
+    _imports = importlib.import_module("gi_warm_imports")
+    VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
+    cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
+    serve_compiled_originals, serve_spawned = _imports.serve_compiled_originals, _imports.serve_spawned
 
 OUTPUT_BYTES = 256 * 1024
 CHANNEL_BYTES = 8 * 1024 * 1024
@@ -101,249 +115,6 @@ def send(stream: int, message: dict[str, Any]) -> None:
     data = struct.pack(">I", len(data)) + data
     while data:
         data = data[os.write(stream, data) :]
-
-
-class CompiledOriginals:
-    """The code of the original's editable modules (GI_EDITABLE), compiled once, in the worker:
-    a child importing one its variant leaves as it is (from the copy on disk) takes its code
-    from here instead of compiling it (`serve_compiled_originals`). No bytecode is written in
-    the sandbox, so each child compiled every module of the project it imported (on toolz about
-    a fifth of a child's time). A module whose compilation warns is never cached: the child
-    compiles it and warns, under the project's warning filters, as a cold run does."""
-
-    def __init__(self) -> None:
-        self._code: dict[str, tuple[bytes, CodeType | None]] = {}
-
-    def note(self, filenames: Iterable[str]) -> None:
-        """Compile the original's text of each editable file not compiled yet (its copy on disk)."""
-        for filename in filenames:
-            if filename not in self._code:
-                self._code[filename] = self._compiled(filename)
-
-    @staticmethod
-    def _compiled(filename: str) -> tuple[bytes, CodeType | None]:
-        try:
-            with open(filename, "rb") as stream:
-                data = stream.read()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                code = compile(data, filename, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError):
-            return b"", None
-        return data, None if caught else code
-
-    def code(self, filename: str, data: bytes) -> CodeType | None:
-        """The cached code of `filename` if `data` is the original's text, else None."""
-        known = self._code.get(filename)
-        return known[1] if known is not None and known[0] == data else None
-
-
-#: The worker's compiled originals, shared by its children (fork).
-ORIGINALS = CompiledOriginals()
-
-
-def serve_compiled_originals(files: Iterable[str]) -> None:
-    """Compile the editable `files` (relative to the copy) once, and make the file system's
-    loader take a module's code from them when the source it read is the original's."""
-    ORIGINALS.note(os.path.abspath(file) for file in files)
-    loader = importlib.machinery.SourceFileLoader
-    compile_source = loader.source_to_code
-
-    def source_to_code(self: Any, data: bytes, path: str, *, _optimize: int = -1) -> CodeType:
-        code = ORIGINALS.code(os.path.abspath(path), data) if _optimize == -1 else None
-        return code if code is not None else compile_source(self, data, path, _optimize=_optimize)
-
-    loader.source_to_code = source_to_code  # type: ignore[method-assign,assignment]
-
-
-class MemorySource(importlib.abc.SourceLoader):
-    """Loads a module from the variant's source text, under its real file name."""
-
-    def __init__(self, filename: str, text: str) -> None:
-        self.filename = filename
-        self.text = text
-
-    def get_filename(self, fullname: str) -> str:
-        return self.filename
-
-    def get_data(self, path: str) -> bytes:
-        if path == self.filename:
-            return self.text.encode("utf-8")
-        with open(path, "rb") as stream:
-            return stream.read()
-
-
-class VariantFinder(importlib.abc.MetaPathFinder):
-    """Serves the editable files (absolute path -> the variant's text) ahead of the disk."""
-
-    def __init__(self, sources: dict[str, str]) -> None:
-        self.sources = sources
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        # A top-level name is looked for along sys.path, a submodule in its package's folder.
-        entries = sys.path if path is None else path
-        tail = fullname.rpartition(".")[2]
-        for entry in entries:
-            base = os.path.join(os.path.abspath(entry or os.getcwd()), tail)
-            for filename, package in ((base + ".py", False), (os.path.join(base, "__init__.py"), True)):
-                if filename in self.sources:
-                    loader = MemorySource(filename, self.sources[filename])
-                    locations = [os.path.dirname(filename)] if package else None
-                    return importlib.util.spec_from_file_location(
-                        fullname, filename, loader=loader, submodule_search_locations=locations
-                    )
-        return None
-
-
-#: What a Python process the tests start runs first (as `sitecustomize`, from the child's
-#: TMPDIR): the variant's finder from this worker's own module, then the sitecustomize it hides.
-SPAWNED_BOOTSTRAP = """\
-import importlib.machinery, importlib.util, json, os, sys
-
-_here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(_here, "gi_variant_sources.json"), encoding="utf-8") as _stream:
-    _sources = json.load(_stream)
-_spec = importlib.util.spec_from_file_location("gi_warm_worker_finder", os.environ["GI_WARM_WORKER_FILE"])
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-sys.meta_path.insert(0, _module.VariantFinder(_sources))
-_others = [entry for entry in sys.path if entry and os.path.abspath(entry) != _here]
-_hidden = importlib.machinery.PathFinder.find_spec("sitecustomize", _others)
-if _hidden is not None and _hidden.loader is not None:
-    _hidden.loader.exec_module(importlib.util.module_from_spec(_hidden))
-"""
-
-
-def serve_spawned(sources: dict[str, str]) -> None:
-    """Make every Python process the child starts import the variant too: its sources and the
-    bootstrap in a folder of the child's TMPDIR (emptied after each child), first on the
-    PYTHONPATH the child's processes inherit."""
-    folder = os.path.join(os.environ["TMPDIR"], "gi-variant")
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "gi_variant_sources.json"), "w", encoding="utf-8") as stream:
-        json.dump(sources, stream)
-    with open(os.path.join(folder, "sitecustomize.py"), "w", encoding="utf-8") as stream:
-        stream.write(SPAWNED_BOOTSTRAP)
-    os.environ["GI_WARM_WORKER_FILE"] = os.path.abspath(__file__)
-    os.environ["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [os.environ.get("PYTHONPATH", "")])])
-
-
-def rewriting_as_pytest_does() -> Any:
-    """pytest's assertion rewriting import hook, installed and told which modules to rewrite as
-    pytest does before it loads its plugins (every top-level module of a distribution that
-    brings a pytest plugin); its config, whose cleanup removes the hook; or None when this
-    pytest cannot be asked. A module imported through the hook is one pytest rewrote: in a child,
-    pytest finds it imported by a hook of its own kind and stays silent, as it does in a cold
-    run. Imported without it, pytest warns "Module already imported so cannot be rewritten"
-    when it starts, and a project whose settings turn warnings into errors
-    (`filterwarnings = ["error"]`) stops there."""
-    try:
-        from _pytest.assertion import install_importhook
-        from _pytest.config import get_config
-
-        config = get_config()
-        hook = install_importhook(config)
-    except Exception:
-        return None
-    try:
-        config._mark_plugins_for_rewrite(hook, False)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # an older pytest takes the hook alone
-        try:
-            config._mark_plugins_for_rewrite(hook)  # type: ignore[call-arg,unused-ignore]
-        except Exception:
-            config._ensure_unconfigure()
-            return None
-    except Exception:
-        config._ensure_unconfigure()
-        return None
-    return config
-
-
-def preload(modules: Sequence[str]) -> None:
-    """Import pytest, its plugins and the project's third-party dependencies, once, each as a
-    cold run imports it (`rewriting_as_pytest_does`); where pytest cannot be asked how, only
-    pytest's own plugins (the children import the rest, as a cold run does)."""
-    import pytest  # noqa: F401
-    from _pytest import config
-
-    for name in (*config.essential_plugins, *config.default_plugins):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(f"_pytest.{name}")
-    # gi's plugin asks where the standard library lies; the first answer reads the build's
-    # configuration (a few milliseconds in every child otherwise).
-    with contextlib.suppress(Exception):
-        import sysconfig
-
-        sysconfig.get_paths()
-    rewriting = rewriting_as_pytest_does()
-    if rewriting is None:
-        return
-    try:
-        for entry in importlib.metadata.entry_points(group="pytest11"):
-            with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
-                entry.load()
-        for name in modules:
-            with contextlib.suppress(BaseException):
-                importlib.import_module(name)
-    finally:
-        rewriting._ensure_unconfigure()
-    # A module of the project's own must not stay imported here (named as a third-party one by
-    # mistake, or imported by one): each child would find it and run it in place of its variant.
-    project = os.path.join(os.getcwd(), "")
-    for name, module in list(sys.modules.items()):
-        if name != "__main__" and str(getattr(module, "__file__", None) or "").startswith(project):
-            del sys.modules[name]
-
-
-def _is_rewritten(name: str) -> bool:
-    """A file pytest's assertion rewriter rewrites by default: a test module or a conftest.py."""
-    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
-
-
-def tool_files() -> list[str]:
-    """gi's own modules in the tools folder beside this file (its report plugin and what that
-    imports), this worker aside: the same for every variant, like the project's tests."""
-    folder = os.path.dirname(os.path.abspath(__file__))
-    return sorted(os.path.join(folder, name) for name in os.listdir(folder)
-                  if name.endswith(".py") and name != os.path.basename(__file__))  # fmt: skip
-
-
-def cache_rewrites() -> int:
-    """Rewrite the asserts of the project's test modules and conftest.py files, and of gi's
-    modules in the tools folder (pytest rewrites a plugin it loads with `-p`), once, here in the
-    worker, and make pytest's rewriter take a file's code from this cache when its source is
-    the one rewritten (else, or with `enable_assertion_pass_hook`, it rewrites as usual).
-    Returns how many files were cached."""
-    try:
-        from _pytest.assertion import rewrite
-
-        original = rewrite._rewrite_test
-    except (ImportError, AttributeError):  # another pytest: children rewrite as usual
-        return 0
-    paths = list(tool_files())
-    for folder, subfolders, names in os.walk(os.getcwd()):
-        subfolders[:] = [name for name in subfolders if not name.startswith(".") and name != "__pycache__"]
-        paths += [os.path.join(folder, name) for name in names if _is_rewritten(name)]
-    for path in paths:
-        with contextlib.suppress(Exception):  # a file that does not parse: pytest reports it in the child
-            REWRITTEN[path] = original(Path(path), None)  # type: ignore[arg-type]  # None: no pass hook
-
-    def rewrite_test(fn: Any, config: Any) -> Any:
-        hit = REWRITTEN.get(str(fn))
-        if hit is None or (config is not None and config.getini("enable_assertion_pass_hook")):
-            return original(fn, config)
-        if importlib.util.source_hash(fn.read_bytes()) != hit[0]:
-            return original(fn, config)
-        return hit
-
-    rewrite._rewrite_test = rewrite_test
-    return len(REWRITTEN)
-
-
-#: The rewritten code of each file `cache_rewrites` cached, by path: (source hash, code).
-REWRITTEN: dict[str, tuple[bytes, CodeType]] = {}
 
 
 #: gi's report plugin (gi.fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.

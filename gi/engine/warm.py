@@ -55,6 +55,8 @@ from gi.model.program import Program, parse_quietly
 from gi.model.results import ProcessOutcome
 
 WORKER_NAME = "gi_warm_worker.py"
+#: What the worker imports, installed beside it (fitness/sandboxed/warm_imports.py).
+IMPORTS_NAME = "gi_warm_imports.py"
 #: Seconds a new worker may take to import pytest and the project's dependencies.
 START_TIMEOUT = 120.0
 #: Seconds gi waits past a request's own limit before it gives up on the worker.
@@ -132,6 +134,7 @@ class WarmWorker:
         `editable` files (relative paths) once."""
         self.sandbox = Sandbox(limits, space)
         install_plugin(self.sandbox.install_tool)
+        self.sandbox.install_tool(IMPORTS_NAME, (SANDBOXED / "warm_imports.py").read_text(encoding="utf-8"))
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
         # What the worker empties between variants: what a variant may write, and in the sandbox

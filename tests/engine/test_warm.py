@@ -6,7 +6,8 @@ from pathlib import Path
 
 from gi.engine.sandbox.limits import Limits
 from gi.engine.warm import WarmPool, third_party_imports
-from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, CompiledOriginals, without_report_plugin
+from gi.fitness.sandboxed.warm_imports import CompiledOriginals
+from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
 from gi.fitness.tests import PLUGIN_MODULE, PytestSetup
 from gi.model.program import Program
 
@@ -165,7 +166,7 @@ import calc
 
 def test_calc_runs_the_code_the_worker_compiled():
     with open(calc.__file__, "rb") as stream:
-        cached = sys.modules["__main__"].ORIGINALS.code(calc.__file__, stream.read())
+        cached = sys.modules["gi_warm_imports"].ORIGINALS.code(calc.__file__, stream.read())
     assert cached is not None
     assert any(const is calc.answer.__code__ for const in cached.co_consts)
 """
