@@ -352,6 +352,8 @@ def main() -> None:
         parser.error(f"unknown bug classes {sorted(unknown)}; known: {', '.join(BUG_CLASSES)}")
     if unknown := {name for name in args.arms.split(",") if name} - set(ARMS):
         parser.error(f"unknown arms {sorted(unknown)}; known: {', '.join(ARMS)}")
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        parser.error(f"--keep {args.keep}: not empty (runs would mix with those in it)")
     started = time.perf_counter()
     workers = max(1, 2 // args.jobs)
     results: list[Result] = []

@@ -30,7 +30,8 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
-#: The worker's file name in the tools folder (its own modules are not rewritten nor cached).
+#: The worker's file name in the tools folder (gi.engine.warm.WORKER_NAME): the worker's own files
+#: are not rewritten nor cached.
 WORKER_FILE = "gi_warm_worker.py"
 
 
