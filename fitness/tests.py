@@ -119,7 +119,11 @@ NO_CHECKS = Checks()
 
 #: The plugin's files, as copied into a workspace's tools folder: the module pytest loads, and
 #: its per-test time limits beside it.
-PLUGIN_FILES = ((f"{PLUGIN_MODULE}.py", "pytest_plugin.py"), ("gi_pytest_limits.py", "pytest_limits.py"))
+PLUGIN_FILES = (
+    (f"{PLUGIN_MODULE}.py", "pytest_plugin.py"),
+    ("gi_pytest_limits.py", "pytest_limits.py"),
+    ("gi_pytest_checks.py", "pytest_checks.py"),
+)
 
 
 @functools.cache
