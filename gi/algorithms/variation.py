@@ -432,8 +432,8 @@ class ArrivalBatch(Batch):
     those in), so a slow reply holds up no other. Which one that is, the replies' speed decides:
     `picked` lists each choice as its place among the offspring waiting then, for the run to
     record, and a run following its record gives them back in `script` (a choice the script
-    lacks is the oldest, as a `Batch` takes it: a record of a gi that waited for the oldest).
-    With `script` None the batch goes by the answers."""
+    lacks is the oldest: a run killed before it recorded the order of a closing generation's
+    answers). With `script` None the batch goes by the answers."""
 
     def __init__(
         self,
