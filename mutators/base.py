@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -235,12 +236,31 @@ class OperatorUsage:
 
 
 class Deferred(Protocol):
-    """A proposal made in two steps (`Operator.prepare`, then `Operator.finish`)."""
+    """A proposal made in two steps (`Operator.prepare`, then `Operator.finish`).
+
+    A deferred whose answer comes on its own (a model's reply) may also have the optional
+    `Arriving` hook, so that a search can take the proposals whose answers are in first."""
 
     @property
     def label(self) -> str:
         """How the search names the offspring it makes (the operator, maybe a mode after a dot)."""
         ...
+
+
+class Arriving(Protocol):
+    """The optional hook of a deferred proposal whose answer arrives by itself."""
+
+    @property
+    def arrival(self) -> Future[Any] | None:
+        """Done once the answer is in, so that `finish` waits for nothing; None: in already."""
+        ...
+
+
+def arrival(deferred: Deferred) -> Future[Any] | None:
+    """What is done once `deferred`'s answer is in, or None: a deferred without the `Arriving`
+    hook counts as in (its `finish` may still wait)."""
+    found = getattr(deferred, "arrival", None)
+    return found if isinstance(found, Future) else None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from gi.algorithms.adaptive import OperatorSelection
 from gi.algorithms.features import GridSettings
 from gi.algorithms.rings import Rings
 from gi.algorithms.strategies import IslandPlan
-from gi.algorithms.variation import BREEDING_TRIES, Batch, Candidate, Offspring, Variation, operator_name
+from gi.algorithms.variation import BREEDING_TRIES, ArrivalBatch, Batch, Candidate, Offspring, Variation, operator_name
 from gi.fitness.objectives import Constraint, Objective, objective_values, violation
 from gi.model.patch import Patch
 from gi.model.program import Program
@@ -183,12 +183,20 @@ class Search(ABC):
         return batch.candidates
 
     def batch(
-        self, generation: int, on_candidate: Callable[[Candidate], None] | None = None, mutations: int | None = None
+        self,
+        generation: int,
+        on_candidate: Callable[[Candidate], None] | None = None,
+        mutations: int | None = None,
+        *,
+        arrivals: bool = False,
     ) -> Batch:
         """An empty batch of `generation`, the operators' shares started for `mutations` (by
-        default a population: a steady-state batch holds more, its offspring made ahead)."""
+        default a population: a steady-state batch holds more, its offspring made ahead);
+        `arrivals`: one that takes offspring as their operators' answers come (`ArrivalBatch`,
+        a steady-state search's)."""
         self.variation.start_generation(mutations or self.settings.population)
-        return Batch(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
+        kind = ArrivalBatch if arrivals else Batch
+        return kind(self.variation, generation, self._seen(), self.settings.max_edits, on_candidate)
 
     def initial_maker(self) -> Callable[[], Offspring | None]:
         """What makes the initial population besides the original: one-edit patches (the rings' first)."""
@@ -203,9 +211,10 @@ class Search(ABC):
     def fill(self, batch: Batch, make: Callable[[], Offspring | None], size: int | None = None, ahead: int = 0) -> None:
         """Offer what `make()` returns until the batch holds `size` candidates (by default a
         population, fewer where the budget of evaluations leaves less), or tries run out.
-        Offspring still waiting for an operator's answer hold a slot: when every slot is held, the
-        oldest is waited for, so that the model's requests are in flight together while the batch
-        is fixed by the seed alone (how many are made depends only on what came of them). `ahead`
+        Offspring still waiting for an operator's answer hold a slot: when every slot is held, one
+        is waited for (`Batch.settle_one`: the oldest, so that the model's requests are in flight
+        together while the batch is fixed by the seed alone, how many are made depending only on
+        what came of them; an `ArrivalBatch` takes the first answered). `ahead`
         more may wait beyond `size` (a steady-state search keeps requests in flight between its
         candidates); they stay queued in the batch when it returns."""
         population = self.settings.population

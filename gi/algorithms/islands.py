@@ -84,12 +84,17 @@ class Islands(Search):
     # --- breeding ---------------------------------------------------------------------------
 
     def batch(
-        self, generation: int, on_candidate: Callable[[Candidate], None] | None = None, mutations: int | None = None
+        self,
+        generation: int,
+        on_candidate: Callable[[Candidate], None] | None = None,
+        mutations: int | None = None,
+        *,
+        arrivals: bool = False,
     ) -> Batch:
         scale = (mutations or self.settings.population) / self.settings.population
         for island in self.islands:
             island.variation.start_generation(round(island.settings.population * scale))
-        return super().batch(generation, on_candidate, mutations)
+        return super().batch(generation, on_candidate, mutations, arrivals=arrivals)
 
     def maker(self, generation: int) -> Callable[[], Offspring | None]:
         return self._bred_by(lambda island: island.maker(generation)())

@@ -3,8 +3,10 @@
 Any `Search` breeds this way with its own makers: until the initial population is told, the
 original and one-edit patches (`Search.initial_maker`), then the algorithm's offspring
 (`Search.maker`). A batch holds the candidates bred since the last generation closed and the
-offspring still waiting on an operator's answer (a model's), which are taken in the order they
-were made, so what is bred depends only on the calls made and what was told between them.
+offspring still waiting on an operator's answer (a model's). A `Batch` takes those in the order
+they were made, so what is bred depends only on the calls made and what was told between them;
+an `ArrivalBatch` (the steady-state loop's) takes the first answered, and lists its choices, so
+that what is bred depends on that order too, which the loop records.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ def ask_one(search: Search, batch: Batch, ahead: int = 0) -> list[Candidate]:
 def top_up(search: Search, batch: Batch, ahead: int) -> list[Candidate]:
     """Make offspring until `ahead` of them wait in `batch` on an operator's answer, waiting for
     none (a model's requests stay in flight while every evaluator is busy); stops at the first
-    offspring that needs no answer, which becomes a candidate at once when none waits before it.
-    The new candidates."""
+    offspring that needs no answer, which becomes a candidate at once when none waits before it
+    (in an `ArrivalBatch`, always). The new candidates."""
     before = len(batch.candidates)
     make = _maker(search, batch)
     tries = 0

@@ -4,7 +4,9 @@ Every algorithm makes its candidates here: a new edit from a uniformly chosen op
 from an operator with a share of the mutations, such as the language model's), mutation of
 a patch (append, replace or drop an edit), crossover of two patches, a random patch of a
 given size; and a `Batch` that applies each proposal, leaves out programs already present
-and counts, per operator, what was proposed. Every random choice comes from the one `numpy.random.Generator` given.
+and counts, per operator, what was proposed (`ArrivalBatch`, a steady-state search's, takes the
+offspring whose operator's answer is in first). Every random choice comes from the one
+`numpy.random.Generator` given.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import collections
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +25,7 @@ from gi.model.edits import Edit
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.mutators import Crossover, MutationContext, Operator
-from gi.mutators.base import Deferred
+from gi.mutators.base import Deferred, arrival
 from gi.mutators.rewritten import in_rewritten, rewritten_share
 
 #: Tries at an operator that finds no legal site before the search gives up on one mutation.
@@ -380,11 +383,17 @@ class Batch:
         """Wait for the oldest queued offspring's edits, offer it, and every offspring behind it
         that waits for nothing."""
         if self.queue:
-            resolved = self.variation.resolve(self.queue.popleft())
-            if resolved is not None:
-                self._add(resolved)
+            self._settle(0)
         while self.queue and self.queue[0].later is None:
             self._add(self.queue.popleft())
+
+    def _settle(self, index: int) -> None:
+        """Take queued offspring `index` out of the queue, wait for its edits, and offer it."""
+        offspring = self.queue[index]
+        del self.queue[index]
+        resolved = self.variation.resolve(offspring)
+        if resolved is not None:
+            self._add(resolved)
 
     def _add(self, offspring: Offspring) -> bool:
         if len(offspring.patch) > self.max_edits:
@@ -411,3 +420,62 @@ class Batch:
         if self.on_candidate is not None:
             self.on_candidate(candidate)
         return True
+
+
+class OrderError(ValueError):
+    """A recorded order of answers names an offspring the batch does not hold waiting."""
+
+
+class ArrivalBatch(Batch):
+    """A steady-state search's batch: an offspring that waits for nothing is offered at once, and
+    `settle_one` takes the waiting offspring whose operator's answer came first (the oldest of
+    those in), so a slow reply holds up no other. Which one that is, the replies' speed decides:
+    `picked` lists each choice as its place among the offspring waiting then, for the run to
+    record, and a run following its record gives them back in `script` (a choice the script
+    lacks is the oldest: a run killed before it recorded the order of a closing generation's
+    answers). With `script` None the batch goes by the answers."""
+
+    def __init__(
+        self,
+        variation: Variation,
+        generation: int,
+        seen: set[str],
+        max_edits: int,
+        on_candidate: Callable[[Candidate], None] | None = None,
+    ) -> None:
+        super().__init__(variation, generation, seen, max_edits, on_candidate)
+        self.script: collections.deque[int] | None = None
+        self.picked: list[int] = []
+
+    def offer(self, offspring: Offspring) -> bool:
+        """Add the offspring as `Batch.offer` does, or queue it while its edits are awaited."""
+        if offspring.later is not None:
+            self.queue.append(offspring)
+            return True
+        return self._add(offspring)
+
+    def settle_one(self) -> None:
+        """Wait for the edits of the waiting offspring the script names, or else whose answer is
+        in first; offer it."""
+        if not self.queue:
+            return
+        if self.script is None:
+            index = self._first_in()
+        else:
+            index = self.script.popleft() if self.script else 0
+            if not 0 <= index < len(self.queue):
+                raise OrderError(f"answer {index} of {len(self.queue)} awaited")
+        self.picked.append(index)
+        self._settle(index)
+
+    def take_picked(self) -> list[int]:
+        """The choices made since the last call."""
+        picked, self.picked = self.picked, []
+        return picked
+
+    def _first_in(self) -> int:
+        """The place of the oldest waiting offspring whose answer is in, once one is."""
+        arrivals = [None if offspring.later is None else arrival(offspring.later.deferred) for offspring in self.queue]
+        if all(future is not None and not future.done() for future in arrivals):
+            wait([future for future in arrivals if future is not None], return_when=FIRST_COMPLETED)
+        return next(index for index, future in enumerate(arrivals) if future is None or future.done())

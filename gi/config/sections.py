@@ -260,9 +260,9 @@ class SearchSection(_Section):
     steady_state: Annotated[
         bool,
         Field(
-            description="breed a candidate as soon as an evaluator is free and take each result as it arrives, with"
-            " no generation barrier (the order of arrivals is recorded: a replay and a resumed run follow it);"
-            " false: generation by generation, one seed fixing the run"
+            description="breed a candidate as soon as an evaluator is free and take each result and each model reply"
+            " as it arrives, with no generation barrier (the order of arrivals is recorded: a replay and a resumed"
+            " run follow it); false: generation by generation, one seed fixing the run"
         ),
     ] = False
     grid: Annotated[

@@ -334,8 +334,10 @@ class RunStore:
         return [json.loads(text) for (text,) in rows]
 
     def put_arrival(self, seq: int, kind: str, individual: str = "", count: int = 0) -> None:
-        """One event of a steady-state search, in the order it was taken: a breeding ("bred": how
-        many candidates it made) or an evaluation taken in ("told": whose)."""
+        """One event of a steady-state search, in the order it was taken: a breeding ("bred" and
+        "topped": how many candidates it made, and in `individual` the order it took the model's
+        answers in, "2 0"), an evaluation taken in ("told": whose), or the answers a closing
+        generation waited for ("settled": their order, and how many) (gi/run/steady.py)."""
         self._db.execute(
             "INSERT INTO arrivals (seq, kind, individual, count) VALUES (?, ?, ?, ?)", (seq, kind, individual, count)
         )

@@ -1,24 +1,30 @@
 """The steady-state loop (search.steady_state): a candidate is bred as soon as an evaluator is
 free and each result is taken in as it arrives, with no generation barrier.
 
-The search breeds one candidate at a time (`gi.algorithms.steady.ask_one`, keeping up to a population of
-offspring waiting on a model's answer, as a generational batch does, so its requests are in
-flight while evaluators work) and is told
-each result on its own (`gi.algorithms.steady.tell_one`). Every `population` results make a generation: the
-operators learn from them, the held-out tests run on the front's new members, the islands
-migrate, and a checkpoint is written. Before it, the search waits for the answers its batch
-still awaits, so a checkpoint never holds a request in flight; it holds the candidates still
-being evaluated, to be evaluated again on resume.
+The search breeds one candidate at a time (`gi.algorithms.steady.ask_one`, keeping up to a
+population of offspring waiting on a model's answer, as a generational batch does, so its
+requests are in flight while evaluators work) and is told each result on its own
+(`gi.algorithms.steady.tell_one`). Its batch is an `ArrivalBatch`: of the offspring waiting on a
+model, the one whose answer came first becomes a candidate first, so a slow reply holds up no
+other. Every `population` results make a generation: the operators learn from them, the
+held-out tests run on the front's new members, the islands migrate, and a checkpoint is
+written. Before it, the search waits for the answers its batch still awaits, so a checkpoint
+never holds a request in flight; it holds the candidates still being evaluated, to be
+evaluated again on resume.
 
-What the search does depends on the order in which it breeds and takes results in, which the
-evaluators' speed decides. That order is recorded as it happens: the run store's `arrivals`
-are its events ("bred": a call of `ask_one` and how many candidates it made; "told": whose
-result was taken in), a told event committed with its evaluation. A resumed run restores its
-last checkpoint and follows the events recorded after it (the generator and the operators'
-state are the checkpoint's, a model's replies come from the reply cache, results from the
-store), then goes on live; `gi replay` follows the recorded run's events from the start,
-offline. So one seed and the recorded order fix a run: it resumes exactly wherever it was
-killed, and its replay reaches the same front.
+What the search does depends on the order in which it breeds, takes the model's answers and
+takes results in, which the speed of the model and the evaluators decides. That order is
+recorded as it happens: the run store's `arrivals` are its events ("bred": a call of `ask_one`,
+how many candidates it made and the order in which it took answers, as each one's place among
+the offspring waiting then; "topped": offspring made ahead, likewise; "told": whose result was
+taken in, committed with its evaluation; "settled": the order of the answers a closing
+generation waited for). A resumed run restores its last checkpoint and follows the events
+recorded after it (the generator and the operators' state are the checkpoint's, a model's
+replies come from the reply cache, results from the store), then goes on live; `gi replay`
+follows the recorded run's events from the start, offline. A run begun by an older gi, which
+took the answers oldest first and recorded no order (its store lacks the meta key ORDER), goes
+on taking them oldest first, resumed or replayed. So one seed and the recorded order fix a run:
+it resumes exactly wherever it was killed, and its replay reaches the same front.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gi.algorithms.steady import ask_one, settle, start_with_told, tell_one, top_up
-from gi.algorithms.variation import Candidate
+from gi.algorithms.variation import ArrivalBatch, Batch, Candidate, OrderError
 from gi.config.sections import SearchSection
 from gi.engine.backends.base import Result
 from gi.engine.held_out import front_members
@@ -43,6 +49,8 @@ from gi.run.loop import RunLoop
 
 #: The store's meta key of the loop's state at the last checkpoint.
 STEADY = "steady_state"
+#: The store's meta key saying how the run takes a model's answers ("arrival": as they arrive).
+ORDER = "steady_order"
 
 
 @dataclass
@@ -90,20 +98,26 @@ class SteadyLoop(RunLoop):
         self.evaluating: dict[str, list[str]] = {}
         self.stopping: str | None = None
         self.scripted = True
+        #: Whether the generation closing now follows a recorded "settled" event.
+        self.settled_recorded = False
+        #: Whether the batch takes a model's answers as they arrive (an `ArrivalBatch`), or the
+        #: oldest first (a `Batch`), as the older gi that began this run (or the recorded one) did.
+        self.by_arrival = _by_arrival(store, recorded)
         if search.started:
             self._next_generation()
         else:
-            self.batch = search.batch(0, mutations=self.population + self.ahead)
+            self.batch = self._new_batch(0)
             self._open_generation()
-        script = collections.deque((recorded or store).arrivals(self.event))
-        while script:
-            kind, individual, count = script.popleft()
+        self.script = collections.deque((recorded or store).arrivals(self.event))
+        while self.script:
+            kind, individual, count = self.script.popleft()
             self._follow(kind, individual, count)
         if recorded is not None and not self.stopping:
             raise StoreError(
                 f"{self.replay_of}: the recorded run's events end before its search did (an unfinished run?)"
             )
         self.scripted = False
+        self._order(None)  # from here, the answers' arrival decides
         for flight in list(self.flights.values()):
             if not flight.dispatched:
                 self._dispatch(flight)
@@ -113,18 +127,38 @@ class SteadyLoop(RunLoop):
     # --- following recorded events, then live ---------------------------------------------
 
     def _follow(self, kind: str, individual: str, count: int) -> None:
-        """Do again what the recorded event says, with the evaluation the store holds."""
+        """Do again what the recorded event says, with the evaluation the store holds and the
+        model's answers taken in the recorded order."""
         where = self.replay_of or self.storage.store.path
+        otherwise = f"{where}: the search bred otherwise than the run recorded (another gi or program?)"
         if kind in ("bred", "topped"):
-            made = self._breed() if kind == "bred" else self._top_up()
-            if len(made) != count:
-                raise StoreError(f"{where}: the search bred otherwise than the run recorded (another gi or program?)")
+            self._order(individual)
+            try:
+                made = self._breed() if kind == "bred" else self._top_up()
+            except OrderError:
+                raise StoreError(otherwise) from None
+            if len(made) != count or _left_over(self.batch):
+                raise StoreError(otherwise)
             return
+        if kind == "settled":  # a told event that closed a generation takes it first
+            raise StoreError(otherwise)
         flight = self.flights.get(individual)
         evaluation = None if flight is None else self.evaluations.known(flight.candidate)
         if flight is None or evaluation is None:
             raise StoreError(f"{where}: the recorded arrival of {individual} matches nothing the search bred")
-        self._take(flight, evaluation)
+        settled = self.script[0] if self.script and self.script[0][0] == "settled" else None
+        if settled is not None:  # the order of the answers the generation this result closes waited for
+            self.script.popleft()
+        self._order(settled[1] if settled else "")
+        self.settled_recorded = settled is not None
+        batch = self.batch
+        try:
+            self._take(flight, evaluation)
+        except OrderError:
+            raise StoreError(otherwise) from None
+        if _left_over(batch):
+            raise StoreError(otherwise)  # answers the run took that this one did not wait for
+        self.settled_recorded = False
 
     def _live(self) -> None:
         """Breed while an evaluator is free and no limit says stop, keep a model's requests in
@@ -148,7 +182,7 @@ class SteadyLoop(RunLoop):
         search.max_evaluations; nothing new to breed and nothing in evaluation). Decided here,
         by what was bred, so a resumed run and a replay decide alike."""
         made = ask_one(self.search, self.batch, self.ahead)
-        self._record("bred", count=len(made))
+        self._record("bred", self._taken(), count=len(made))
         for candidate in made:
             self._fly(candidate)
         self._limits(made)
@@ -166,7 +200,7 @@ class SteadyLoop(RunLoop):
     def _top_up(self) -> list[Candidate]:
         """Offspring made ahead, recorded (a candidate it makes is handed on; limits as `_breed`)."""
         made = top_up(self.search, self.batch, self.ahead)
-        self._record("topped", count=len(made))
+        self._record("topped", self._taken(), count=len(made))
         for candidate in made:
             self._fly(candidate)
         self._limits(made)
@@ -278,6 +312,11 @@ class SteadyLoop(RunLoop):
                 self.batch.settle_one()
                 for candidate in self.batch.candidates[before:]:
                     self._fly(candidate)
+            taken = self._taken()
+            # Following a record that has no "settled" event here (its run was killed before it
+            # could write one), the answers were taken oldest first and no event numbers them.
+            if taken and (not self.scripted or self.settled_recorded):
+                self._record("settled", taken, count=len(taken.split()))
         search.generation_done()
         candidates = [candidate for candidate, _, _ in self.told_now]
         evaluations = [evaluation for _, evaluation, _ in self.told_now]
@@ -313,13 +352,31 @@ class SteadyLoop(RunLoop):
         """The next generation's batch, and the original timed again for it (drift)."""
         search = self.search
         search.generation += 1
-        self.batch = search.batch(search.generation, mutations=self.population + self.ahead)
+        self.batch = self._new_batch(search.generation)
         self.timing.remeasure(search.generation)
         search.evaluated = len(self.known - {self.original})
         if self.evaluations.evaluator.settings.fail_fast:  # for the evaluations started from here
             baseline = list(self.evaluations.evaluator.baseline_tests or {})
             self.evaluations.evaluator.test_order = self.evaluations.failure_order.order(baseline)
         self._open_generation()
+
+    def _new_batch(self, generation: int) -> Batch:
+        """The batch of `generation`, holding the offspring made ahead too; while the run follows
+        its record, it takes the answers in the recorded order (`_follow` gives it)."""
+        batch = self.search.batch(generation, mutations=self.population + self.ahead, arrivals=self.by_arrival)
+        if isinstance(batch, ArrivalBatch):
+            batch.script = collections.deque() if self.scripted else None
+        return batch
+
+    def _order(self, recorded: str | None) -> None:
+        """Have the batch take the model's answers in the `recorded` order ("2 0"; oldest first
+        past its end), or as they arrive (None)."""
+        if isinstance(self.batch, ArrivalBatch):
+            self.batch.script = None if recorded is None else collections.deque(_picks(recorded))
+
+    def _taken(self) -> str:
+        """The order the batch took the model's answers in since last asked, to record."""
+        return _picks_text(self.batch.take_picked()) if isinstance(self.batch, ArrivalBatch) else ""
 
     def _stop_between(self) -> str | None:
         """Why to breed no more after this generation (search.patience, search.max_seconds)."""
@@ -330,7 +387,8 @@ class SteadyLoop(RunLoop):
         """Wait for the answers still awaited (never used: their requests go into the reply cache,
         so a replay, which makes the same requests, finds them); close the last, partial
         generation, if results came in after the last checkpoint, and say in the store why the
-        search stopped."""
+        search stopped. They are taken oldest first, as no event records their order."""
+        self._order("")
         settle(self.batch)
         if (self.storage.store.get_meta(STEADY) or {}).get("stopped"):
             self.stopped = dict((self.storage.store.get_meta(STEADY) or {})["stopped"])
@@ -385,6 +443,30 @@ def _flight_json(flight: Flight) -> dict[str, Any]:
         "edits": Patch(candidate.edits).to_json(),
         "island": candidate.island,
     }
+
+
+def _by_arrival(store: RunStore, recorded: RunStore | None) -> bool:
+    """Whether the run takes a model's answers as they arrive: a new run does, and says so in its
+    store (meta ORDER); a run begun, or recorded, by a gi that took the oldest first goes on so."""
+    fresh = recorded is None and not store.count_arrivals()
+    by_arrival = fresh or (recorded or store).get_meta(ORDER) == "arrival"
+    if by_arrival:
+        store.set_meta(ORDER, "arrival")
+    return by_arrival
+
+
+def _left_over(batch: Batch) -> bool:
+    """Whether the batch was given a recorded order of answers it did not take."""
+    return isinstance(batch, ArrivalBatch) and bool(batch.script)
+
+
+def _picks(text: str) -> list[int]:
+    """The recorded order of answers ("2 0": the third offspring waiting, then the first)."""
+    return [int(place) for place in text.split()]
+
+
+def _picks_text(picks: list[int]) -> str:
+    return " ".join(str(place) for place in picks)
 
 
 def _steady(store: RunStore | None) -> dict[str, Any] | None:

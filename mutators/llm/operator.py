@@ -13,8 +13,10 @@ checked as they arrive (gi.mutators.llm.chain: it must parse, be the same functi
 not reach for the test machinery; an optional reviewer pass asks the model to critique it),
 and what the model can mend goes back to it in a bounded retry (it does not parse, does not
 apply, is the wrong kind of code, reaches for the test machinery, the reviewer objects; and in
-the next generation, its tests failed). `finish` takes the replies in the order proposals were
-prepared and rejects a version the operator already proposed there, nearly
+the next generation, its tests failed). `finish` takes the replies in the order the search asks
+for them (a generational search: the order proposals were prepared; a steady-state one: the
+order they came in, which the run records; `Pending.arrival` says when they have) and rejects a
+version the operator already proposed there, nearly
 (gi.mutators.llm.novelty); what is no news (the same code, a version already tried) is counted
 and not asked again. A reply that passes becomes a `Proposal`, and `edits` turns that into
 edits of the patch (gi.mutators.llm.edits), carrying the source so that applying them again never

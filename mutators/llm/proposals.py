@@ -7,6 +7,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,12 @@ class Pending:
     def label(self) -> str:
         """How the search names the offspring it makes: the operator and the mode."""
         return f"llm.{self.mode}"
+
+    @property
+    def arrival(self) -> Future[list[Attempt]] | None:
+        """Done once the proposal's replies (retries and reviews too) are in and checked: the
+        optional `Arriving` hook of a deferred proposal."""
+        return None if self.chain is None else self.chain.done
 
 
 @dataclass
