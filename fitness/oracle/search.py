@@ -29,9 +29,7 @@ NOT_CHECKED = "not checked"
 #: Calls Hypothesis draws of one function before it concludes no difference is to be found.
 EXAMPLES = 200
 
-#: What the original and the variant did on a call; None when the call is not one to compare them
-#: on (a repair's original is no reference on inputs like its failing tests').
-Ask = Callable[[Call], tuple[Outcome, Outcome] | None]
+Ask = Callable[[Call], tuple[Outcome, Outcome]]
 
 
 @dataclass(frozen=True)
@@ -53,8 +51,6 @@ class Search:
     #: Whether the time ran out before Hypothesis had drawn and shrunk all it would.
     cut_short: bool = False
     found: dict[str, Difference] = field(default_factory=dict)
-    #: Calls made on the original alone: `ask` found them no calls to compare on.
-    passed_over: int = 0
 
 
 def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline: float,
@@ -71,12 +67,8 @@ def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline
         key = call.key()
         if key in search.found:
             return True
-        answers = ask(call)
-        if answers is None:
-            search.passed_over += 1
-            return False
         search.tried += 1
-        original, variant = answers
+        original, variant = ask(call)
         if differs(original, variant):
             search.found[key] = Difference(call, original, variant)
             return True
@@ -115,13 +107,10 @@ def replay_difference(profile: FunctionProfile, ask: Ask, *, deadline: float) ->
         if time.monotonic() > deadline:
             search.cut_short = True
             break
-        answers = ask(call)
-        if answers is None:
-            search.passed_over += 1
-            continue
         search.tried += 1
-        if differs(*answers):
-            search.difference = search.found[call.key()] = Difference(call, *answers)
+        original, variant = ask(call)
+        if differs(original, variant):
+            search.difference = search.found[call.key()] = Difference(call, original, variant)
             break
     return search
 
@@ -136,17 +125,13 @@ def _simplest(difference: Difference, different: Callable[[Call], bool], search:
     argument is replaced by each simpler value of its kind, simplest first, while the call
     still differs (at most SIMPLIFYING_CALLS calls)."""
     call = difference.call
-
-    def made() -> int:
-        return search.tried + search.passed_over
-
-    budget = made() + SIMPLIFYING_CALLS
+    budget = search.tried + SIMPLIFYING_CALLS
     improved = True
-    while improved and made() < budget and not search.cut_short:
+    while improved and search.tried < budget and not search.cut_short:
         improved = False
         for index in range(len(call.args)):
             for simpler in simpler_values(call.args[index]):
-                if made() >= budget or search.cut_short:
+                if search.tried >= budget or search.cut_short:
                     break
                 candidate = replace(call, args=(*call.args[:index], simpler, *call.args[index + 1 :]))
                 if different(candidate):

@@ -35,11 +35,9 @@ class Call:
     args: tuple[Encoded, ...]
     kwargs: tuple[tuple[str, Encoded], ...] = ()
 
-    def request(self, limit: float, trace: bool = False) -> dict[str, Any]:
-        """What the worker is sent; with `trace`, the answer's "path" lists the function's source
-        lines the call ran."""
-        request = {"function": self.function, "args": list(self.args), "kwargs": dict(self.kwargs), "limit": limit}
-        return {**request, "trace": True} if trace else request
+    def request(self, limit: float) -> dict[str, Any]:
+        """What the worker is sent."""
+        return {"function": self.function, "args": list(self.args), "kwargs": dict(self.kwargs), "limit": limit}
 
     def key(self) -> str:
         return json.dumps([self.function, self.args, self.kwargs])

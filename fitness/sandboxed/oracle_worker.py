@@ -298,7 +298,6 @@ def serve() -> None:
             answer({"unavailable": f"{type_(error).__name__}: {error}"[:300]})
             continue
         outcome: dict[str, Any] = {}
-        lines: set[int] | None = _tracing(function) if request.get("trace") else None
         reseed(0)  # both programs draw the same numbers, call by call
         signal.setitimer(signal.ITIMER_REAL, float(request["limit"]))
         try:
@@ -308,45 +307,13 @@ def serve() -> None:
                 raise
             except base_exception as error:
                 outcome["raised"] = name_of(type_(error))
-            finally:
-                if lines is not None:
-                    sys.settrace(None)
             outcome["args"] = [encode(item) for item in args]
             outcome["kwargs"] = {name: encode(item) for name, item in kwargs.items()}
-            if lines is not None:
-                outcome["path"] = sorted(lines)
         except expired:
             outcome = {"timed_out": True}
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         answer(outcome)
-
-
-def _tracing(function: Any) -> set[int] | None:
-    """Start noting the lines of `function`'s source (its own and those of what it defines
-    inside, comprehensions too) that run; the set fills until sys.settrace(None). None when the
-    function has no source lines of its own (a builtin, a class)."""
-    code = getattr(function, "__code__", None)
-    if not isinstance(code, types.CodeType):
-        return None
-    file = code.co_filename
-    numbers = [line for _, _, line in code.co_lines() if line is not None]
-    first, last = code.co_firstlineno, max(numbers, default=code.co_firstlineno)
-    lines: set[int] = set()
-
-    def local(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            lines.add(frame.f_lineno)
-        return local
-
-    def calls(frame: types.FrameType, event: str, arg: Any) -> Any:
-        inner = frame.f_code
-        if inner.co_filename == file and first <= inner.co_firstlineno <= last:
-            return local
-        return None
-
-    sys.settrace(calls)
-    return lines
 
 
 if __name__ == "__main__":

@@ -7,9 +7,8 @@ measurement `oracle_calls:<hash of their ids>`), and only until the functions to
 their calls. For each front member, the functions its patch changes (directly or through what
 they use; in a repair, less those the failing tests reach, which the repair is meant to change)
 are called on calls Hypothesis draws; in a repair, the public functions the failing tests reach
-are called on the calls the passing tests made of them, where the original was right, and on
-drawn calls that run the same lines of the original as one of those (gi.fitness.oracle.paths).
-Each call is made in two sandboxed processes: one of the original's copy and one of the
+are called on the calls the passing tests made of them, where the original was right. Each call
+is made in two sandboxed processes: one of the original's copy and one of the
 member's (`OracleWorker`, gi/engine/oracle_process.py, running
 fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as
 a pytest test, and confirmed: the test must pass on the original and fail on the member when
@@ -34,7 +33,6 @@ from gi.engine.oracle_process import OracleError, OracleWorker
 from gi.engine.recorded import Measurements, as_is
 from gi.fitness.oracle.changes import changed_functions
 from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError
-from gi.fitness.oracle.paths import Paths, learn_paths, like_passing
 from gi.fitness.oracle.record import Recording, RecordingError
 from gi.fitness.oracle.search import (
     CHANGED,
@@ -42,7 +40,6 @@ from gi.fitness.oracle.search import (
     SAME,
     Behaviour,
     Difference,
-    Search,
     not_checked,
     replay_difference,
     search_difference,
@@ -64,10 +61,6 @@ MAX_RECORDED_IDS = 100_000
 #: A member left less time than this is not checked, and why.
 MIN_SECONDS = 0.5
 SPENT = "the oracle's time (tests.oracle_seconds) was spent on the members before"
-#: How the why of a difference found on a function a repair's failing tests reach begins: the call
-#: was a passing training test's, or drawn and like one (`gi.fitness.oracle.paths`).
-REPLAYED = "a call a passing training test makes"
-LIKE_PASSING = "a call like a passing training test's (it runs the same lines of the original)"
 
 
 class Oracle:
@@ -103,10 +96,6 @@ class Oracle:
         self._recordings: dict[str, Recording] = {}
         self._reach: frozenset[str] | None = None
         self._changed: dict[tuple[str, frozenset[str]], dict[str, str]] = {}
-        #: In a repair, the paths of the original's recorded calls of each function the failing
-        #: tests reach, by function and calls (None: no drawn call can be told like a passing
-        #: test's).
-        self._paths: dict[str, Paths | None] = {}
 
     @property
     def modules(self) -> dict[str, str]:
@@ -358,12 +347,12 @@ class Oracle:
                 for index, profile in enumerate([*kept, *targets]):
                     share = (deadline - time.monotonic()) / (len(kept) + len(targets) - index)
                     seed = (self.seed * 1_000_003 + int(variant.tree_hash[:12], 16)) % 2**32
-                    prefix = ""
                     try:
-                        if index < len(kept):
-                            search, prefix = self._kept_search(profile, original[0], mine, seed, share)
-                        else:
-                            search = search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
+                        search = (
+                            replay_difference(profile, ask, deadline=time.monotonic() + share)
+                            if index < len(kept)
+                            else search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
+                        )
                     except UnmakeableError as error:
                         unmakeable.append(f"{profile.key.partition(':')[2]}: {error}")
                         continue
@@ -372,8 +361,8 @@ class Oracle:
                     if search.difference is not None:
                         found = sorted(search.found.values(), key=lambda difference: len(difference.call.key()))
                         verdict = self._confirmed(variant, profile, [search.difference, *found], tried, checked)
-                        if verdict is not None and prefix:
-                            verdict = replace(verdict, why=f"{prefix}: {verdict.why}")
+                        if verdict is not None and index < len(kept):
+                            verdict = replace(verdict, why=f"a call a passing training test makes: {verdict.why}")
                         if verdict is not None and verdict.verdict == CHANGED:
                             return _timed(verdict, started)
                         unconfirmed = unconfirmed or verdict
@@ -390,32 +379,6 @@ class Oracle:
         names = ", ".join(key.partition(":")[2] for key in checked)
         why = f"no difference in {tried} calls of {names}" + (f" ({'; '.join(skipped)})" if skipped else "")
         return Behaviour(SAME, tried, None, why, tuple(checked), time.monotonic() - started)
-
-    def _kept_search(
-        self, profile: FunctionProfile, original: OracleWorker, mine: OracleWorker, seed: int, seconds: float
-    ) -> tuple[Search, str]:
-        """A function a repair's failing tests reach, checked where the original was right: on
-        the calls the passing training tests made of it, then on drawn calls like them
-        (`gi.fitness.oracle.paths`), in `seconds`; and the words a difference's why begins with.
-        Raises UnmakeableError."""
-        deadline = time.monotonic() + seconds
-
-        def traced(call: Call) -> Outcome:
-            return original.call(call, trace=True)
-
-        replayed = replay_difference(profile, lambda call: (original.call(call), mine.call(call)), deadline=deadline)
-        if replayed.difference is not None or replayed.cut_short:
-            return replayed, REPLAYED
-        calls = json.dumps([profile.calls, sorted(profile.failing_calls)], sort_keys=True)
-        key = f"{profile.key}:{sha256(calls.encode()).hexdigest()[:16]}"  # recordings of other tests differ
-        if key not in self._paths:
-            self._paths[key] = learn_paths(profile, traced)
-        paths = self._paths[key]
-        if paths is None:
-            return replayed, REPLAYED
-        drawn = search_difference(profile, like_passing(paths, traced, mine.call), seed=seed, deadline=deadline)
-        drawn.tried += replayed.tried
-        return drawn, LIKE_PASSING
 
     @contextmanager
     def _worker(self, variant: Variant) -> Iterator[OracleWorker]:

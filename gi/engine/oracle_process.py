@@ -62,13 +62,13 @@ class OracleWorker:
             raise OracleError(f"the oracle's worker did not start: {tail[0]}")
         return live
 
-    def call(self, call: Call, trace: bool = False) -> Outcome:
-        """What the program did on the call (with `trace`, its "path": the function's lines it
-        ran): a timed-out call stops the worker (the next call starts another)."""
+    def call(self, call: Call) -> Outcome:
+        """What the program did on the call: a timed-out call stops the worker (the next call
+        starts another)."""
         if self.live is None or not self.live.alive():
             self.stop()
             self._start()
-        self._send(call.request(CALL_SECONDS, trace))
+        self._send(call.request(CALL_SECONDS))
         answer = self._receive(CALL_SECONDS + ANSWER_MARGIN)
         if answer is None:
             self.stop()

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, Phase, find, settings
 
 from gi.fitness.oracle.changes import changed_functions
 from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError, calls
-from gi.fitness.oracle.paths import Paths, learn_paths, like_passing
 from gi.fitness.oracle.search import search_difference
 from gi.fitness.oracle.values import Call, counterexample, differs, source
 
@@ -159,35 +158,3 @@ def test_only_values_gi_can_write_become_source() -> None:
     assert source(["float", "nan"]) == "float('nan')"
     assert source(["dict", [[["str", "k"], ["set", []]]]]) == "{'k': set()}"
     assert source(["object", "m.Thing", []]) is None
-
-
-def test_in_a_repair_only_calls_like_a_passing_test_s_are_compared() -> None:
-    """grade's path on the original is the branch it takes; grade(95) was a passing test's call,
-    grade(85) a failing one's. A variant that narrows the A band differs on 90-94 (like grade(95):
-    found, shrunk to 90) and on 85 (like the failing call: passed over, never a difference)."""
-
-    def branch(score: int) -> list[int]:
-        return [1, 2] if score >= 90 else [1, 3] if score >= 80 else [1, 4]
-
-    def original(call: Call) -> dict[str, object]:
-        score = int(call.args[0][1])
-        return {"returned": ["str", "A" if score >= 90 else "C" if score >= 80 else "F"], "path": branch(score)}
-
-    def variant(call: Call) -> dict[str, object]:
-        score = int(call.args[0][1])
-        return {"returned": ["str", "A" if score >= 95 else "B" if score >= 80 else "F"]}
-
-    seen = profile("grades:grade", [["int", "95"]], [["int", "85"]], [["int", "10"]])
-    seen = FunctionProfile(seen.key, seen.parameters, seen.calls, seen.count, frozenset({1}))
-    paths = learn_paths(seen, original)
-    assert paths == Paths(frozenset({(1, 2), (1, 4)}), frozenset({(1, 3)}))
-    ask = like_passing(paths, original, variant)
-    assert ask(Call("grades:grade", (["int", "85"],))) is None
-    assert ask(Call("grades:grade", (["int", "50"],))) == ({"returned": ["str", "F"]}, {"returned": ["str", "F"]})
-    found = search_difference(seen, ask, seed=1, deadline=time.monotonic() + 60)
-    assert found.difference is not None and found.difference.call.args == (["int", "90"],)
-    assert found.passed_over > 0
-    # A failing call that cannot be made again could be like any drawn one: nothing is compared.
-    unmakeable = FunctionProfile(seen.key, seen.parameters, (*seen.calls, {"args": [["object", "x.Y", {}]],
-                                 "kwargs": {}}), seen.count, frozenset({1, 3}))  # fmt: skip
-    assert learn_paths(unmakeable, original) is None
