@@ -431,9 +431,10 @@ class ArrivalBatch(Batch):
     `settle_one` takes the waiting offspring whose operator's answer came first (the oldest of
     those in), so a slow reply holds up no other. Which one that is, the replies' speed decides:
     `picked` lists each choice as its place among the offspring waiting then, for the run to
-    record, and a run following its record gives them back in `script` (a choice the script
-    lacks is the oldest: a run killed before it recorded the order of a closing generation's
-    answers). With `script` None the batch goes by the answers."""
+    record, and a run following its record gives them back in `recorded_order`. A choice the
+    record lacks is the oldest where `lenient` (a run killed before it recorded the order of a
+    closing generation's answers), else an OrderError: the run does otherwise than its record.
+    With `recorded_order` None the batch goes by the answers."""
 
     def __init__(
         self,
@@ -444,7 +445,8 @@ class ArrivalBatch(Batch):
         on_candidate: Callable[[Candidate], None] | None = None,
     ) -> None:
         super().__init__(variation, generation, seen, max_edits, on_candidate)
-        self.script: collections.deque[int] | None = None
+        self.recorded_order: collections.deque[int] | None = None
+        self.lenient = True
         self.picked: list[int] = []
 
     def offer(self, offspring: Offspring) -> bool:
@@ -455,14 +457,16 @@ class ArrivalBatch(Batch):
         return self._add(offspring)
 
     def settle_one(self) -> None:
-        """Wait for the edits of the waiting offspring the script names, or else whose answer is
-        in first; offer it."""
+        """Wait for the edits of the waiting offspring the recorded order names, or else whose
+        answer is in first; offer it."""
         if not self.queue:
             return
-        if self.script is None:
+        if self.recorded_order is None:
             index = self._first_in()
         else:
-            index = self.script.popleft() if self.script else 0
+            if not self.recorded_order and not self.lenient:
+                raise OrderError(f"an answer taken where the record takes none ({len(self.queue)} awaited)")
+            index = self.recorded_order.popleft() if self.recorded_order else 0
             if not 0 <= index < len(self.queue):
                 raise OrderError(f"answer {index} of {len(self.queue)} awaited")
         self.picked.append(index)

@@ -22,9 +22,10 @@ generation waited for). A resumed run restores its last checkpoint and follows t
 recorded after it (the generator and the operators' state are the checkpoint's, a model's
 replies come from the reply cache, results from the store), then goes on live; `gi replay`
 follows the recorded run's events from the start, offline. A run begun by an older gi, which
-took the answers oldest first and recorded no order (its store lacks the meta key ORDER), goes
-on taking them oldest first, resumed or replayed. So one seed and the recorded order fix a run:
-it resumes exactly wherever it was killed, and its replay reaches the same front.
+took the answers oldest first and recorded no order (its store lacks the meta key
+ANSWER_ORDER_META), goes on taking them oldest first, resumed or replayed. So one seed and the
+recorded order fix a run: it resumes exactly wherever it was killed, and its replay reaches the
+same front.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from gi.run.loop import RunLoop
 #: The store's meta key of the loop's state at the last checkpoint.
 STEADY = "steady_state"
 #: The store's meta key saying how the run takes a model's answers ("arrival": as they arrive).
-ORDER = "steady_order"
+ANSWER_ORDER_META = "steady_order"
 
 
 @dataclass
@@ -149,7 +150,7 @@ class SteadyLoop(RunLoop):
         settled = self.script[0] if self.script and self.script[0][0] == "settled" else None
         if settled is not None:  # the order of the answers the generation this result closes waited for
             self.script.popleft()
-        self._order(settled[1] if settled else "")
+        self._order(settled[1] if settled else "", lenient=settled is None)
         self.settled_recorded = settled is not None
         batch = self.batch
         try:
@@ -365,14 +366,15 @@ class SteadyLoop(RunLoop):
         its record, it takes the answers in the recorded order (`_follow` gives it)."""
         batch = self.search.batch(generation, mutations=self.population + self.ahead, arrivals=self.by_arrival)
         if isinstance(batch, ArrivalBatch):
-            batch.script = collections.deque() if self.scripted else None
+            batch.recorded_order = collections.deque() if self.scripted else None
         return batch
 
-    def _order(self, recorded: str | None) -> None:
-        """Have the batch take the model's answers in the `recorded` order ("2 0"; oldest first
-        past its end), or as they arrive (None)."""
+    def _order(self, recorded: str | None, lenient: bool = False) -> None:
+        """Have the batch take the model's answers in the `recorded` order ("2 0"; past its end,
+        oldest first where `lenient`, else the run has gone otherwise), or as they arrive (None)."""
         if isinstance(self.batch, ArrivalBatch):
-            self.batch.script = None if recorded is None else collections.deque(_picks(recorded))
+            self.batch.recorded_order = None if recorded is None else collections.deque(_picks(recorded))
+            self.batch.lenient = lenient
 
     def _taken(self) -> str:
         """The order the batch took the model's answers in since last asked, to record."""
@@ -388,7 +390,7 @@ class SteadyLoop(RunLoop):
         so a replay, which makes the same requests, finds them); close the last, partial
         generation, if results came in after the last checkpoint, and say in the store why the
         search stopped. They are taken oldest first, as no event records their order."""
-        self._order("")
+        self._order("", lenient=True)
         settle(self.batch)
         if (self.storage.store.get_meta(STEADY) or {}).get("stopped"):
             self.stopped = dict((self.storage.store.get_meta(STEADY) or {})["stopped"])
@@ -447,17 +449,18 @@ def _flight_json(flight: Flight) -> dict[str, Any]:
 
 def _by_arrival(store: RunStore, recorded: RunStore | None) -> bool:
     """Whether the run takes a model's answers as they arrive: a new run does, and says so in its
-    store (meta ORDER); a run begun, or recorded, by a gi that took the oldest first goes on so."""
+    store (meta ANSWER_ORDER_META); a run begun, or recorded, by a gi that took the oldest first
+    goes on so."""
     fresh = recorded is None and not store.count_arrivals()
-    by_arrival = fresh or (recorded or store).get_meta(ORDER) == "arrival"
+    by_arrival = fresh or (recorded or store).get_meta(ANSWER_ORDER_META) == "arrival"
     if by_arrival:
-        store.set_meta(ORDER, "arrival")
+        store.set_meta(ANSWER_ORDER_META, "arrival")
     return by_arrival
 
 
 def _left_over(batch: Batch) -> bool:
     """Whether the batch was given a recorded order of answers it did not take."""
-    return isinstance(batch, ArrivalBatch) and bool(batch.script)
+    return isinstance(batch, ArrivalBatch) and bool(batch.recorded_order)
 
 
 def _picks(text: str) -> list[int]:
