@@ -172,7 +172,9 @@ class Outcome:
     oracle_why: str = ""
     #: The oracle's verdict on the presented repair against the correct program (not the buggy
     #: one), on calls from every training and held-out test and drawn ones: "changed" is a
-    #: repair that is wrong, whatever the held-out tests say (None: nothing presented).
+    #: repair that is wrong, whatever the held-out tests say; "same", none found wrong; "not
+    #: checked", the oracle could not tell (its time ran out, the calls cannot be made); "the
+    #: correct program", the repair is it (None: nothing presented).
     truth: str | None = None
 
 
@@ -256,8 +258,10 @@ def run_gi(bug: Bug, folder: Path, arm: Arm, seed: int, budget: int, workers: in
         holds = _passes_on_correct(bug, folder / "correct", behaviour["counterexample"])
     seconds = float((summary.get("oracle") or {}).get("seconds") or 0.0)
     why = str(behaviour.get("why") or "") if behaviour else ""
-    buggy = Program.load(program, [bug.subject.module], protected=["tests", "holdout"])
-    truth = _against_correct(bug, folder / "truth", run, ranked[0]["id"], buggy, seed) if ranked else None
+    truth = None
+    if ranked:
+        buggy = Program.load(program, [bug.subject.module], protected=["tests", "holdout"])
+        truth = _against_correct(bug, folder / "truth", run, ranked[0]["id"], buggy, seed)
     return Outcome(repaired, correct, smallest, int(summary["evaluations"]), first_plausible, first_correct,
                    bool(ranked), verdict, holds, seconds, why, truth)  # fmt: skip
 
@@ -455,8 +459,9 @@ def oracle_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
     lines = [
         "| arm | presented | overfitting by held-out tests | by the oracle | by the oracle only"
         " | its counterexamples that hold on the correct program | oracle checked | oracle s a run (median)"
-        " | wrong by the correct program | of them, missed by held-out tests | of them, flagged by the oracle |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        " | wrong by the correct program | of them, missed by held-out tests | of them, flagged by the oracle"
+        " | not told against it |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for arm in arms:
         outcomes = [result.outcomes[arm.name] for result in results]
@@ -472,7 +477,7 @@ def oracle_table(results: Sequence[Result], arms: Sequence[Arm]) -> str:
             f"| {arm.name} | {len(shown)} | {held} ({_share(held, len(shown))}) |"
             f" {len(flagged)} ({_share(len(flagged), len(shown))}) | {only} | {sum(holds)} of {len(holds)} |"
             f" {checked} | {seconds:.1f} | {len(wrong)} | {sum(o.correct for o in wrong)} |"
-            f" {sum(o.oracle == 'changed' for o in wrong)} |"
+            f" {sum(o.oracle == 'changed' for o in wrong)} | {sum(o.truth == 'not checked' for o in shown)} |"
         )
     title = "the repair gi presents first, judged by the held-out tests and by the behaviour oracle:"
     return title + "\n" + "\n".join(lines)

@@ -81,7 +81,7 @@ def warm_pytest_seconds(root: Path, paths: list[str], repeats: int = 20) -> floa
 
     import pytest
 
-    from gi.fitness.sandboxed.warm_worker import preload
+    from gi.fitness.sandboxed.warm_imports import preload
 
     preload([])
     gc.collect()

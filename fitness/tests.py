@@ -118,7 +118,7 @@ NO_CHECKS = Checks()
 
 
 #: The plugin's files, as copied into a workspace's tools folder: the module pytest loads, and
-#: its per-test time limits beside it.
+#: beside it its per-test time limits and its checks (canaries, the audit of returned values).
 PLUGIN_FILES = (
     (f"{PLUGIN_MODULE}.py", "pytest_plugin.py"),
     ("gi_pytest_limits.py", "pytest_limits.py"),

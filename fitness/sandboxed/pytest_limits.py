@@ -232,8 +232,8 @@ class Places(NamedTuple):
     runner: types.CodeType
 
 
-def machinery_places(*plugin: str) -> Places:
-    """Where pytest's, pluggy's and gi's plugin's code lives (`plugin`: the plugin's files), and
+def machinery_places(*plugin_files: str) -> Places:
+    """Where pytest's, pluggy's and gi's plugin's code lives (`plugin_files`: the plugin's), and
     the rest of `Places`."""
     import sysconfig
 
@@ -242,7 +242,7 @@ def machinery_places(*plugin: str) -> Places:
     from _pytest.runner import CallInfo
 
     folders = (os.path.dirname(module.__file__) + os.sep for module in (pytest, _pytest, pluggy) if module.__file__)
-    ours = (__file__, *plugin)
+    ours = (__file__, *plugin_files)
     runner = getattr(CallInfo.from_call, "__func__", CallInfo.from_call).__code__
     return Places((*folders, *ours), ours, ("<", sysconfig.get_paths()["stdlib"] + os.sep), runner)
 

@@ -52,10 +52,6 @@ import contextlib
 import ctypes
 import gc
 import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.metadata
-import importlib.util
 import json
 import linecache
 import os

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gi.engine.sandbox.limits import Limits
-from gi.engine.warm import WarmPool, third_party_imports
-from gi.fitness.sandboxed.warm_imports import CompiledOriginals
+from gi.engine.warm import WORKER_NAME, WarmPool, third_party_imports
+from gi.fitness.sandboxed.warm_imports import WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
 from gi.fitness.tests import PLUGIN_MODULE, PytestSetup
 from gi.model.program import Program
@@ -40,6 +40,7 @@ def test_through_the_conftest(answered):
 
 def test_the_worker_loads_the_plugin_gi_names() -> None:
     assert REPORT_PLUGIN == PLUGIN_MODULE
+    assert WORKER_FILE == WORKER_NAME, "the worker's imports leave the worker's file out of the tools they cache"
     argv = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "tests"]
     assert without_report_plugin(argv) == ["-p", "no:cacheprovider", "-q", "tests"]
 
