@@ -248,7 +248,8 @@ class Deferred(Protocol):
 
 
 class Arriving(Protocol):
-    """The optional hook of a deferred proposal whose answer arrives by itself."""
+    """The optional hook of a deferred proposal whose answer arrives by itself (read by name with
+    `arrival`: a deferred need not subclass this)."""
 
     @property
     def arrival(self) -> Future[Any] | None:

@@ -44,6 +44,7 @@ from gi.engine.held_out import front_members
 from gi.engine.store import RunStore
 from gi.model.errors import StoreError
 from gi.model.patch import Patch, apply
+from gi.model.program import Program
 from gi.model.results import Evaluation
 from gi.populations import Individual
 from gi.run.loop import RunLoop
@@ -62,6 +63,31 @@ class Flight:
     candidate: Candidate
     generation: int
     dispatched: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The flight as a checkpoint holds it (to be evaluated again on resume)."""
+        candidate = self.candidate
+        return {
+            "id": candidate.id,
+            "generation": self.generation,
+            "patch": candidate.patch.to_json(),
+            "parents": list(candidate.parents),
+            "operator": candidate.operator,
+            "edits": Patch(candidate.edits).to_json(),
+            "island": candidate.island,
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any], program: Program) -> Flight:
+        """A candidate a checkpoint had in evaluation, made again from its patch on `program`."""
+        patch = Patch.from_json(entry["patch"])
+        patch.check(program)
+        edits = Patch.from_json(entry["edits"]).edits
+        candidate = Candidate(
+            entry["id"], patch, apply(program, patch), tuple(entry["parents"]), entry["operator"], edits,
+            entry.get("island"),
+        )  # fmt: skip
+        return cls(candidate, int(entry["generation"]))
 
 
 class SteadyLoop(RunLoop):
@@ -92,7 +118,8 @@ class SteadyLoop(RunLoop):
         self.programs = self.known | {self.original}
         self.flights: dict[str, Flight] = {}
         for entry in saved.get("in_flight", []):
-            self._restore_flight(entry)
+            flight = Flight.from_json(entry, search.program)
+            self.flights[flight.candidate.id] = flight
         self.bred_programs = self.programs | {f.candidate.variant.tree_hash for f in self.flights.values()}
         self.arrivals: queue.SimpleQueue[tuple[str, Result]] = queue.SimpleQueue()
         #: Programs being evaluated, with the candidates (after the first) that wait for them.
@@ -337,7 +364,7 @@ class SteadyLoop(RunLoop):
             "events": self.event,
             "bred": self.bred,
             "told": self.told,
-            "in_flight": [_flight_json(flight) for flight in self.flights.values()],
+            "in_flight": [flight.to_json() for flight in self.flights.values()],
             "stopped": stop,
         }
         self._checkpoint(children, gap, new_programs=len(fresh), meta={STEADY: state})
@@ -418,33 +445,6 @@ class SteadyLoop(RunLoop):
         state = dict(store.get_meta(STEADY) or {})
         state["stopped"] = self.stopped
         store.set_meta(STEADY, state)
-
-    # --- checkpoints ------------------------------------------------------------------------
-
-    def _restore_flight(self, entry: dict[str, Any]) -> None:
-        """A candidate the checkpoint had in evaluation, made again from its patch."""
-        program = self.search.program
-        patch = Patch.from_json(entry["patch"])
-        patch.check(program)
-        variant = apply(program, patch)
-        edits = Patch.from_json(entry["edits"]).edits
-        candidate = Candidate(
-            entry["id"], patch, variant, tuple(entry["parents"]), entry["operator"], edits, entry.get("island")
-        )
-        self.flights[candidate.id] = Flight(candidate, int(entry["generation"]))
-
-
-def _flight_json(flight: Flight) -> dict[str, Any]:
-    candidate = flight.candidate
-    return {
-        "id": candidate.id,
-        "generation": flight.generation,
-        "patch": candidate.patch.to_json(),
-        "parents": list(candidate.parents),
-        "operator": candidate.operator,
-        "edits": Patch(candidate.edits).to_json(),
-        "island": candidate.island,
-    }
 
 
 def _by_arrival(store: RunStore, recorded: RunStore | None) -> bool:
