@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.errors import HypothesisException, NoSuchExample
 
 from gi.fitness.oracle.inputs import FunctionProfile, calls, recorded_calls
-from gi.fitness.oracle.values import Call, Encoded, Outcome, differs
+from gi.fitness.oracle.values import Call, Encoded, Outcome, crashes, differs
 
 SAME = "same"
 CHANGED = "changed"
@@ -39,6 +39,9 @@ class Difference:
     call: Call
     original: Outcome
     variant: Outcome
+    #: Whether it was looked for as a crash only (`crashes`): what the original did is not the
+    #: right result, only one without a crash.
+    crash: bool = False
 
 
 @dataclass
@@ -54,11 +57,13 @@ class Search:
 
 
 def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline: float,
-                      examples: int = EXAMPLES) -> Search:  # fmt: skip
+                      examples: int = EXAMPLES, crashes_only: bool = False) -> Search:  # fmt: skip
     """Draw calls of the function until one differs (then shrink it) or `examples` were drawn,
-    or the clock (time.monotonic) passes `deadline`. Raises UnmakeableError."""
+    or the clock (time.monotonic) passes `deadline`. With `crashes_only`, a call differs only
+    where the variant crashes and the original does not (`crashes`). Raises UnmakeableError."""
     strategy = calls(profile)
     search = Search()
+    compare = crashes if crashes_only else differs
 
     def different(call: Call) -> bool:
         if time.monotonic() > deadline:
@@ -69,8 +74,8 @@ def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline
             return True
         search.tried += 1
         original, variant = ask(call)
-        if differs(original, variant):
-            search.found[key] = Difference(call, original, variant)
+        if compare(original, variant):
+            search.found[key] = Difference(call, original, variant, crash=crashes_only)
             return True
         return False
 

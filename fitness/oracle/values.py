@@ -75,6 +75,43 @@ def differs(original: Outcome, variant: Outcome) -> bool:
     return bool(canonical(dict(original)) != canonical(dict(variant)))
 
 
+#: The errors the interpreter raises on a program's own mistake (an index past the end, a missing
+#: key or attribute, a wrong type, a name not bound, a division by zero, endless recursion), as
+#: opposed to one a program raises to refuse an input (ValueError) or to check itself
+#: (AssertionError). Where the original returns, a variant that raises one of them has crashed.
+CRASHES = frozenset(
+    f"builtins.{name}"
+    for name in (
+        "IndexError",
+        "KeyError",
+        "AttributeError",
+        "TypeError",
+        "NameError",
+        "UnboundLocalError",
+        "ZeroDivisionError",
+        "RecursionError",
+    )
+)
+
+
+def crash(outcome: Outcome) -> str | None:
+    """The error (CRASHES) the call raised, or its returned iterator raised, or None."""
+    raised = outcome.get("raised")
+    if raised is None and "returned" in outcome:
+        value = outcome["returned"]
+        if value[0] == "iterated" and value[2] and value[2][0] == "raised":
+            raised = value[2][1]
+    return raised if raised in CRASHES else None
+
+
+def crashes(original: Outcome, variant: Outcome) -> bool:
+    """Whether the variant crashed (CRASHES) on a call the original answered without crashing.
+    The implicit oracle of a repair, where the original is wrong on what the repair is about and
+    so cannot say what is right: whatever the right result is, a crash of the language is not it."""
+    answered = "returned" in original or "raised" in original
+    return answered and crash(original) is None and crash(variant) is not None
+
+
 def source(value: Encoded) -> str | None:
     """Python source that makes the value, or None when gi cannot write it."""
     tag = value[0]
@@ -297,3 +334,28 @@ def counterexample(
     header = [*sorted(imports), f"from {import_from} import {call.name}"]
     body = "\n".join(f"    {line}" for line in lines)
     return "\n".join(header) + f"\n\n\ndef {counterexample_name(call)}():\n{body}\n"
+
+
+def crash_counterexample(call: Call, original: Outcome, *, import_from: str) -> str | None:
+    """A ready-to-paste pytest test that the call does not crash: it passes on the original
+    (which answered it) and fails on a variant that raises one of CRASHES. What the call
+    returns is not asserted: in a repair the original is not the judge of that. None when the
+    call cannot be written as Python."""
+    code = call_source(call)
+    if code is None:
+        return None
+    imports: set[str] = set()
+    raised = original.get("raised")  # an error the program raises on purpose: the variant must too
+    value = original.get("returned")
+    if value is not None and value[0] == "iterated":
+        if value[2] == ["more"]:
+            imports.add("import itertools")
+            code = f"list(itertools.islice({code}, {len(value[1])}))"
+        else:
+            code = f"list({code})"
+            raised = value[2][1] if value[2] and value[2][0] == "raised" else None
+    lines = [code] if raised is None else _raises(code, raised, imports)
+    header = [*sorted(imports), f"from {import_from} import {call.name}"]
+    body = "\n".join(f"    {line}" for line in lines)
+    name = counterexample_name(call) + "_does_not_crash"
+    return "\n".join(header) + f"\n\n\ndef {name}():\n{body}\n"

@@ -104,7 +104,7 @@ class TestsSection(_Section):
             description="the behaviour oracle: each front member's changed functions called on inputs the tests"
             " did not try (Hypothesis, from those they did), against the original, each in a sandboxed process;"
             " 'auto': on (in a repair, the functions the failing tests reach only on the calls the passing tests"
-            " made); 'off'"
+            " made, and on drawn calls for crashes alone); 'off'"
         ),
     ] = "auto"
     oracle_seconds: Annotated[

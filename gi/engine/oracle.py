@@ -7,7 +7,9 @@ measurement `oracle_calls:<hash of their ids>`), and only until the functions to
 their calls. For each front member, the functions its patch changes (directly or through what
 they use; in a repair, less those the failing tests reach, which the repair is meant to change)
 are called on calls Hypothesis draws; in a repair, the public functions the failing tests reach
-are called on the calls the passing tests made of them, where the original was right. Each call
+are called on the calls the passing tests made of them, where the original was right, and then on
+drawn calls for crashes alone (an error of the language, CRASHES, where the original does not
+crash: whatever a repair's right result is, that is not it). Each call
 is made in two sandboxed processes: one of the original's copy and one of the
 member's (`OracleWorker`, gi/engine/oracle_process.py, running
 fitness/sandboxed/oracle_worker.py). The first difference is shrunk, written as
@@ -44,7 +46,7 @@ from gi.fitness.oracle.search import (
     replay_difference,
     search_difference,
 )
-from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, describe
+from gi.fitness.oracle.values import Call, Outcome, call_source, counterexample, crash_counterexample, describe
 from gi.fitness.outcomes import regressions
 from gi.fitness.selection import OUTSIDE_TESTS
 from gi.fitness.tests import NOT_FAILING
@@ -61,6 +63,22 @@ MAX_RECORDED_IDS = 100_000
 #: A member left less time than this is not checked, and why.
 MIN_SECONDS = 0.5
 SPENT = "the oracle's time (tests.oracle_seconds) was spent on the members before"
+
+#: How a function is checked (`Oracle.targets`): on the calls the passing training tests made of
+#: it, for crashes alone on drawn calls, or on drawn calls.
+REPLAYED, CRASHED, DRAWN = "replayed", "crashed", "drawn"
+#: What a verdict's why starts with, by how the difference was found.
+WHERE = {
+    REPLAYED: "a call a passing training test makes: ",
+    CRASHED: "a crash where the original does not crash, in a function the failing tests reach: ",
+    DRAWN: "",
+}
+#: What a "same" verdict says was not found, by how it was looked for.
+SEARCHED = {
+    REPLAYED: "no difference in {tried} calls of {names}",
+    DRAWN: "no difference in {tried} calls of {names}",
+    CRASHED: "no crash in {tried} drawn calls of {names} (the failing tests reach it: only a crash is wrong there)",
+}
 
 
 class Oracle:
@@ -296,45 +314,54 @@ class Oracle:
         meant = self._meant()
         return [key for key in self._public_changes(variant) if key in meant]
 
-    def targets(
-        self, variant: Variant, recording: Recording
-    ) -> tuple[list[FunctionProfile], list[FunctionProfile], list[str]]:
-        """The functions to check on a variant on drawn calls, those its patch edits first; those
-        to check on the passing training tests' calls alone (`_kept`); and why others it changes
-        are not checked."""
+    def targets(self, variant: Variant, recording: Recording) -> list[tuple[str, FunctionProfile]]:
+        """How each function the oracle checks on a variant is checked, in the order it is:
+        REPLAYED, on the passing training tests' calls of a function a repair's failing tests
+        reach (`_kept`); CRASHED, that function on drawn calls, for crashes alone; DRAWN, every
+        other function the patch changes, on drawn calls, those it edits first."""
         meant = self._meant()
         changed = self._changes(variant, meant)
-        skipped, kept = [], []
+        kept, crashed = [], []
         for key in self._kept(variant):
             profile = recording.functions.get(key)
-            if profile is not None and profile.passing_calls:
-                kept.append(profile)
-            else:
-                skipped.append(f"{key.partition(':')[2]}: the failing tests reach it, and no passing test calls it")
+            if profile is not None:
+                crashed.append((CRASHED, profile))
+                if profile.passing_calls:
+                    kept.append((REPLAYED, profile))
         chosen: list[tuple[bool, FunctionProfile]] = []
         for key, why in changed.items():
-            name = key.partition(":")[2]
-            if name.startswith("_"):
-                continue
             profile = recording.functions.get(key)
-            if profile is None:
+            if profile is not None and not key.partition(":")[2].startswith("_"):
+                chosen.append((why != "edited", profile))
+        drawn = [(DRAWN, profile) for _, profile in sorted(chosen, key=lambda item: item[0])]
+        return [*kept, *crashed, *drawn]
+
+    def unchecked(self, variant: Variant, recording: Recording) -> list[str]:
+        """Why functions the variant changes are not checked: those the recording has no calls of."""
+        skipped = []
+        for key in self._kept(variant):
+            if key not in recording.functions:
+                skipped.append(f"{key.partition(':')[2]}: the failing tests reach it, and no call of it was recorded")
+        for key in self._changes(variant, self._meant()):
+            name = key.partition(":")[2]
+            if not name.startswith("_") and key not in recording.functions:
                 skipped.append(f"{name}: not importable from its module")
-                continue
-            chosen.append((why != "edited", profile))
-        return [profile for _, profile in sorted(chosen, key=lambda item: item[0])], kept, skipped
+        return skipped
 
     def _member(
         self, variant: Variant, recording: Recording, original: list[OracleWorker], stack: ExitStack, seconds: float
     ) -> Behaviour:
         started = time.monotonic()
         deadline = started + seconds
-        targets, kept, skipped = self.targets(variant, recording)
-        if (targets or kept) and seconds < MIN_SECONDS:
+        targets, skipped = self.targets(variant, recording), self.unchecked(variant, recording)
+        if targets and seconds < MIN_SECONDS:
             return not_checked(SPENT)
-        if not targets and not kept:
+        if not targets:
             why = "; ".join(skipped) if skipped else "the patch changes no public top-level function"
             return not_checked(why)
-        tried, checked, unmakeable = 0, [], []
+        tried: dict[str, int] = {REPLAYED: 0, CRASHED: 0, DRAWN: 0}
+        checked: dict[str, list[str]] = {REPLAYED: [], CRASHED: [], DRAWN: []}
+        unmakeable: list[str] = []
         unconfirmed: Behaviour | None = None
         try:
             if not original:
@@ -344,25 +371,28 @@ class Oracle:
                 def ask(call: Call) -> tuple[Outcome, Outcome]:
                     return original[0].call(call), mine.call(call)
 
-                for index, profile in enumerate([*kept, *targets]):
-                    share = (deadline - time.monotonic()) / (len(kept) + len(targets) - index)
+                for index, (how, profile) in enumerate(targets):
+                    share = (deadline - time.monotonic()) / (len(targets) - index)
                     seed = (self.seed * 1_000_003 + int(variant.tree_hash[:12], 16)) % 2**32
                     try:
+                        until = time.monotonic() + share
                         search = (
-                            replay_difference(profile, ask, deadline=time.monotonic() + share)
-                            if index < len(kept)
-                            else search_difference(profile, ask, seed=seed, deadline=time.monotonic() + share)
+                            replay_difference(profile, ask, deadline=until)
+                            if how == REPLAYED
+                            else search_difference(profile, ask, seed=seed, deadline=until, crashes_only=how == CRASHED)
                         )
                     except UnmakeableError as error:
                         unmakeable.append(f"{profile.key.partition(':')[2]}: {error}")
                         continue
-                    tried += search.tried
-                    checked.append(profile.key)
+                    tried[how] += search.tried
+                    checked[how].append(profile.key)
                     if search.difference is not None:
                         found = sorted(search.found.values(), key=lambda difference: len(difference.call.key()))
-                        verdict = self._confirmed(variant, profile, [search.difference, *found], tried, checked)
-                        if verdict is not None and index < len(kept):
-                            verdict = replace(verdict, why=f"a call a passing training test makes: {verdict.why}")
+                        functions = tuple(dict.fromkeys(key for keys in checked.values() for key in keys))
+                        verdict = self._confirmed(variant, profile, [search.difference, *found], sum(tried.values()),
+                                                  functions)  # fmt: skip
+                        if verdict is not None:
+                            verdict = replace(verdict, why=f"{WHERE[how]}{verdict.why}")
                         if verdict is not None and verdict.verdict == CHANGED:
                             return _timed(verdict, started)
                         unconfirmed = unconfirmed or verdict
@@ -374,11 +404,16 @@ class Oracle:
         skipped += unmakeable
         if unconfirmed is not None:
             return _timed(unconfirmed, started)
-        if not checked:
+        functions = tuple(dict.fromkeys(key for keys in checked.values() for key in keys))
+        if not functions:
             return not_checked("; ".join(skipped), time.monotonic() - started)
-        names = ", ".join(key.partition(":")[2] for key in checked)
-        why = f"no difference in {tried} calls of {names}" + (f" ({'; '.join(skipped)})" if skipped else "")
-        return Behaviour(SAME, tried, None, why, tuple(checked), time.monotonic() - started)
+        said = []
+        for how in (REPLAYED, DRAWN, CRASHED):
+            if checked[how]:
+                names = ", ".join(key.partition(":")[2] for key in checked[how])
+                said.append(SEARCHED[how].format(tried=tried[how], names=names))
+        why = "; ".join(said) + (f" ({'; '.join(skipped)})" if skipped else "")
+        return Behaviour(SAME, sum(tried.values()), None, why, functions, time.monotonic() - started)
 
     @contextmanager
     def _worker(self, variant: Variant) -> Iterator[OracleWorker]:
@@ -408,8 +443,12 @@ class Oracle:
             if difference.call.key() in seen or len(seen) >= CONFIRMATIONS:
                 continue
             seen.add(difference.call.key())
-            test = counterexample(difference.call, profile.positional_names, difference.original,
-                                  difference.variant, import_from=difference.call.module)  # fmt: skip
+            module = difference.call.module
+            if difference.crash:
+                test = crash_counterexample(difference.call, difference.original, import_from=module)
+            else:
+                test = counterexample(difference.call, profile.positional_names, difference.original,
+                                      difference.variant, import_from=module)  # fmt: skip
             said = _words(difference)
             if test is None:
                 unconfirmed = unconfirmed or Behaviour(CHANGED, tried, None, said + " (gi cannot write it as a test)",

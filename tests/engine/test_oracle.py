@@ -24,7 +24,7 @@ from gi.engine.store import RunStore
 from gi.fitness.oracle import CHANGED, NOT_CHECKED, SAME
 from gi.fitness.outcomes import overfits
 from gi.fitness.selection import Coverage
-from gi.model.edits import DeleteStatement, KeepOperand, WriteStatement
+from gi.model.edits import DeleteStatement, KeepOperand, ReplaceOperator, WriteStatement
 from gi.model.patch import Patch, Variant, apply
 from gi.model.program import Program
 from gi.model.sites import Location
@@ -177,8 +177,9 @@ def test_a_repair_leaves_the_functions_its_failing_tests_reach_to_change(tmp_pat
         assert "arith:is_leap" in oracle.recording().failing_reach
     finally:
         evaluator.close()
-    assert verdicts[fix.tree_hash].verdict == NOT_CHECKED
-    assert "is_leap: the failing tests reach it" in verdicts[fix.tree_hash].why
+    fixed = verdicts[fix.tree_hash]
+    assert fixed.verdict == SAME and fixed.functions == ("arith:is_leap",), fixed
+    assert "no crash in" in fixed.why and "drawn calls of is_leap (the failing tests reach it" in fixed.why
     assert verdicts[simplified.tree_hash].verdict == CHANGED
 
 
@@ -224,6 +225,70 @@ def test_a_repair_keeps_the_original_s_behaviour_on_the_calls_its_passing_tests_
     assert flagged.why.startswith("a call a passing training test makes: is_leap(1900) returns False on the original")
     assert flagged.counterexample is not None and "is_leap(1900) is False" in flagged.counterexample
     assert passes(tmp_path / "original", program, apply(program, Patch()), flagged.counterexample)
+    assert not passes(tmp_path / "overfitting", program, overfitting, flagged.counterexample)
+
+
+#: The benchmark's intervals bug: `not start and` keeps every interval but one starting at 0 apart.
+INTERVALS = """\
+def merge(intervals):
+    merged = []
+    for start, end in sorted(intervals):
+        if not start and (merged and start <= merged[-1][1]):
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def first(intervals):
+    return merge(intervals)[0]
+"""
+INTERVALS_TRAINING = """\
+from intervals import first, merge
+
+
+def test_merge():
+    assert merge([(5, 8), (1, 3), (2, 4)]) == [[1, 4], [5, 8]]
+
+
+def test_first():
+    assert first([(1, 2)]) == [1, 2]
+"""
+
+
+def test_a_repair_that_crashes_where_the_original_does_not_is_flagged(tmp_path: Path) -> None:
+    """Where a repair's failing tests reach a function and no passing test calls it, the original
+    cannot say what is right; but a repair that raises an error of the language (IndexError) where
+    the original does not is wrong whatever the right result is. `not start or (...)` passes the
+    tests and fails on any list whose first interval starts at 0; the correct repair is left alone."""
+    folder = tmp_path / "intervals"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "intervals.py").write_text(INTERVALS)
+    (folder / "tests" / "test_intervals.py").write_text(INTERVALS_TRAINING)
+    program = Program.load(folder, ["intervals.py"], protected=["tests"])
+    condition = Location("intervals.py", "body[0].body.body[1].body.body[0].test")
+    correct = apply(program, Patch((KeepOperand(condition, side="right"),)))
+    overfitting = apply(program, Patch((ReplaceOperator(condition, operator="Or"),)))
+    setup, _ = pytest_setup(program, sys.executable)
+    evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, test_timeout=10, pytest=setup))
+    try:
+        assert evaluator.evaluate(apply(program, Patch())).measures["failed_tests"] == 1
+        for variant in (correct, overfitting):
+            assert evaluator.evaluate(variant).measures["failed_tests"] == 0, variant.diff()
+        oracle = Oracle(evaluator, None, seconds=120, repairing=True, seed=3)
+        verdicts = oracle.check([correct, overfitting])
+        assert "intervals:first" not in oracle.recording().failing_reach
+    finally:
+        evaluator.close()
+    assert verdicts[correct.tree_hash].verdict == SAME, verdicts[correct.tree_hash]
+    flagged = verdicts[overfitting.tree_hash]
+    assert flagged.verdict == CHANGED and flagged.confirmed, flagged
+    assert flagged.why.startswith("a crash where the original does not crash, in a function the failing tests reach: ")
+    assert "raises IndexError on the variant" in flagged.why
+    assert flagged.counterexample is not None and "_does_not_crash():" in flagged.counterexample
+    assert "assert" not in flagged.counterexample, "what the buggy original returns is not the judge"
+    assert passes(tmp_path / "original", program, apply(program, Patch()), flagged.counterexample)
+    assert passes(tmp_path / "correct", program, correct, flagged.counterexample)
     assert not passes(tmp_path / "overfitting", program, overfitting, flagged.counterexample)
 
 

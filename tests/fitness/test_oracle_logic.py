@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from gi.fitness.oracle.changes import changed_functions
 from gi.fitness.oracle.inputs import FunctionProfile, UnmakeableError, calls
 from gi.fitness.oracle.search import search_difference
-from gi.fitness.oracle.values import Call, counterexample, differs, source
+from gi.fitness.oracle.values import Call, counterexample, crash_counterexample, crashes, differs, source
 
 ORIGINAL = '''"""Helpers."""
 
@@ -158,3 +158,38 @@ def test_only_values_gi_can_write_become_source() -> None:
     assert source(["float", "nan"]) == "float('nan')"
     assert source(["dict", [[["str", "k"], ["set", []]]]]) == "{'k': set()}"
     assert source(["object", "m.Thing", []]) is None
+
+
+def test_a_crash_is_an_error_of_the_language_where_the_original_answered() -> None:
+    returned = {"returned": ["int", "1"], "args": [], "kwargs": {}}
+    refused = {"raised": "builtins.ValueError", "args": [], "kwargs": {}}
+    crashed = {"raised": "builtins.IndexError", "args": [], "kwargs": {}}
+    assert crashes(returned, crashed) and crashes(refused, crashed)
+    assert not crashes(returned, refused), "a ValueError may be the repair's point: refusing a bad input"
+    assert not crashes(returned, {"raised": "builtins.AssertionError"}), "a program's own check"
+    assert not crashes(crashed, {"raised": "builtins.KeyError"}), "the original crashed there too"
+    assert not crashes({"timed_out": True}, crashed) and not crashes({"unavailable": "x"}, crashed)
+    assert not crashes(returned, {"returned": ["int", "2"]}), "a different result is not a crash"
+    stopped = {"returned": ["iterated", [["int", "1"]], ["raised", "builtins.ZeroDivisionError"]]}
+    assert crashes({"returned": ["iterated", [["int", "1"]], None]}, stopped)
+
+
+def test_a_crash_counterexample_calls_without_judging_the_result(tmp_path: Path) -> None:
+    call = Call("walk:pairs", (["list", [["int", "0"]]],))
+    given = {"returned": ["iterated", [["int", "0"]], None], "args": [["list", [["int", "0"]]]], "kwargs": {}}
+    test = crash_counterexample(call, given, import_from="walk")
+    assert test == "from walk import pairs\n\n\ndef test_pairs_0_does_not_crash():\n    list(pairs([0]))\n"
+    refusing = {"raised": "builtins.ValueError", "args": [], "kwargs": {}}
+    test = crash_counterexample(call, refusing, import_from="walk")
+    assert test is not None and "with pytest.raises(ValueError):" in test
+    for name, code, passes in (
+        ("refuses", "def pairs(items):\n    raise ValueError\n", True),
+        ("crashes", "def pairs(items):\n    return items[1]\n", False),
+    ):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "walk.py").write_text(code)
+        (folder / "test_counterexample.py").write_text(test)
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "."], cwd=folder,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        assert (run.returncode == 0) is passes, run.stdout
