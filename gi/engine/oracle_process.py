@@ -8,14 +8,12 @@ import hmac
 import json
 import os
 import secrets
-import select
 import struct
 import time
 from collections.abc import Mapping, Sequence
 from hashlib import sha256
 from typing import Any
 
-from gi.engine.sandbox.limits import WATCH_INTERVAL
 from gi.engine.sandbox.runner import LiveCommand, Sandbox
 from gi.fitness.oracle.record import WORKER_NAME, worker_source
 from gi.fitness.oracle.values import Call, Outcome
@@ -89,13 +87,13 @@ class OracleWorker:
         """The next answer, its signature checked; None if none came in time."""
         assert self.live is not None
         deadline = time.monotonic() + timeout
-        header = self._read(4, deadline)
+        header, _ = self.live.read(4, deadline)
         if header is None:
             return None
         size = struct.unpack(">I", header)[0]
         if size > ANSWER_BYTES:
             raise OracleError("the worker's answers were not written by gi's worker (an answer too long)")
-        body = self._read(size, deadline)
+        body, _ = self.live.read(size, deadline)
         if body is None:
             return None
         try:
@@ -109,21 +107,6 @@ class OracleWorker:
             raise OracleError(f"the worker's answers were not written by gi's worker ({error})") from None
         self.number += 1
         return answer
-
-    def _read(self, size: int, deadline: float) -> bytes | None:
-        assert self.live is not None
-        data = b""
-        while len(data) < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.live.stopped():
-                return None
-            if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
-                continue
-            chunk = os.read(self.live.responses, size - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
 
     def stop(self) -> None:
         if self.live is not None:

@@ -24,7 +24,6 @@ import os
 import queue
 import re
 import secrets
-import select
 import struct
 import sys
 import threading
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gi.engine.project import own_modules
-from gi.engine.sandbox.limits import WATCH_INTERVAL, Limits
+from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
 from gi.engine.sandbox.workspace import Workspace, workspace
 from gi.fitness.pytest_diagnosis import last_error_line
@@ -162,29 +161,12 @@ class WarmWorker:
         """The worker's next answer; None if it died, ran past `timeout`, or its processes
         turned into a fork bomb (more refused forks than `refused`, what the cap had refused) or,
         without bubblewrap, filled its folders past their quota."""
-        deadline = time.perf_counter() + timeout
-        header = self._read(4, deadline, refused)
+        deadline = time.monotonic() + timeout
+        header, self.stopped = self.live.read(4, deadline, refused)
         if header is None:
             return None
-        body = self._read(struct.unpack(">I", header)[0], deadline, refused)
+        body, self.stopped = self.live.read(struct.unpack(">I", header)[0], deadline, refused)
         return None if body is None else dict(json.loads(body))
-
-    def _read(self, size: int, deadline: float, refused: int) -> bytes | None:
-        data = b""
-        while len(data) < size:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                return None
-            if not select.select([self.live.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
-                self.stopped = self.live.stopped(refused)
-                if self.stopped:
-                    return None
-                continue
-            chunk = os.read(self.live.responses, size - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
 
     def run(self, request: dict[str, Any], timeout: float) -> ProcessOutcome | None:
         """Send one request; its outcome, or None when the worker died or stopped answering."""

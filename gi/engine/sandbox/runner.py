@@ -35,6 +35,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -410,6 +411,25 @@ class LiveCommand:
         if bomb := self.cgroups.fork_bomb(refused):
             return bomb
         return self.quota.exceeded() if self.quota is not None else ""
+
+    def read(self, size: int, deadline: float, refused: int = 0) -> tuple[bytes | None, str]:
+        """Exactly `size` bytes from the command's answers by `deadline` (time.monotonic), and ""; or
+        None, when it closed its end or the time ran out, and why it must be stopped (`stopped`,
+        looked at while it is silent), if that is why."""
+        data = b""
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, ""
+            if not select.select([self.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
+                if why := self.stopped(refused):
+                    return None, why
+                continue
+            chunk = os.read(self.responses, size - len(data))
+            if not chunk:
+                return None, ""
+            data += chunk
+        return data, ""
 
     def stop(self) -> None:
         """Kill the command and everything it started; close the pipes."""
