@@ -22,6 +22,7 @@ from gi.model.results import CommandRunner
 
 WORKER_NAME = "gi_oracle_worker.py"
 RECORDER_NAME = "gi_oracle_recorder.py"
+LIMITS_NAME = "gi_pytest_limits.py"
 OUTPUT_NAME = "gi_oracle_calls.json"
 #: Distinct argument lists kept per function (the first ones the tests give).
 PER_FUNCTION = 40
@@ -33,6 +34,11 @@ LITERAL_TOTAL = 500
 def worker_source() -> str:
     """The sandboxed worker's source, copied into each workspace's tools folder."""
     return (SANDBOXED / "oracle_worker.py").read_text(encoding="utf-8")
+
+
+def limits_source() -> str:
+    """The per-test time limits of gi's pytest plugin, which the recorder uses too."""
+    return (SANDBOXED / "pytest_limits.py").read_text(encoding="utf-8")
 
 
 def recorder_source() -> str:
@@ -74,6 +80,7 @@ def record_calls(
     *,
     runner: CommandRunner,
     timeout: float,
+    test_limit: float = 0.0,
     setup: PytestSetup = DEFAULT_SETUP,
     listed: Mapping[str, Sequence[Sequence[object]]] | None = None,
     only: Sequence[str] | None = None,
@@ -84,9 +91,11 @@ def record_calls(
     files, `listed` more literal inputs for the differential checks ("module:function" ->
     argument lists). With `watch` ("module:function" keys), the hook is switched off once each of
     these functions has the calls it keeps, so the tests run on at full speed: the other
-    functions' calls and the failing tests' reach are then those seen until then. Raises
-    RecordingError."""
+    functions' calls and the failing tests' reach are then those seen until then. Each test runs
+    under `test_limit` seconds (0: only `timeout` bounds the whole run), so a failing test that
+    hangs on a buggy original fails alone. Raises RecordingError."""
     runner.install_tool(WORKER_NAME, worker_source())
+    runner.install_tool(LIMITS_NAME, limits_source())
     script = runner.install_tool(RECORDER_NAME, recorder_source())
     runner.clear_output(OUTPUT_NAME)
     plan = {
@@ -100,6 +109,7 @@ def record_calls(
         "literal_total": LITERAL_TOTAL,
         "only": None if only is None else sorted(only),
         "watch": None if watch is None else sorted(watch),
+        "test_limit": test_limit,
     }
     command = [setup.python, str(script), str(runner.outputs / OUTPUT_NAME), json.dumps(plan)]
     process = runner(command, timeout=timeout, env={"PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir)})

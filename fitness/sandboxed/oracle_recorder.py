@@ -2,7 +2,9 @@
 
     python gi_oracle_recorder.py OUTPUT PLAN
 
-runs the training tests (pytest in this process) while a hook notes every call of a top-level
+runs the training tests (pytest in this process, each under its own time limit, by gi's plugin's
+timer, installed beside this file as gi_pytest_limits: a failing test that hangs on the buggy
+original is cut, and the rest are recorded) while a hook notes every call of a top-level
 function of the editable files: its arguments in the oracle worker's neutral encoding (see
 oracle_worker.py, installed beside this file as gi_oracle_worker), bounded per function; which
 functions the failing tests reach; and, for the differential checks, the results of the calls
@@ -20,10 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
+    from . import pytest_limits as time_limits
     from .oracle_worker import Encoder, encoder, target
-else:  # a workspace's tools folder, where gi copies it beside the worker
+else:  # a workspace's tools folder, where gi copies it beside the worker and the plugin's limits
     _worker = importlib.import_module("gi_oracle_worker")
     Encoder, encoder, target = _worker.Encoder, _worker.encoder, _worker.target
+    time_limits = importlib.import_module("gi_pytest_limits")
 
 
 def record(output: str, text: str) -> None:
@@ -126,6 +130,9 @@ def record(output: str, text: str) -> None:
     #: switched off and the tests run on at full speed (their reach is then no longer noted).
     watched = None if plan.get("watch") is None else set(plan["watch"])
     hook_on = [True]
+    test_limit = float(plan.get("test_limit", 0.0))
+    timer = time_limits.Timer()
+    places = time_limits.machinery_places(os.path.abspath(__file__))
 
     class Tracker:
         def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
@@ -141,6 +148,25 @@ def record(output: str, text: str) -> None:
             current[0] = nodeid
             reached.clear()
             noted.clear()
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_call(self, item: pytest.Item) -> Any:
+            """The test's call under its time limit: past it, TestTimeout is raised in the test's
+            own code (never in pytest's or the recorder's), and the test fails."""
+            if test_limit <= 0:
+                yield
+                return
+
+            def expire(frame: types.FrameType | None) -> None:
+                timer.again(time_limits.ALARM_RETRY_SECONDS)  # not yet in the test's code, or swallowed
+                if time_limits.in_tests_code(frame, places):
+                    raise time_limits.TestTimeout(f"{item.nodeid} ran past its time limit of {test_limit:.3g} s")
+
+            timer.start(test_limit, expire)
+            try:
+                yield
+            finally:
+                timer.stop()
 
         def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
             if report.failed and current[0] is not None:

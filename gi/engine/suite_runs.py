@@ -309,8 +309,10 @@ class SuiteRuns:
         if key not in self._recorded:
             with self._sandbox(variant) as sandbox:
                 self._recorded[key] = record_calls(self.settings.train, self.program.files, runner=sandbox,
-                                                   timeout=self.settings.timeout * 3, setup=self.settings.pytest,
-                                                   listed=listed, only=only, watch=watch)  # fmt: skip
+                                                   timeout=self.settings.timeout * 3,
+                                                   test_limit=self.settings.test_timeout * 3,
+                                                   setup=self.settings.pytest, listed=listed, only=only,
+                                                   watch=watch)  # fmt: skip
         return self._recorded[key]
 
     def differential_cases(self, variant: Variant, listed: Mapping[str, Sequence[Sequence[object]]]) -> list[list[str]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gi.fitness.oracle.record import recorder_source, worker_source
+from gi.fitness.oracle.record import limits_source, recorder_source, worker_source
 
 HONEST = """
 def five(x):
@@ -209,18 +209,21 @@ def test_cube():
 """
 
 
-def record(folder: Path, watch: list[str] | None) -> dict[str, Any]:
+def record(folder: Path, watch: list[str] | None, program: str = POWERS, tests: str = POWERS_TESTS,
+           test_limit: float = 0.0) -> dict[str, Any]:  # fmt: skip
     """The recorder's output for the powers program's tests, run as gi runs it (less the sandbox)."""
-    (folder / "powers.py").write_text(POWERS)
-    (folder / "test_powers.py").write_text(POWERS_TESTS)
+    (folder / "powers.py").write_text(program)
+    (folder / "test_powers.py").write_text(tests)
     (folder / "gi_oracle_worker.py").write_text(worker_source())
+    (folder / "gi_pytest_limits.py").write_text(limits_source())
     (folder / "gi_oracle_recorder.py").write_text(recorder_source())
     plan = {"files": [str(folder / "powers.py")], "modules": ["powers"], "paths": ["test_powers.py"],
             "options": [], "listed": {}, "per_function": 5, "literal_per_function": 0, "literal_total": 0,
-            "only": None, "watch": watch}  # fmt: skip
+            "only": None, "watch": watch, "test_limit": test_limit}  # fmt: skip
     output = folder / "calls.json"
     subprocess.run([sys.executable, "gi_oracle_recorder.py", str(output), json.dumps(plan)], cwd=folder,
-                   env={**os.environ, "PYTHONPATH": str(folder)}, capture_output=True, check=True)  # fmt: skip
+                   env={**os.environ, "PYTHONPATH": str(folder)}, capture_output=True, check=True,
+                   timeout=120)  # fmt: skip
     found: dict[str, Any] = json.loads(output.read_text())
     return found
 
@@ -239,3 +242,15 @@ def test_the_recording_hook_is_switched_off_once_the_watched_functions_have_thei
     ]
     assert whole["functions"]["powers:cube"]["calls"] == [{"args": [["int", "2"]], "kwargs": {}}]
     assert watched["functions"]["powers:cube"]["calls"] == [], "cube runs after the hook is off"
+
+
+def test_a_failing_test_that_hangs_on_the_buggy_original_fails_alone_and_the_rest_is_recorded(tmp_path: Path) -> None:
+    """A repair's original may loop forever on a failing test (a binary search whose bound never
+    moves): each test has its own time limit, so the recording ends and keeps the other tests'
+    calls and the failing test's reach."""
+    stuck = POWERS.replace("return x * x * x", "while True:\n        x = x * x % 7")
+    found = record(tmp_path, None, program=stuck, test_limit=1.0)
+    assert found["tests"] == {"passed": 1, "failed": 1}
+    assert found["failing_reach"] == ["powers:cube"]
+    assert len(found["functions"]["powers:square"]["calls"]) == 5
+    assert found["functions"]["powers:cube"]["failing_calls"] == [0]
