@@ -67,6 +67,11 @@ class FunctionProfile:
         return tuple(call for index, call in enumerate(self.calls) if index not in self.failing_calls)
 
     @property
+    def failing_test_calls(self) -> tuple[Mapping[str, Any], ...]:
+        """The recorded calls a failing training test made."""
+        return tuple(call for index, call in enumerate(self.calls) if index in self.failing_calls)
+
+    @property
     def positional_names(self) -> list[str]:
         return [p.name for p in self.parameters if p.kind in POSITIONAL]
 

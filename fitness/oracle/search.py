@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.errors import HypothesisException, NoSuchExample
 
 from gi.fitness.oracle.inputs import FunctionProfile, calls, recorded_calls
-from gi.fitness.oracle.values import Call, Encoded, Outcome, crashes, differs
+from gi.fitness.oracle.values import Call, Encoded, Outcome, crash, crashes, differs
 
 SAME = "same"
 CHANGED = "changed"
@@ -57,13 +57,17 @@ class Search:
 
 
 def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline: float,
-                      examples: int = EXAMPLES, crashes_only: bool = False) -> Search:  # fmt: skip
+                      examples: int = EXAMPLES, crashes_only: bool = False,
+                      expected: frozenset[str] = frozenset()) -> Search:  # fmt: skip
     """Draw calls of the function until one differs (then shrink it) or `examples` were drawn,
     or the clock (time.monotonic) passes `deadline`. With `crashes_only`, a call differs only
-    where the variant crashes and the original does not (`crashes`). Raises UnmakeableError."""
+    where the variant crashes and the original does not (`crashes`, the errors `expected` left
+    out). Raises UnmakeableError."""
     strategy = calls(profile)
     search = Search()
-    compare = crashes if crashes_only else differs
+
+    def compare(original: Outcome, variant: Outcome) -> bool:
+        return crashes(original, variant, expected) if crashes_only else differs(original, variant)
 
     def different(call: Call) -> bool:
         if time.monotonic() > deadline:
@@ -101,6 +105,20 @@ def search_difference(profile: FunctionProfile, ask: Ask, *, seed: int, deadline
     if search.difference is not None:
         search.difference = _simplest(search.difference, different, search)
     return search
+
+
+def expected_errors(profile: FunctionProfile, ask: Ask, *, deadline: float) -> frozenset[str]:
+    """The errors (CRASHES) the variant raises on the calls the failing training tests made,
+    which it passes: there the error is what those tests ask for (`pytest.raises(KeyError)`),
+    not a crash."""
+    found = set()
+    for call in recorded_calls(profile, profile.failing_test_calls):
+        if time.monotonic() > deadline:
+            break
+        raised = crash(ask(call)[1])
+        if raised is not None:
+            found.add(raised)
+    return frozenset(found)
 
 
 def replay_difference(profile: FunctionProfile, ask: Ask, *, deadline: float) -> Search:

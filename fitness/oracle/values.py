@@ -1,5 +1,6 @@
 """Values in the oracle's neutral encoding (see fitness/sandboxed/oracle_worker.py): what a call
-did, whether two programs did the same, and a difference written as a pytest test.
+did, whether two programs did the same (or, in a repair, whether the variant crashed where the
+original did not), and a difference written as a pytest test.
 
 An encoding is JSON made of tagged lists: ["int", "18"], ["str", "a"], ["list", [...]],
 ["dict", [[key, value], ...]], ["range", "0", "5", "1"], ["iter", [...]] (an argument made an
@@ -76,22 +77,14 @@ def differs(original: Outcome, variant: Outcome) -> bool:
 
 
 #: The errors the interpreter raises on a program's own mistake (an index past the end, a missing
-#: key or attribute, a wrong type, a name not bound, a division by zero, endless recursion), as
-#: opposed to one a program raises to refuse an input (ValueError) or to check itself
-#: (AssertionError). Where the original returns, a variant that raises one of them has crashed.
-CRASHES = frozenset(
-    f"builtins.{name}"
-    for name in (
-        "IndexError",
-        "KeyError",
-        "AttributeError",
-        "TypeError",
-        "NameError",
-        "UnboundLocalError",
-        "ZeroDivisionError",
-        "RecursionError",
-    )
-)
+#: key or attribute, a wrong type, a name not bound, a division by zero), as opposed to one a
+#: program raises to refuse an input (ValueError) or to check itself (AssertionError). Where the
+#: original returns, a variant that raises one of them has crashed. Not RecursionError: how deep
+#: a call may go depends on the stack left, and a correct recursive repair meets it on large
+#: inputs a buggy original returned from early.
+_CRASH_NAMES = ("IndexError", "KeyError", "AttributeError", "TypeError", "NameError", "UnboundLocalError",
+                "ZeroDivisionError")  # fmt: skip
+CRASHES = frozenset(f"builtins.{name}" for name in _CRASH_NAMES)
 
 
 def crash(outcome: Outcome) -> str | None:
@@ -104,12 +97,14 @@ def crash(outcome: Outcome) -> str | None:
     return raised if raised in CRASHES else None
 
 
-def crashes(original: Outcome, variant: Outcome) -> bool:
-    """Whether the variant crashed (CRASHES) on a call the original answered without crashing.
-    The implicit oracle of a repair, where the original is wrong on what the repair is about and
-    so cannot say what is right: whatever the right result is, a crash of the language is not it."""
+def crashes(original: Outcome, variant: Outcome, expected: frozenset[str] = frozenset()) -> bool:
+    """Whether the variant crashed (CRASHES, less the errors `expected` of it) on a call the
+    original answered without crashing. The implicit oracle of a repair, where the original is
+    wrong on what the repair is about and so cannot say what is right: whatever the right result
+    is, a crash of the language is not it."""
     answered = "returned" in original or "raised" in original
-    return answered and crash(original) is None and crash(variant) is not None
+    raised = crash(variant)
+    return answered and crash(original) is None and raised is not None and raised not in expected
 
 
 def source(value: Encoded) -> str | None:
@@ -338,23 +333,28 @@ def counterexample(
 
 def crash_counterexample(call: Call, original: Outcome, *, import_from: str) -> str | None:
     """A ready-to-paste pytest test that the call does not crash: it passes on the original
-    (which answered it) and fails on a variant that raises one of CRASHES. What the call
-    returns is not asserted: in a repair the original is not the judge of that. None when the
-    call cannot be written as Python."""
+    (which answered it) and fails on a variant that raises one of CRASHES. Neither what the call
+    returns nor an error the original raised on purpose is asserted: in a repair the original is
+    not the judge of that. None when the call cannot be written as Python."""
     code = call_source(call)
     if code is None:
         return None
     imports: set[str] = set()
-    raised = original.get("raised")  # an error the program raises on purpose: the variant must too
+    raised = original.get("raised")  # an error the program raises on purpose (which may be the bug)
     value = original.get("returned")
     if value is not None and value[0] == "iterated":
-        if value[2] == ["more"]:
+        if value[2] == ["more"]:  # the worker drew one item past those it kept
             imports.add("import itertools")
-            code = f"list(itertools.islice({code}, {len(value[1])}))"
+            code = f"list(itertools.islice({code}, {len(value[1]) + 1}))"
         else:
             code = f"list({code})"
             raised = value[2][1] if value[2] and value[2][0] == "raised" else None
-    lines = [code] if raised is None else _raises(code, raised, imports)
+    lines = [code]
+    if raised is not None:  # that error or none: only the crash fails
+        imports.add("import contextlib")
+        module, _, name = raised.rpartition(".")
+        caught = name if module == "builtins" else "Exception"
+        lines = [f"with contextlib.suppress({caught}):", f"    {code}"]
     header = [*sorted(imports), f"from {import_from} import {call.name}"]
     body = "\n".join(f"    {line}" for line in lines)
     name = counterexample_name(call) + "_does_not_crash"

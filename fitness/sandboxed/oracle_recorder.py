@@ -79,7 +79,18 @@ def record(output: str, text: str) -> None:
                 "literals": literals.setdefault(key, []) if plain and literal_limit else None,
                 "tries": 0}  # fmt: skip
 
+    #: Whether `note` runs: a test's time limit never raises in it (an exception in a profile
+    #: function switches the hook off), but waits until it returns.
+    noting = [False]
+
     def note(frame: types.FrameType) -> None:
+        noting[0] = True
+        try:
+            note_call(frame)
+        finally:
+            noting[0] = False
+
+    def note_call(frame: types.FrameType) -> None:
         code = frame.f_code
         if code in states:
             state = states[code]
@@ -132,7 +143,8 @@ def record(output: str, text: str) -> None:
     hook_on = [True]
     test_limit = float(plan.get("test_limit", 0.0))
     timer = time_limits.Timer()
-    places = time_limits.machinery_places(os.path.abspath(__file__))
+    worker_file = str(sys.modules[encoder.__module__].__file__)
+    places = time_limits.machinery_places(os.path.abspath(__file__), os.path.abspath(worker_file))
 
     class Tracker:
         def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
@@ -150,16 +162,18 @@ def record(output: str, text: str) -> None:
             noted.clear()
 
         @pytest.hookimpl(hookwrapper=True)
-        def pytest_runtest_call(self, item: pytest.Item) -> Any:
-            """The test's call under its time limit: past it, TestTimeout is raised in the test's
-            own code (never in pytest's or the recorder's), and the test fails."""
+        def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+            """The test (setup, call, teardown) under its time limit: past it, TestTimeout is raised
+            in the test's own code, as gi's plugin raises it (`in_tests_code`: never in pytest's
+            machinery, the recorder's or the worker's code, nor while the hook notes a call), and
+            the test fails."""
             if test_limit <= 0:
                 yield
                 return
 
             def expire(frame: types.FrameType | None) -> None:
                 timer.again(time_limits.ALARM_RETRY_SECONDS)  # not yet in the test's code, or swallowed
-                if time_limits.in_tests_code(frame, places):
+                if not noting[0] and time_limits.in_tests_code(frame, places):
                     raise time_limits.TestTimeout(f"{item.nodeid} ran past its time limit of {test_limit:.3g} s")
 
             timer.start(test_limit, expire)

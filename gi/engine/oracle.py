@@ -62,7 +62,8 @@ class Oracle:
         seed: int = 0,
     ) -> None:
         """`repairing`: the original fails training tests, so the functions the failing tests
-        reach are meant to change and are not checked. `measurements`: where verdicts are
+        reach are meant to change: they are checked only on the passing tests' calls, and for
+        crashes (`targets`). `measurements`: where verdicts are
         recorded and found again (None: kept for this object's life)."""
         self.evaluator = evaluator
         self.program: Program = evaluator.program
@@ -287,8 +288,9 @@ class Oracle:
     def targets(self, variant: Variant, recording: Recording) -> list[tuple[str, FunctionProfile]]:
         """How each function the oracle checks on a variant is checked, in the order it is:
         REPLAYED, on the passing training tests' calls of a function a repair's failing tests
-        reach (`_kept`); CRASHED, that function on drawn calls, for crashes alone; DRAWN, every
-        other function the patch changes, on drawn calls, those it edits first."""
+        reach (`_kept`); DRAWN, every other function the patch changes, on drawn calls, those it
+        edits first; CRASHED, each function the failing tests reach, on drawn calls, for crashes
+        alone (the weakest check, last)."""
         meant = self._meant()
         changed = self._changes(variant, meant)
         kept, crashed = [], []
@@ -304,19 +306,14 @@ class Oracle:
             if profile is not None and not key.partition(":")[2].startswith("_"):
                 chosen.append((why != "edited", profile))
         drawn = [(DRAWN, profile) for _, profile in sorted(chosen, key=lambda item: item[0])]
-        return [*kept, *crashed, *drawn]
+        return [*kept, *drawn, *crashed]
 
     def unchecked(self, variant: Variant, recording: Recording) -> list[str]:
-        """Why functions the variant changes are not checked: those the recording has no calls of."""
-        skipped = []
-        for key in self._kept(variant):
-            if key not in recording.functions:
-                skipped.append(f"{key.partition(':')[2]}: the failing tests reach it, and no call of it was recorded")
-        for key in self._changes(variant, self._meant()):
-            name = key.partition(":")[2]
-            if not name.startswith("_") and key not in recording.functions:
-                skipped.append(f"{name}: not importable from its module")
-        return skipped
+        """Why functions the variant changes are not checked: the recording, which lists every
+        public function of the editable modules, has not got them."""
+        keys = dict.fromkeys([*self._kept(variant), *self._changes(variant, self._meant())])
+        names = [key.partition(":")[2] for key in keys if key not in recording.functions]
+        return [f"{name}: not importable from its module" for name in names if not name.startswith("_")]
 
     def section(self, behaviours: Sequence[Behaviour | None], mode: str) -> dict[str, Any]:
         """summary.json's `oracle`: the mode, the budget, the time taken and the verdicts' counts."""

@@ -20,6 +20,7 @@ from gi.fitness.oracle.search import (
     SAME,
     Behaviour,
     Difference,
+    expected_errors,
     not_checked,
     replay_difference,
     search_difference,
@@ -103,11 +104,14 @@ class Judge:
                     seed = (self.seed * 1_000_003 + int(variant.tree_hash[:12], 16)) % 2**32
                     try:
                         until = time.monotonic() + share
-                        search = (
-                            replay_difference(profile, ask, deadline=until)
-                            if how == REPLAYED
-                            else search_difference(profile, ask, seed=seed, deadline=until, crashes_only=how == CRASHED)
-                        )
+                        if how == REPLAYED:
+                            search = replay_difference(profile, ask, deadline=until)
+                        elif how == DRAWN:
+                            search = search_difference(profile, ask, seed=seed, deadline=until)
+                        else:  # what the failing tests' own calls raise on the variant is no crash
+                            expected = expected_errors(profile, ask, deadline=until)
+                            search = search_difference(profile, ask, seed=seed, deadline=until, crashes_only=True,
+                                                       expected=expected)  # fmt: skip
                     except UnmakeableError as error:
                         unmakeable.append(f"{profile.key.partition(':')[2]}: {error}")
                         continue

@@ -148,7 +148,8 @@ class WarmWorker:
                "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
-        #: Why gi stopped waiting for the worker's answer ("" for no reason of its own: it died).
+        #: Why gi stopped waiting for the worker's last answer ("" for no reason of its own: it
+        #: answered, or died).
         self.stopped = ""
         ready = self._answer(START_TIMEOUT)
         if ready != {"ready": True}:

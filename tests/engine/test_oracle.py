@@ -292,6 +292,44 @@ def test_a_repair_that_crashes_where_the_original_does_not_is_flagged(tmp_path: 
     assert not passes(tmp_path / "overfitting", program, overfitting, flagged.counterexample)
 
 
+LOOKUP = """\
+def item(values, index):
+    return values[index] if index < len(values) else None
+"""
+LOOKUP_TRAINING = """\
+import pytest
+
+from lookup import item
+
+
+def test_an_index_past_the_end_is_an_index_error():
+    with pytest.raises(IndexError):
+        item([1, 2], 5)
+"""
+
+
+def test_an_error_the_failing_tests_ask_for_is_no_crash(tmp_path: Path) -> None:
+    """A repair that raises IndexError where the buggy original returned None, as the failing test
+    asks, is not flagged for raising it on the other indices past the end."""
+    folder = tmp_path / "lookup"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "lookup.py").write_text(LOOKUP)
+    (folder / "tests" / "test_lookup.py").write_text(LOOKUP_TRAINING)
+    program = Program.load(folder, ["lookup.py"], protected=["tests"])
+    fix = WriteStatement(Location("lookup.py", "body[0].body.body[0]"), "return values[index]")
+    correct = apply(program, Patch((fix,)))
+    setup, _ = pytest_setup(program, sys.executable)
+    evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, test_timeout=10, pytest=setup))
+    try:
+        assert evaluator.evaluate(apply(program, Patch())).measures["failed_tests"] == 1
+        assert evaluator.evaluate(correct).measures["failed_tests"] == 0
+        verdict = Oracle(evaluator, None, seconds=60, repairing=True, seed=3).check([correct])[correct.tree_hash]
+    finally:
+        evaluator.close()
+    assert verdict.verdict == SAME, verdict
+    assert "no crash in" in verdict.why and verdict.inputs_tried > 10
+
+
 CONFIG = """\
 [experiment]
 name = "arith"

@@ -248,9 +248,15 @@ def test_a_failing_test_that_hangs_on_the_buggy_original_fails_alone_and_the_res
     """A repair's original may loop forever on a failing test (a binary search whose bound never
     moves): each test has its own time limit, so the recording ends and keeps the other tests'
     calls and the failing test's reach."""
-    stuck = POWERS.replace("return x * x * x", "while True:\n        x = x * x % 7")
-    found = record(tmp_path, None, program=stuck, test_limit=1.0)
-    assert found["tests"] == {"passed": 1, "failed": 1}
-    assert found["failing_reach"] == ["powers:cube"]
-    assert len(found["functions"]["powers:square"]["calls"]) == 5
+    stuck = (
+        POWERS.replace("return x * x * x", "while True:\n        x = square(x) % 7")
+        + "\n\ndef neg(x):\n    return -x\n"
+    )
+    later = "\n\ndef test_after_it():\n    from powers import neg\n\n    assert neg(1) == 1\n"
+    found = record(tmp_path, None, program=stuck, tests=POWERS_TESTS + later, test_limit=1.0)
+    assert found["tests"] == {"passed": 1, "failed": 2}
+    assert found["hook_to_the_end"]
+    # The hook is still on after the limit: the failing test after it is recorded.
+    assert found["failing_reach"] == ["powers:cube", "powers:neg", "powers:square"]
     assert found["functions"]["powers:cube"]["failing_calls"] == [0]
+    assert found["functions"]["powers:neg"]["calls"] == [{"args": [["int", "1"]], "kwargs": {}}]
