@@ -19,14 +19,15 @@ at most HELD_OUT_CHECKS plausible programs a run are run, in the order found).
 Beside the held-out tests, gi's behaviour oracle (tests.oracle, on by default: in a repair it
 checks the functions the failing tests do not reach on drawn inputs, and those they reach on the
 calls the passing tests made and, for crashes alone, on drawn inputs) judges the repair gi
-presents first. Per arm the benchmark counts the bugs with a presented repair (plausible), those the held-out tests call overfitting, those
-the oracle does (it found a call on which the repair does otherwise where it should not), those
-only the oracle does, and how many of the oracle's counterexamples pass on the correct program
-(one that fails there is a false alarm). And the median seconds the oracle took a run. Then the
-truth, as far as drawn inputs show it: the oracle once more, with the correct program in the
-buggy original's place and every training and held-out test's calls recorded, counts the
-presented repairs that do otherwise than the correct program, those of them the held-out tests
-pass (overfitting they miss), and those of them the run's oracle flagged.
+presents first. Per arm the benchmark counts the bugs with a presented repair (plausible), those
+the held-out tests call overfitting, those the oracle does (it found a call on which the repair
+does otherwise where it should not), those only the oracle does, and how many of the oracle's
+counterexamples pass on the correct program (one that fails there is a false alarm). And the
+median seconds the oracle took a run. Then the truth, as far as drawn inputs show it: the oracle
+once more, with the correct program in the buggy original's place and every training and held-
+out test's calls recorded, counts the presented repairs that do otherwise than the correct
+program, those of them the held-out tests pass (overfitting they miss), and those of them the
+run's oracle flagged.
 
 It prints one line per bug and arm, a table per arm (bugs, repaired, correct, overfitting share,
 evaluations to the first plausible and first correct repair, median over the bugs where one was
