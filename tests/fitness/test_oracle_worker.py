@@ -210,7 +210,7 @@ def test_cube():
 
 
 def record(folder: Path, watch: list[str] | None, program: str = POWERS, tests: str = POWERS_TESTS,
-           test_limit: float = 0.0) -> dict[str, Any]:  # fmt: skip
+           test_limit: float = 0.0, literals: int = 0) -> dict[str, Any]:  # fmt: skip
     """The recorder's output for the powers program's tests, run as gi runs it (less the sandbox)."""
     (folder / "powers.py").write_text(program)
     (folder / "test_powers.py").write_text(tests)
@@ -218,7 +218,7 @@ def record(folder: Path, watch: list[str] | None, program: str = POWERS, tests: 
     (folder / "gi_pytest_limits.py").write_text(limits_source())
     (folder / "gi_oracle_recorder.py").write_text(recorder_source())
     plan = {"files": [str(folder / "powers.py")], "modules": ["powers"], "paths": ["test_powers.py"],
-            "options": [], "listed": {}, "per_function": 5, "literal_per_function": 0, "literal_total": 0,
+            "options": [], "listed": {}, "per_function": 5, "literal_per_function": literals, "literal_total": literals,
             "only": None, "watch": watch, "test_limit": test_limit}  # fmt: skip
     output = folder / "calls.json"
     subprocess.run([sys.executable, "gi_oracle_recorder.py", str(output), json.dumps(plan)], cwd=folder,
@@ -246,17 +246,21 @@ def test_the_recording_hook_is_switched_off_once_the_watched_functions_have_thei
 
 def test_a_failing_test_that_hangs_on_the_buggy_original_fails_alone_and_the_rest_is_recorded(tmp_path: Path) -> None:
     """A repair's original may loop forever on a failing test (a binary search whose bound never
-    moves): each test has its own time limit, so the recording ends and keeps the other tests'
-    calls and the failing test's reach."""
+    moves): each test, and each literal call made again for the differential checks, has its own
+    time limit, so the recording ends and keeps the other tests' calls and the failing test's
+    reach."""
     stuck = (
         POWERS.replace("return x * x * x", "while True:\n        x = square(x) % 7")
         + "\n\ndef neg(x):\n    return -x\n"
     )
     later = "\n\ndef test_after_it():\n    from powers import neg\n\n    assert neg(1) == 1\n"
-    found = record(tmp_path, None, program=stuck, tests=POWERS_TESTS + later, test_limit=1.0)
+    found = record(tmp_path, None, program=stuck, tests=POWERS_TESTS + later, test_limit=1.0, literals=3)
     assert found["tests"] == {"passed": 1, "failed": 2}
     assert found["hook_to_the_end"]
     # The hook is still on after the limit: the failing test after it is recorded.
     assert found["failing_reach"] == ["powers:cube", "powers:neg", "powers:square"]
     assert found["functions"]["powers:cube"]["failing_calls"] == [0]
     assert found["functions"]["powers:neg"]["calls"] == [{"args": [["int", "1"]], "kwargs": {}}]
+    # The differential checks' literal calls are made again under the limit: cube(2) hangs, no case.
+    assert [case[1:] for case in found["cases"] if case[1] != "square"] == [["neg", "(1,)", "returns -1"]]
+    assert ["square", "(0,)", "returns 0"] in [case[1:] for case in found["cases"]]
