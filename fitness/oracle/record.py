@@ -29,6 +29,9 @@ PER_FUNCTION = 40
 #: Literal argument lists kept per function for the differential checks, and in all.
 LITERAL_PER_FUNCTION = 20
 LITERAL_TOTAL = 500
+#: Seconds each of those literal calls may take when the recorder makes it again (as long as one
+#: call of the oracle's): past it, the call gives no case.
+LITERAL_CALL_SECONDS = 1.0
 
 
 def worker_source() -> str:
@@ -110,6 +113,7 @@ def record_calls(
         "only": None if only is None else sorted(only),
         "watch": None if watch is None else sorted(watch),
         "test_limit": test_limit,
+        "call_limit": LITERAL_CALL_SECONDS if test_limit > 0 else 0.0,
     }
     command = [setup.python, str(script), str(runner.outputs / OUTPUT_NAME), json.dumps(plan)]
     process = runner(command, timeout=timeout, env={"PYTHONPATH": setup.pythonpath(runner.tools, runner.workdir)})

@@ -4,7 +4,8 @@
 
 runs the training tests (pytest in this process, each under its own time limit, by gi's plugin's
 timer, installed beside this file as gi_pytest_limits: a failing test that hangs on the buggy
-original is cut, and the rest are recorded) while a hook notes every call of a top-level
+original is cut, and the rest are recorded; so is each literal call it makes again for the
+differential checks, under the plan's `call_limit`) while a hook notes every call of a top-level
 function of the editable files: its arguments in the oracle worker's neutral encoding (see
 oracle_worker.py, installed beside this file as gi_oracle_worker), bounded per function; which
 functions the failing tests reach; and, for the differential checks, the results of the calls
@@ -142,6 +143,7 @@ def record(output: str, text: str) -> None:
     watched = None if plan.get("watch") is None else set(plan["watch"])
     hook_on = [True]
     test_limit = float(plan.get("test_limit", 0.0))
+    call_limit = float(plan.get("call_limit", 0.0))
     timer = time_limits.Timer()
     worker_file = str(sys.modules[encoder.__module__].__file__)
     places = time_limits.machinery_places(os.path.abspath(__file__), os.path.abspath(worker_file))
@@ -216,8 +218,8 @@ def record(output: str, text: str) -> None:
         module, _, name = key.partition(":")
         function = getattr(importlib.import_module(module), name)
         for arguments in literals[key]:
-            if test_limit > 0:  # a buggy original may loop forever on a failing test's input
-                timer.start(test_limit, out_of_time)
+            if call_limit > 0:  # a buggy original may loop forever on a failing test's input
+                timer.start(call_limit, out_of_time)
             try:
                 result = "returns " + repr(function(*ast.literal_eval(arguments)))
             except time_limits.TestTimeout:

@@ -219,7 +219,7 @@ def record(folder: Path, watch: list[str] | None, program: str = POWERS, tests: 
     (folder / "gi_oracle_recorder.py").write_text(recorder_source())
     plan = {"files": [str(folder / "powers.py")], "modules": ["powers"], "paths": ["test_powers.py"],
             "options": [], "listed": {}, "per_function": 5, "literal_per_function": literals, "literal_total": literals,
-            "only": None, "watch": watch, "test_limit": test_limit}  # fmt: skip
+            "only": None, "watch": watch, "test_limit": test_limit, "call_limit": test_limit}  # fmt: skip
     output = folder / "calls.json"
     subprocess.run([sys.executable, "gi_oracle_recorder.py", str(output), json.dumps(plan)], cwd=folder,
                    env={**os.environ, "PYTHONPATH": str(folder)}, capture_output=True, check=True,
