@@ -385,6 +385,16 @@ class Operator(Protocol):
         given), waiting for the outside if need be; () for none."""
         ...
 
+    def suspend(self, deferred: Deferred) -> Any:
+        """What a checkpoint keeps (JSON) of a proposal still awaited, so that a search need not
+        wait for it before checkpointing; None: it cannot be kept (the search waits for it)."""
+        ...
+
+    def resume(self, saved: Any, program: Program, patch: Patch) -> Deferred | None:
+        """The proposal `suspend` kept, awaited again in a resumed run (its random choices and
+        counts are in the restored state: none is made again); None: it is lost."""
+        ...
+
     def learn(self, outcomes: Sequence[Outcome], members: Sequence[Member]) -> None:
         """After each generation: what became of the offspring of this operator's edits, and the
         archive and population as they stand (for prompts, bandits and overseers)."""
@@ -462,6 +472,13 @@ class BaseOperator:
     def finish(self, deferred: Deferred, program: Program, patch: Patch) -> tuple[Edit, ...]:
         edit = deferred.edit if isinstance(deferred, Ready) else None
         return () if edit is None else (edit,)
+
+    def suspend(self, deferred: Deferred) -> Any:
+        """Nothing is kept: an operator that waits keeps its proposals itself."""
+        return None
+
+    def resume(self, saved: Any, program: Program, patch: Patch) -> Deferred | None:
+        return None
 
     def learn(self, outcomes: Sequence[Outcome], members: Sequence[Member]) -> None:
         """Nothing to learn."""

@@ -104,7 +104,7 @@ class Chain:
     def _send(self, payload: dict[str, Any]) -> Reply | None:
         """Send on the held requests (the proposal's sample index: deterministic keys)."""
         try:
-            return self.pending.arm.client.submit(payload, self.index, self.hold, held=True)
+            return self.pending.arm.client.submit(payload, self.index, self.hold, held=True, tally=self.pending.tally)
         except LLMStoppedError:
             return None
 

@@ -113,6 +113,27 @@ class Usage:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
 
+    def without(self, tallies: list[Tally]) -> Usage:
+        """This usage less what `tallies` counted (requests still in flight)."""
+        return dataclasses.replace(
+            self,
+            requests=self.requests - sum(t.requests for t in tallies),
+            cache_hits=self.cache_hits - sum(t.cache_hits for t in tallies),
+            replayed=self.replayed - sum(t.replayed for t in tallies),
+            errors=list(self.errors),
+        )
+
+
+@dataclass
+class Tally:
+    """What one proposal's requests have added to the usage so far (the client counts them under
+    the budget's lock as it submits). A checkpoint taken while the proposal is in flight saves
+    the usage without them; the resumed run asks again and counts them then."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    replayed: int = 0
+
 
 class RequestPool:
     """Daemon threads that run up to `concurrency` requests at once.
@@ -311,12 +332,22 @@ class LLMClient:
         cost += self.cost_of(self.settings.max_tokens, 0)
         return Hold(retries, tokens * retries, cost * retries, (tokens, cost))
 
-    def submit(self, payload: dict[str, Any], index: int, hold: Hold | None = None, *, held: bool = False) -> Reply:
+    def submit(
+        self,
+        payload: dict[str, Any],
+        index: int,
+        hold: Hold | None = None,
+        *,
+        held: bool = False,
+        tally: Tally | None = None,
+    ) -> Reply:
         """Start getting sample `index` of a request: answered from the cache at once, else
         counted against the budget and sent through the pool. Raises LLMStoppedError when a
         budget forbids the request, OfflineMissError when offline and not cached. With `hold`,
         the budget also keeps what the hold asks for (the retries of a proposal); `held` sends a
-        request on what a hold kept (`hold`), without a budget check."""
+        request on what a hold kept (`hold`), without a budget check. `tally` adds up what the
+        request counted (its proposal's)."""
+        tally = tally or Tally()
         request = self.request(payload)
         keyed = {**request, "sample": index}
         key = request_key(keyed)
@@ -328,10 +359,11 @@ class LLMClient:
             if earlier and entry.get("primary", True):
                 with self.budget.lock:
                     self._sent.add(key)
-                return self._reclaimed(sample, hold, held)  # asked before the run was interrupted
+                return self._reclaimed(sample, hold, held, tally)  # asked before the run was interrupted
             with self.budget.lock:
                 self.usage.cache_hits += 1
                 self.budget.usage.cache_hits += 1
+                tally.cache_hits += 1
                 if hold is not None and not held:
                     self.budget.keep(hold)
             return Reply(self, sample=sample)
@@ -351,12 +383,13 @@ class LLMClient:
                 tokens, cost = self._most(request)
                 self.budget.reserve(tokens, cost, hold)
             self.usage.requests += 1
+            tally.requests += 1
             self._sent.add(key)
         self.cache.mark_sent(keyed, self.session)
         future = self.pool.run(lambda: self._ask(request, index))
         return Reply(self, future=future, reserved=(tokens, cost))
 
-    def _reclaimed(self, sample: Sample, hold: Hold | None, held: bool) -> Reply:
+    def _reclaimed(self, sample: Sample, hold: Hold | None, held: bool, tally: Tally) -> Reply:
         """A reply this run's own session asked for: it counts as the request it was."""
         with self.budget.lock:
             if held:
@@ -367,9 +400,11 @@ class LLMClient:
                             self.cost_of(sample.prompt_tokens, sample.completion_tokens))  # fmt: skip
                 self.budget.reserve(*reserved, hold)
             self.usage.requests += 1
+            tally.requests += 1
             if self.replaying:
                 self.usage.replayed += 1
                 self.budget.usage.replayed += 1
+                tally.replayed += 1
         return Reply(self, sample=dataclasses.replace(sample, cached=False), reserved=reserved)
 
     def _spend(self, hold: Hold) -> tuple[int, float]:

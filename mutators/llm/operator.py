@@ -35,7 +35,7 @@ import numpy as np
 from gi.model.edits import Edit
 from gi.model.patch import Patch, apply
 from gi.model.program import Program
-from gi.model.sites import SiteKind
+from gi.model.sites import Location, SiteKind
 from gi.mutators.base import BaseOperator, Deferred, Member, MutationContext, OperatorUsage, Outcome, choose_site
 from gi.mutators.llm.accounts import Accounts
 from gi.mutators.llm.chain import Chain
@@ -105,6 +105,8 @@ class LLMOperator(BaseOperator):
         self._made: dict[Edit, Made] = {}
         #: Proposals whose offspring failed their tests: asked again first (see `learn`).
         self.follow_ups: list[FollowUp] = []
+        #: Proposals submitted and not yet taken (`answer`), by identity.
+        self.in_flight: dict[int, Pending] = {}
 
     # --- what the engine reads ---------------------------------------------------------------
 
@@ -138,13 +140,22 @@ class LLMOperator(BaseOperator):
         return None if reason is None else f"the language model stopped: {reason}"
 
     def state(self) -> dict[str, Any]:
-        """Everything a resumed or replayed run needs to go on as this one would (JSON)."""
+        """Everything a resumed or replayed run needs to go on as this one would (JSON). The
+        usage leaves out what proposals still in flight counted: a resumed run asks for them
+        again (`resume`), which counts them as the requests they were."""
+        with self.client.budget.lock:
+            flying = list(self.in_flight.values())
+            usage = self.spent.without([pending.tally for pending in flying])
+            models = self.models.state()
+            for arm in self.models:
+                own = [pending.tally for pending in flying if pending.arm is arm]
+                models[arm.name]["usage"] = arm.client.usage.without(own).to_json()
         return {
             "asked": dict(self.asked),
             "fruitless": dict(self.fruitless),
             "session": self.client.session,
-            "usage": self.spent.to_json(),
-            "models": self.models.state(),
+            "usage": usage.to_json(),
+            "models": models,
             "novelty": self.novelty.state(),
             "modes": dict(self.modes),
             **self.accounts.state(),
@@ -293,22 +304,42 @@ class LLMOperator(BaseOperator):
             counts.retries += 1
         return pending
 
-    def _start(self, pending: Pending) -> bool:
-        """Submit the proposal's request, keeping requests for its retries (and reviews), and
-        follow its replies as they come (`Chain`); False when a budget forbids the request."""
+    def _start(self, pending: Pending, sample: int | None = None) -> bool:
+        """Submit the proposal's request (the prompt's next sample, or `sample`: a proposal a
+        checkpoint kept), keeping requests for its retries (and reviews), and follow its replies
+        as they come (`Chain`); False when a budget forbids the request."""
         client, payload = pending.arm.client, pending.payload
         retries = self.feedback_retries - pending.attempts
         reviews = (retries + 1) if self.reviewer else 0
         hold = client.hold(payload, retries + reviews)
-        index = self.asked.get(pending.prompt_hash, 0)
+        index = self.asked.get(pending.prompt_hash, 0) if sample is None else sample
         try:
-            reply = client.submit(payload, index, hold)
+            reply = client.submit(payload, index, hold, tally=pending.tally)
         except LLMStoppedError:
             return False
-        self.asked[pending.prompt_hash] = index + 1
+        if sample is None:
+            self.asked[pending.prompt_hash] = index + 1
         pending.chain = Chain(self.payloads, self.reviewer, pending, hold, index, retries)
+        self.in_flight[id(pending)] = pending
         pending.chain.follow(reply, payload)
         return True
+
+    def suspend(self, deferred: Deferred) -> dict[str, Any]:
+        """What a checkpoint keeps of a proposal whose replies are awaited (see `resume`)."""
+        assert isinstance(deferred, Pending)
+        return deferred.to_json()
+
+    def resume(self, saved: Any, program: Program, patch: Patch) -> Pending | None:
+        """A proposal a checkpoint kept in flight, asked again as it was (the same request and
+        sample: the reply cache has it if it came before the run stopped); None when its model
+        or function is gone or a budget forbids it. Its choices and counts are in the restored
+        state already: nothing is drawn or counted twice."""
+        arm = self.models.arm(saved["model"])
+        found = function_in_variant(program, patch, Location.from_json(saved["site"]))
+        if arm is None or found is None:
+            return None
+        pending = Pending.from_json(saved, found[0], arm)
+        return pending if self._start(pending, sample=int(saved["sample"])) else None
 
     def _mode(self, rng: np.random.Generator, given: Mapping[str, float] | None = None) -> str:
         """The mode of the next proposal, by the operator's weights or those `given` (an island's);
@@ -367,6 +398,7 @@ class LLMOperator(BaseOperator):
                             sample.prompt_tokens, sample.completion_tokens, attempt.payload, sample.text,
                             pending.attempts + len(attempts) - 1)  # fmt: skip
         finally:
+            self.in_flight.pop(id(pending), None)
             pending.arm.client.budget.release(chain.hold)
             pending.arm.trials += 1
             for counts in both:
@@ -420,6 +452,12 @@ class LLMOperator(BaseOperator):
             arm = self.models.arm(made.model)
             if arm is not None:
                 arm.successes += 1
-            self.overseer.success(self.spent)
+            self.overseer.success(self._committed())
         self._made.clear()
-        self.modes = self.overseer.oversee(self.modes, self.successes, self.stats, self.spent)
+        self.modes = self.overseer.oversee(self.modes, self.successes, self.stats, self.spent, self._committed())
+
+    def _committed(self) -> int:
+        """Requests sent, and kept for the retries of proposals in flight (see `Overseer`)."""
+        budget = self.client.budget
+        with budget.lock:
+            return budget.usage.requests + budget.held

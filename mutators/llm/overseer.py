@@ -13,7 +13,10 @@ from gi.mutators.llm.stats import Counts, LLMStats
 
 class Overseer:
     """Watches the requests since an offspring last entered the archive (`patience` of them
-    allowed; None: never steps in)."""
+    allowed; None: never steps in). It counts the requests committed: those sent and those
+    kept for the retries of proposals in flight, a number that, unlike the requests sent, does
+    not depend on how fast the replies come (a steady-state search learns with proposals in
+    flight)."""
 
     def __init__(self, patience: int | None) -> None:
         self.patience = patience
@@ -30,24 +33,24 @@ class Overseer:
         self.replanned = bool(state.get("replanned", False))
         self.notes = list(state.get("notes", []))
 
-    def success(self, spent: Usage) -> None:
-        """An offspring entered the archive when the models had spent `spent`."""
-        self.requests_at_success = spent.requests
+    def success(self, requests: int) -> None:
+        """An offspring entered the archive when the models had committed `requests`."""
+        self.requests_at_success = requests
 
     def oversee(
-        self, modes: dict[str, float], successes: Mapping[str, int], stats: LLMStats, spent: Usage
+        self, modes: dict[str, float], successes: Mapping[str, int], stats: LLMStats, spent: Usage, requests: int
     ) -> dict[str, float]:
         """The modes to go on with. After `patience` requests without an offspring entering the
         archive, re-plan the modes once (towards those that succeeded; all modes if one was
         used), then stop the model (`spent.stopped`, which every model shares)."""
         if self.patience is None or spent.stopped:
             return modes
-        idle = spent.requests - self.requests_at_success
+        idle = requests - self.requests_at_success
         if idle < self.patience:
             return modes
         if not self.replanned:
             self.replanned = True
-            self.requests_at_success = spent.requests
+            self.requests_at_success = requests
             used = list(modes) if len(modes) > 1 else list(MODES)
             planned = {
                 mode: (successes.get(mode, 0) + 1) / (stats.modes.get(mode, Counts()).proposals + 2) for mode in used

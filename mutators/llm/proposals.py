@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from gi.model.sites import Location
-from gi.mutators.llm.client import Reply
+from gi.mutators.llm.client import Reply, Tally
 from gi.mutators.llm.models import Arm
 from gi.mutators.llm.replies import NewCode, RejectionError
 
@@ -48,6 +48,24 @@ class Pending:
     started: float = field(default_factory=time.perf_counter)
     #: Its replies as they come (`LLMOperator._start` sets it).
     chain: Chain | None = None
+    #: What its requests have counted in the usage so far.
+    tally: Tally = field(default_factory=Tally)
+
+    def to_json(self) -> dict[str, Any]:
+        """The proposal as a checkpoint keeps it while its replies are awaited: the request and
+        the sample it asks for, to be asked again on resume (`LLMOperator.resume`)."""
+        assert self.chain is not None
+        return {"mode": self.mode, "site": self.site.to_json(), "name": self.name, "current": self.current,
+                "is_async": self.is_async, "def_line": self.def_line, "decorators": self.decorators,
+                "payload": self.payload, "model": self.arm.name, "attempts": self.attempts,
+                "sample": self.chain.index}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], module: cst.Module, arm: Arm) -> Pending:
+        """A proposal `to_json` kept, in the file as the variant has it (`module`), asked of `arm`."""
+        return cls(data["mode"], Location.from_json(data["site"]), data["name"], data["current"], module,
+                   bool(data["is_async"]), data["def_line"], data["decorators"], data["payload"],
+                   prompt_hash(data["payload"]), arm, int(data["attempts"]))  # fmt: skip
 
     @property
     def label(self) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -385,3 +387,52 @@ def test_retries_go_out_as_replies_fail_not_when_the_search_takes_them(
     assert len(retries) == 4 and retries[-1] - retries[0] < 0.3, retries
     assert operator.stats.modes["diff"].retries == 4 and operator.spent.requests == 8
     assert operator.client.budget.held == 0, "what the proposals held for retries is given back"
+
+
+def test_a_proposal_a_checkpoint_keeps_in_flight_is_asked_again_and_counted_once(
+    scripted: tuple[ScriptedModel, ModelServer], tmp_path: Path, make_program: Callable[[str], Program]
+) -> None:
+    """Two proposals await their replies when the operator's state is saved: the first has had
+    its reply (unreadable) and its retry's, the second's reply is held at the server. The state
+    leaves their requests out; an operator restored from it and given the two as `suspend` kept
+    them asks again for the same samples: the first from the cache, to the same edits, the
+    second of the server again. Every request that reached the server counts once."""
+    model, server = scripted
+    release = threading.Event()
+    answers = iter([
+        Action(reply="I would rather not."),
+        Action(reply="```python\ndef total(items):\n    return sum(items)\n```"),
+        Action(reply="held", hold=release, delay=60.0),
+        Action(reply="```python\ndef total(items):\n    return sum(items, 0)\n```"),
+    ])  # fmt: skip
+    model.respond = lambda body: next(answers)
+    program = make_program(SOURCE)
+    rng, context = np.random.default_rng(0), total_only(program)
+    operator = LLMOperator(client(server, tmp_path, concurrency=2), "faster")
+    try:
+        first = operator.prepare(program, Patch(), rng, context)
+        assert first is not None and first.arrival is not None
+        first.arrival.result(timeout=30)  # its retry has been answered too
+        second = operator.prepare(program, Patch(), rng, context)
+        assert second is not None
+        deadline = time.monotonic() + 30
+        while len(model.requests) < 3 and time.monotonic() < deadline:  # the second reaches the server
+            time.sleep(0.01)
+        state = json.loads(json.dumps(operator.state()))
+        kept = json.loads(json.dumps([operator.suspend(first), operator.suspend(second)]))
+        assert operator.spent.requests == 3 and len(model.requests) == 3
+        assert state["usage"]["requests"] == 0 and state["models"]["scripted"]["usage"]["requests"] == 0
+
+        resumed = LLMOperator(client(server, tmp_path, concurrency=2), "faster")
+        resumed.restore(state)
+        again = [resumed.resume(saved, program, Patch()) for saved in kept]
+        assert again[0] is not None and again[1] is not None
+        made = resumed.finish(again[0], program, Patch())
+        assert made == operator.finish(first, program, Patch())
+        assert function_of(program, made) == "def total(items):\n    return sum(items)\n"
+        assert "sum(items, 0)" in function_of(program, resumed.finish(again[1], program, Patch()))
+        assert len(model.requests) == 4, "the first proposal's replies came from the cache"
+        assert resumed.spent.requests == 4, "each request that reached the server counts once"
+        assert resumed.asked == operator.asked and resumed.stats.modes["rewrite"].proposals == 2
+    finally:
+        release.set()
