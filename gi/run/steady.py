@@ -6,11 +6,17 @@ population of offspring waiting on a model's answer, as a generational batch doe
 requests are in flight while evaluators work) and is told each result on its own
 (`gi.algorithms.steady.tell_one`). Its batch is an `ArrivalBatch`: of the offspring waiting on a
 model, the one whose answer came first becomes a candidate first, so a slow reply holds up no
-other. Every `population` results make a generation: the operators learn from them, the
-held-out tests run on the front's new members, the islands migrate, and a checkpoint is
-written. Before it, the search waits for the answers its batch still awaits, so a checkpoint
-never holds a request in flight; it holds the candidates still being evaluated, to be
-evaluated again on resume.
+other. It breeds when an evaluator is free, and also when an answer is in while every evaluator
+is busy (up to a candidate waiting per evaluator), so that answers taken make room for new
+requests and a freed evaluator starts at once. Every `population` results make a generation:
+the operators learn from them, the held-out tests run on the front's new members, the islands
+migrate, and a checkpoint is written. The checkpoint holds the candidates still being
+evaluated, to be evaluated again on resume, and the offspring still waiting on a model's
+answer, their requests left in flight: each operator says what it keeps of a proposal
+(`Operator.suspend`) and asks again for the same one on resume (`Operator.resume`: the reply
+cache has the answer if it came before the run stopped). An operator that cannot keep one
+makes the generation's close wait for the answers, as an older gi always did (a run it began
+has no meta key CARRY_META, and goes on so).
 
 What the search does depends on the order in which it breeds, takes the model's answers and
 takes results in, which the speed of the model and the evaluators decides. That order is
@@ -18,7 +24,7 @@ recorded as it happens: the run store's `arrivals` are its events ("bred": a cal
 how many candidates it made and the order in which it took answers, as each one's place among
 the offspring waiting then; "topped": offspring made ahead, likewise; "told": whose result was
 taken in, committed with its evaluation; "settled": the order of the answers a closing
-generation waited for). A resumed run restores its last checkpoint and follows the events
+generation waited for, where it waited). A resumed run restores its last checkpoint and follows the events
 recorded after it (the generator and the operators' state are the checkpoint's, a model's
 replies come from the reply cache, results from the store), then goes on live; `gi replay`
 follows the recorded run's events from the start, offline. A run begun by an older gi, which
@@ -33,7 +39,6 @@ from __future__ import annotations
 import collections
 import queue
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from gi.algorithms.steady import ask_one, settle, start_with_told, tell_one, top_up
@@ -43,51 +48,18 @@ from gi.engine.backends.base import Result
 from gi.engine.held_out import front_members
 from gi.engine.store import RunStore
 from gi.model.errors import StoreError
-from gi.model.patch import Patch, apply
-from gi.model.program import Program
 from gi.model.results import Evaluation
 from gi.populations import Individual
+from gi.run.in_flight import AnswerBell, Flight, answer_in, resumed, suspended
 from gi.run.loop import RunLoop
 
 #: The store's meta key of the loop's state at the last checkpoint.
 STEADY = "steady_state"
 #: The store's meta key saying how the run takes a model's answers ("arrival": as they arrive).
 ANSWER_ORDER_META = "steady_order"
-
-
-@dataclass
-class Flight:
-    """A candidate bred and not yet taken in: the generation it was bred in, and whether it was
-    handed to the evaluators (or found evaluated) in this session."""
-
-    candidate: Candidate
-    generation: int
-    dispatched: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        """The flight as a checkpoint holds it (to be evaluated again on resume)."""
-        candidate = self.candidate
-        return {
-            "id": candidate.id,
-            "generation": self.generation,
-            "patch": candidate.patch.to_json(),
-            "parents": list(candidate.parents),
-            "operator": candidate.operator,
-            "edits": Patch(candidate.edits).to_json(),
-            "island": candidate.island,
-        }
-
-    @classmethod
-    def from_json(cls, entry: dict[str, Any], program: Program) -> Flight:
-        """A candidate a checkpoint had in evaluation, made again from its patch on `program`."""
-        patch = Patch.from_json(entry["patch"])
-        patch.check(program)
-        edits = Patch.from_json(entry["edits"]).edits
-        candidate = Candidate(
-            entry["id"], patch, apply(program, patch), tuple(entry["parents"]), entry["operator"], edits,
-            entry.get("island"),
-        )  # fmt: skip
-        return cls(candidate, int(entry["generation"]))
+#: The store's meta key saying that a generation's close keeps the model's requests in flight
+#: (in its checkpoint) rather than waiting for their answers.
+CARRY_META = "steady_carry"
 
 
 class SteadyLoop(RunLoop):
@@ -95,6 +67,8 @@ class SteadyLoop(RunLoop):
 
     #: The results told in the generation under way: candidate, evaluation, individual.
     told_now: list[tuple[Candidate, Evaluation, Individual]]
+    #: The generation's batch: the candidates bred in it, and the offspring waiting on an answer.
+    batch: Batch
 
     def run(self, limits: SearchSection, baseline: Evaluation, elapsed: Callable[[], float]) -> None:
         search, store = self.search, self.storage.store
@@ -121,7 +95,9 @@ class SteadyLoop(RunLoop):
             flight = Flight.from_json(entry, search.program)
             self.flights[flight.candidate.id] = flight
         self.bred_programs = self.programs | {f.candidate.variant.tree_hash for f in self.flights.values()}
-        self.arrivals: queue.SimpleQueue[tuple[str, Result]] = queue.SimpleQueue()
+        #: Results as they come (and, with no result, a model's answer coming in: `_room`).
+        self.arrivals: queue.SimpleQueue[tuple[str, Result | None]] = queue.SimpleQueue()
+        self.bell = AnswerBell(lambda: self.arrivals.put(("", None)))
         #: Programs being evaluated, with the candidates (after the first) that wait for them.
         self.evaluating: dict[str, list[str]] = {}
         self.stopping: str | None = None
@@ -131,8 +107,12 @@ class SteadyLoop(RunLoop):
         #: Whether the batch takes a model's answers as they arrive (an `ArrivalBatch`), or the
         #: oldest first (a `Batch`), as the older gi that began this run (or the recorded one) did.
         self.by_arrival = _by_arrival(store, recorded)
+        #: Whether a generation's close keeps the offspring waiting on a model's answer (written
+        #: into its checkpoint, asked again on resume) or, as an older gi did, waits for them.
+        self.carries = _carries(store, recorded)
         if search.started:
             self._next_generation()
+            self.batch.queue.extend(resumed(saved.get("waiting", []), search))
         else:
             self.batch = self._new_batch(0)
             self._open_generation()
@@ -189,18 +169,29 @@ class SteadyLoop(RunLoop):
         self.settled_recorded = False
 
     def _live(self) -> None:
-        """Breed while an evaluator is free and no limit says stop, keep a model's requests in
-        flight while none is, and take each result in."""
+        """Breed while an evaluator is free (or a model's answer is in, see `_room`) and no limit
+        says stop, keep a model's requests in flight, and take each result in."""
         while True:
-            while self.stopping is None and len(self.flights) < self.slots:
+            while self.stopping is None and self._room():
                 if not self._breed():
                     break  # tries ran out: wait for a result that changes the search
             if self.stopping is None and self.ahead and self.flights:
                 self._top_up()
             if not self.flights:
                 return
+            self.bell.ring_on(self.batch.queue)
             identifier, result = self.arrivals.get()
-            self._take(self.flights[identifier], result())
+            if result is not None:
+                self._take(self.flights[identifier], result())
+
+    def _room(self) -> bool:
+        """Whether to breed now: an evaluator is free, or an answer the batch waits for is in and
+        fewer than `slots` candidates wait for an evaluator. Taking answers while every evaluator
+        is busy keeps the model's requests in flight (an answer taken makes room for a request),
+        and a freed evaluator starts on a waiting candidate at once."""
+        if len(self.flights) < self.slots:
+            return True
+        return len(self.flights) < 2 * self.slots and answer_in(self.batch.queue)
 
     # --- breeding and evaluating ------------------------------------------------------------
 
@@ -331,10 +322,12 @@ class SteadyLoop(RunLoop):
         self._start_clock()
 
     def _close_generation(self, stop: dict[str, Any] | None = None) -> None:
-        """End a generation (`stop`: the last, partial one): settle the batch, migrate, teach the
-        operators, run the held-out tests, checkpoint, and decide whether to go on."""
+        """End a generation (`stop`: the last, partial one): keep the offspring waiting on an
+        answer for the checkpoint (or else wait for their answers), migrate, teach the operators,
+        run the held-out tests, checkpoint, and decide whether to go on."""
         search = self.search
-        if self.stopping is None:  # each candidate to the evaluators as soon as its answer is in
+        waiting = suspended(self.batch.queue) if self.carries and self.stopping is None else None
+        if self.stopping is None and waiting is None:  # each candidate to the evaluators as its answer comes
             while self.batch.waiting:
                 before = len(self.batch.candidates)
                 self.batch.settle_one()
@@ -365,6 +358,7 @@ class SteadyLoop(RunLoop):
             "bred": self.bred,
             "told": self.told,
             "in_flight": [flight.to_json() for flight in self.flights.values()],
+            "waiting": waiting or [],
             "stopped": stop,
         }
         self._checkpoint(children, gap, new_programs=len(fresh), meta={STEADY: state})
@@ -374,7 +368,9 @@ class SteadyLoop(RunLoop):
             if self.stopping is not None and not self.flights:
                 self._mark_stopped()  # that was the last generation
             else:
+                carried = self.batch.queue if self.carries else ()
                 self._next_generation()
+                self.batch.queue.extend(carried)
 
     def _next_generation(self) -> None:
         """The next generation's batch, and the original timed again for it (drift)."""
@@ -456,6 +452,17 @@ def _by_arrival(store: RunStore, recorded: RunStore | None) -> bool:
     if by_arrival:
         store.set_meta(ANSWER_ORDER_META, "arrival")
     return by_arrival
+
+
+def _carries(store: RunStore, recorded: RunStore | None) -> bool:
+    """Whether a generation's close keeps the model's requests in flight: a new run does, and
+    says so in its store (meta CARRY_META); a run begun, or recorded, by a gi that waited for
+    them goes on waiting."""
+    fresh = recorded is None and not store.count_arrivals()
+    carries = fresh or bool((recorded or store).get_meta(CARRY_META))
+    if carries:
+        store.set_meta(CARRY_META, True)
+    return carries
 
 
 def _left_over(batch: Batch) -> bool:

@@ -144,3 +144,42 @@ def test_a_killed_run_whose_replies_come_out_of_order_resumes_to_its_events_and_
     assert replayed["replay"] == {"history": True, "front": True}
     assert front(replayed) == front(summary) and history(replayed) == history(summary)
     assert events(store.parent / "replay" / "store.sqlite") == finished
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_a_close_that_kept_requests_in_flight_resumes_and_replays(
+    tmp_path: Path, model: tuple[ScriptedModel, ModelServer]
+) -> None:
+    """A generation's close waits for no answer: its checkpoint keeps the offspring still waiting
+    on the model, and the requests stay in flight. A run killed just after such a checkpoint
+    asks for them again when resumed, keeps every event it recorded, and its replay follows
+    them all, offline, to its front and history."""
+    scripted, server = model
+    asked: collections.Counter[str] = collections.Counter()
+
+    def shuffled(body: dict[str, Any]) -> Action:
+        reply = sampled(body, asked)
+        return Action(reply=reply, delay=int(hashlib.sha256(reply.encode()).hexdigest(), 16) % 5 * 0.15)
+
+    scripted.respond = shuffled
+    config = steady_config(tmp_path, server.base_url, generations=3)
+    store = tmp_path / "runs" / RUN / "store.sqlite"
+    recorded = kill_when(config, store, saved=2)
+    with sqlite3.connect(store) as db:
+        (state,) = db.execute("SELECT value FROM meta WHERE key = 'steady_state'").fetchone()
+    assert json.loads(state)["waiting"], "the close kept offspring waiting on the model"
+    assert all(kind != "settled" for kind, _, _ in recorded), "no close waited for the answers"
+    command = [sys.executable, "-m", "gi.cli", "run", str(config), "--quiet"]
+    resumed = subprocess.run(command, capture_output=True, check=False, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    finished = events(store)
+    assert finished[: len(recorded)] == recorded
+    summary = summary_of(store.parent)
+    assert summary["stopped"]["reason"] == "generations"
+
+    server.stop()
+    assert main(["replay", str(config), "--quiet"]) == 0
+    replayed = summary_of(store.parent / "replay")
+    assert replayed["replay"] == {"history": True, "front": True}
+    assert front(replayed) == front(summary) and history(replayed) == history(summary)
+    assert events(store.parent / "replay" / "store.sqlite") == finished
