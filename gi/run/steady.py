@@ -24,9 +24,9 @@ recorded as it happens: the run store's `arrivals` are its events ("bred": a cal
 how many candidates it made and the order in which it took answers, as each one's place among
 the offspring waiting then; "topped": offspring made ahead, likewise; "told": whose result was
 taken in, committed with its evaluation; "settled": the order of the answers a closing
-generation waited for, where it waited). A resumed run restores its last checkpoint and follows the events
-recorded after it (the generator and the operators' state are the checkpoint's, a model's
-replies come from the reply cache, results from the store), then goes on live; `gi replay`
+generation waited for, where it waited). A resumed run restores its last checkpoint and follows
+the events recorded after it (the generator and the operators' state are the checkpoint's, a
+model's replies come from the reply cache, results from the store), then goes on live; `gi replay`
 follows the recorded run's events from the start, offline. A run begun by an older gi, which
 took the answers oldest first and recorded no order (its store lacks the meta key
 ANSWER_ORDER_META), goes on taking them oldest first, resumed or replayed. So one seed and the
