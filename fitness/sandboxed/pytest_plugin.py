@@ -50,6 +50,8 @@ from typing import Any
 import pytest
 
 KEY_BYTES = 64
+#: Set while a warm worker imports this plugin: its hooks are made later, in each child (`activate`).
+DEFERRED = "GI_REPORT_DEFERRED"
 #: The per-test time limits' module, as gi installs it beside this one (gi.fitness.tests).
 LIMITS_MODULE = "gi_pytest_limits"
 #: Canaries and the audit of returned values (pytest_checks.py), installed beside this file.
@@ -510,4 +512,15 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in locals().items() if name.startswith("pytest_")}
 
 
-globals().update(_hooks(*_channel()))
+def activate() -> None:
+    """Read gi's key and plan and make the hooks, as this module's names (pytest registers them
+    from there): at import, as pytest loads the plugin, unless GI_REPORT_DEFERRED says that a
+    warm worker imports it once for all its children; each child then activates it before
+    pytest registers it, before any of the project's code is imported. Once only: the hooks
+    made, a later call (by code under test, say) changes nothing."""
+    if "pytest_sessionstart" not in globals():
+        globals().update(_hooks(*_channel()))
+
+
+if os.environ.get(DEFERRED) != "1":
+    activate()

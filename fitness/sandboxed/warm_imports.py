@@ -22,6 +22,7 @@ import importlib.machinery
 import importlib.metadata
 import importlib.util
 import json
+import linecache
 import os
 import sys
 import warnings
@@ -227,6 +228,44 @@ def preload(modules: Sequence[str]) -> None:
     for name, module in list(sys.modules.items()):
         if name != "__main__" and str(getattr(module, "__file__", None) or "").startswith(project):
             del sys.modules[name]
+
+
+def import_deferred(plugin: str, deferred: str) -> bool:
+    """Import gi's report plugin `plugin` here, once, through pytest's rewriting hook as `-p`
+    would (so pytest stays silent when a child loads it), with `deferred` set: the plugin reads
+    its key and makes its hooks only when a child activates it. Returns whether it imported;
+    if not, each child imports it as a cold run does."""
+    rewriting = rewriting_as_pytest_does()
+    os.environ[deferred] = "1"
+    try:
+        if rewriting is not None:
+            from _pytest.assertion.rewrite import assertstate_key
+
+            rewriting.stash[assertstate_key].hook.mark_rewrite(plugin)
+        importlib.import_module(plugin)
+    except Exception:
+        sys.modules.pop(plugin, None)
+        return False
+    finally:
+        os.environ.pop(deferred, None)
+        if rewriting is not None:
+            rewriting._ensure_unconfigure()
+    return True
+
+
+def warm_source_lookups(files: Iterable[str]) -> None:
+    """Fill, once here, what pytest reads to show a failure, which each child would otherwise
+    build anew: the standard library's map from files to the modules imported (the first
+    `inspect.getmodule` of a process resolves the real path of every module's file), the regular
+    expressions that find a statement's lines, and the lines of `files` (the project's test
+    modules: they are never edited)."""
+    import inspect
+
+    with contextlib.suppress(Exception):
+        inspect.getmodule(warm_source_lookups.__code__)  # (a code object: the lookup by file)
+        inspect.getsource(warm_source_lookups)  # the patterns of findsource and of tokenize, compiled
+    for file in files:
+        linecache.getlines(file)
 
 
 def _is_rewritten(name: str) -> bool:

@@ -20,7 +20,11 @@ never editable, and the copy is read-only), and so are gi's plugin and the modul
 the tools folder: the worker rewrites their asserts once, as pytest's assertion rewriter would,
 and children take the rewritten code from it when a file's source is unchanged
 (`cache_rewrites`; on toolz's suite this was most of a child's time, since no bytecode cache is
-written in the sandbox; gi's plugin alone was a third of a small suite's child).
+written in the sandbox; gi's plugin alone was a third of a small suite's child). The worker
+also imports gi's plugin itself, deferred: each child has it read its own key and plan and make
+its hooks (`activate_report_plugin`) before pytest loads it. And it fills once what pytest reads
+to show a failure (the standard library's map of module files, the test modules' lines,
+`warm_source_lookups`): built in each child, that was most of the time of a failing variant.
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
 rewriter, every plugin's configuration, the session's start with its fixtures parsed from
@@ -30,7 +34,7 @@ pytest's session itself, for one command line at a time, and serves from inside 
 pytest would collect the tests, the worker forks, and each child goes on from there into
 pytest's own collection, test loop and session end (`Prepared`). The child first takes its
 own stdout and stderr where the configuration copied the worker's, loads gi's plugin (which
-reads its key from stdin then, as under `-p`), starts output capturing afresh and runs the
+has read its key from stdin then, as under `-p`), starts output capturing afresh and runs the
 session start of what is its own: gi's plugin, which freezes pytest's machinery then, and the
 terminal reporter's clock. If preparing imported any module of the project, started a thread
 or failed, the worker drops it and children run `pytest.main` from the start.
@@ -41,7 +45,8 @@ write and removes the System V objects of its IPC namespace (`clean_slate`: the 
 finds nothing of this one), and answers with the exit status, the tails of stdout and stderr
 and the signed report, exactly what gi reads from a cold run. It needs only the standard
 library and pytest. What it imports and compiles once, and how a child imports its variant
-(`preload`, `CompiledOriginals`, `cache_rewrites`, `VariantFinder`, `serve_spawned`), is
+(`preload`, `CompiledOriginals`, `cache_rewrites`, `import_deferred`, `warm_source_lookups`,
+`VariantFinder`, `serve_spawned`), is
 warm_imports.py, which gi installs beside it as gi_warm_imports.py.
 """
 
@@ -68,18 +73,26 @@ from typing import Any, NoReturn
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
     from .warm_imports import (
+        REWRITTEN,
         VariantFinder,
         cache_rewrites,
+        import_deferred,
         preload,
         serve_compiled_originals,
         serve_spawned,
         tool_files,
+        warm_source_lookups,
     )
 else:  # a workspace's tools folder, where gi copies it beside this file
     _imports = importlib.import_module("gi_warm_imports")
     VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
     serve_compiled_originals, serve_spawned = _imports.serve_compiled_originals, _imports.serve_spawned
+    REWRITTEN, import_deferred, warm_source_lookups = (
+        _imports.REWRITTEN,
+        _imports.import_deferred,
+        _imports.warm_source_lookups,
+    )
 
 OUTPUT_BYTES = 256 * 1024
 CHANNEL_BYTES = 8 * 1024 * 1024
@@ -113,8 +126,11 @@ def send(stream: int, message: dict[str, Any]) -> None:
         data = data[os.write(stream, data) :]
 
 
-#: gi's report plugin (gi.fitness.tests.PLUGIN_MODULE): loaded in each child, never in the worker.
+#: gi's report plugin (gi.fitness.tests.PLUGIN_MODULE): imported in the worker, its hooks made
+#: and registered in each child (`activate_report_plugin`).
 REPORT_PLUGIN = "gi_pytest_report"
+#: Set while the worker imports it (the plugin's DEFERRED): it reads no key and makes no hooks then.
+REPORT_DEFERRED = "GI_REPORT_DEFERRED"
 
 
 def without_report_plugin(argv: Sequence[str]) -> list[str]:
@@ -169,9 +185,10 @@ class Session:
 
     def join(self) -> None:
         """In a child: take its own stdout and stderr where the configuration copied the worker's,
-        load gi's plugin (which reads its key from stdin now, as under `-p`), start output
-        capturing afresh and run the session start of what is the child's alone: gi's plugin (it
-        freezes pytest's machinery) and the terminal reporter (the session's clock and header)."""
+        load gi's plugin (activated already: it read its key from stdin, as under `-p`), start
+        output capturing afresh and run the session start of what is the child's alone: gi's
+        plugin (it freezes pytest's machinery) and the terminal reporter (the session's clock and
+        header)."""
         for descriptor, standard in self.duplicates.items():
             os.dup2(standard, descriptor)
         manager = self.config.pluginmanager
@@ -285,6 +302,7 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     os.dup2(err, 2)
     os.environ.update(request["env"])
     os.environ["GI_CHANNEL_FD"] = str(channel)
+    activate_report_plugin()
     sources = {os.path.abspath(name): text for name, text in request["sources"].items()}
     for filename, text in sources.items():
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
@@ -308,6 +326,15 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
         traceback.print_exc()
         status = 3
     finish_child(status)
+
+
+def activate_report_plugin() -> None:
+    """In a child, before pytest loads gi's plugin and before any of the project's code runs: have
+    the plugin the worker imported read the child's key and plan and make its hooks, as its
+    import does in a cold run."""
+    plugin = sys.modules.get(REPORT_PLUGIN)
+    if plugin is not None:
+        plugin.activate()
 
 
 def descendants() -> set[int]:
@@ -520,6 +547,8 @@ def main() -> None:
     cache_rewrites()
     editable = filter(None, os.environ.pop("GI_EDITABLE", "").split(os.pathsep))
     serve_compiled_originals([*editable, *tool_files()])
+    import_deferred(REPORT_PLUGIN, REPORT_DEFERRED)
+    warm_source_lookups(path for path in REWRITTEN if path not in tool_files())
     # What is loaded now is shared by every child: keep the collector away from it (pytest
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from gi.engine.sandbox.limits import Limits
+from gi.engine.sandbox.runner import Sandbox
+from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import WORKER_NAME, WarmPool, third_party_imports
 from gi.fitness.sandboxed.warm_imports import WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
-from gi.fitness.tests import PLUGIN_MODULE, PytestSetup
+from gi.fitness.tests import PLUGIN_MODULE, PytestSetup, run_tests
 from gi.model.program import Program
 
 ORIGINAL = "def answer():\n    return 1\n"
@@ -226,3 +228,38 @@ def test_a_src_layouts_package_is_the_projects_own_and_never_stays_preloaded(tmp
     finally:
         pool.close()
     assert [run.outcomes for run in runs] == [{"tests/test_calc.py::test_answer": o} for o in ("failed", "passed")]
+
+
+FAILING_VARIANTS = (
+    "def answer():\n    return helper() + 1\n\n\ndef helper():\n    raise ValueError('the first variant')\n",
+    "def answer():\n    total = 0\n    return helper(total)\n\n\ndef helper(total):\n    return total / 0\n",
+)
+
+
+def test_a_failing_variants_report_is_the_cold_runs_with_the_workers_lookups_filled(tmp_path: Path) -> None:
+    """The worker fills once what pytest reads to show a failure (the map of module files, the
+    test modules' lines) and imports gi's plugin for every child: each child's failure report
+    still shows its own variant's lines, word for word as a cold run of that variant does."""
+    project = tmp_path / "failing"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
+    test = "tests/test_calc.py::test_answer"
+    cold = []
+    for source in FAILING_VARIANTS:
+        with workspace(project, {"calc.py": source}) as space:
+            cold.append(run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space)))
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        warm = [
+            pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
+            for source in FAILING_VARIANTS
+        ]
+    finally:
+        pool.close()
+    assert pool.prepared_runs == 2
+    assert "raise ValueError('the first variant')" in warm[0].failures[test]
+    assert "return total / 0" in warm[1].failures[test] and "the first variant" not in warm[1].failures[test]
+    for cold_run, warm_run in zip(cold, warm, strict=True):
+        assert not warm_run.forged and warm_run.outcomes == cold_run.outcomes == {test: "failed"}
+        assert warm_run.failures == cold_run.failures

@@ -165,6 +165,29 @@ for folder in (pathlib.Path("tests"), pathlib.Path(".")):
 def add(a, b):
     return a - b
 """,
+    # A warm worker imports gi's plugin before any child and each child activates it: activating
+    # it again, its hooks dropped, with a key of the variant's own on standard input.
+    "activate gi's plugin again, with a key of its own": """\
+import os, sys
+
+def add(a, b):
+    return a - b
+
+plugin = sys.modules["gi_pytest_report"]
+for name in [name for name in vars(plugin) if name.startswith("pytest_")]:
+    delattr(plugin, name)
+read, write = os.pipe()
+os.write(write, b"k" * 64)
+os.close(write)
+os.dup2(read, 0)
+os.environ["GI_CHANNEL_FD"] = "1"
+plugin.activate()
+for name, hook in vars(plugin).items():
+    if name.startswith("pytest_"):
+        manager = [o for o in __import__("gc").get_objects() if type(o).__name__ == "PytestPluginManager"][0]
+        manager.register(plugin, "gi-again")
+        break
+""",
 }
 
 
