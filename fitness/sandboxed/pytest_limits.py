@@ -20,6 +20,8 @@ of the run still counts. Two mechanisms, the second a backstop for the first:
 from __future__ import annotations
 
 import _thread
+import hashlib
+import hmac
 import itertools
 import json
 import os
@@ -158,11 +160,17 @@ def start_watchdog(descriptor: int, write: Writer) -> Callable[[dict[str, Any]],
         finally:
             os._exit(0)
     os.close(commands)
+    return teller(tell)
+
+
+def teller(descriptor: int) -> Callable[[dict[str, Any]], None]:
+    """How to tell a watchdog of each test (see `start_watchdog`): JSON lines on `descriptor`, to
+    the watchdog process, or to the warm worker that watches its child (`WorkerWatch`)."""
 
     def send(message: dict[str, Any]) -> None:
         data = (json.dumps(message) + "\n").encode()
         while data:
-            data = data[os.write(tell, data) :]
+            data = data[os.write(descriptor, data) :]
 
     return send
 
@@ -215,6 +223,51 @@ def _watch(commands: int, parent: int, write: Writer) -> None:
             write(record, at=sequence + place)
         os.kill(parent, signal.SIGKILL)
         return
+
+
+class WorkerWatch:
+    """The watchdog's part, done by a warm worker for the child it forked (so that no child forks
+    a watchdog of its own): the deadlines the child tells on a pipe (GI_WATCHDOG_FD in the
+    child, `descriptor` here), as `_watch` reads them. At one, the worker stops the child, writes
+    the `deadline_records` the deadline names (signed with the child's key, at its place in the
+    report: `strike`) and kills it."""
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+        self.armed: tuple[float, int, list[dict[str, Any]]] | None = None
+        self._pending = b""
+
+    def read(self) -> bool:
+        """Take what the child told (the pipe is readable); False once it closed the pipe."""
+        chunk = os.read(self.descriptor, 65536)
+        if not chunk:
+            self.armed = None
+            return False
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        for line in lines:
+            self.armed = _deadline(line)
+        return True
+
+    def seconds_left(self) -> float | None:
+        """Seconds to the armed deadline (0 when it passed), or None when nothing is armed."""
+        return None if self.armed is None else max(0.0, self.armed[0] - time.monotonic())
+
+    def told(self) -> bool:
+        """Whether the child told something not yet read (the test ended as its deadline struck)."""
+        return bool(select.select([self.descriptor], [], [], 0)[0])
+
+    def strike(self, key: bytes) -> bytes:
+        """The signed lines of the armed deadline's records, in the report's sequence (the child
+        is stopped: none of its own records is on its way)."""
+        assert self.armed is not None
+        _, sequence, records = self.armed
+        self.armed = None
+        lines = []
+        for place, record in enumerate(records):
+            text = json.dumps(record, separators=(",", ":"))
+            mac = hmac.new(key, f"{sequence + place}:{text}".encode(), hashlib.sha256).hexdigest()
+            lines.append(f"{mac} {text}\n".encode())
+        return b"".join(lines)
 
 
 class Places(NamedTuple):

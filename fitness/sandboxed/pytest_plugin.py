@@ -295,6 +295,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     this module after pytest registered them changes nothing."""
     write = channel.write
     test_limits, default_limit = _limits()
+    #: Where a warm worker watches this child's deadlines (pytest_limits.WorkerWatch); else the
+    #: session forks a watchdog process of its own.
+    worker_watch = int(os.environ.pop("GI_WATCHDOG_FD", "-1"))
     places = time_limits.machinery_places(__file__, checks.__file__)
     place_canaries, audit = checks.place_canaries, checks.audit
     first = {nodeid: position for position, nodeid in enumerate(_order())}
@@ -342,7 +345,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
         root = os.path.realpath(str(session.config.rootpath))
-        if channel.descriptor >= 0 and (test_limits or default_limit > 0):
+        if channel.descriptor >= 0 and (test_limits or default_limit > 0) and worker_watch >= 0:
+            watchdog.append(time_limits.teller(worker_watch))
+        elif channel.descriptor >= 0 and (test_limits or default_limit > 0):
             import warnings
 
             with warnings.catch_warnings():

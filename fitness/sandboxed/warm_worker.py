@@ -72,6 +72,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
+    from .pytest_limits import WorkerWatch
     from .warm_imports import (
         REWRITTEN,
         VariantFinder,
@@ -84,6 +85,7 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
         warm_source_lookups,
     )
 else:  # a workspace's tools folder, where gi copies it beside this file
+    WorkerWatch = importlib.import_module("gi_pytest_limits").WorkerWatch  # type: ignore[misc]  # the same class
     _imports = importlib.import_module("gi_warm_imports")
     VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
@@ -292,7 +294,9 @@ def finish_child(status: int) -> NoReturn:
     os._exit(status)
 
 
-def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: int, prepared: Session | None) -> None:
+def child(
+    request: dict[str, Any], key_read: int, out: int, err: int, channel: int, watch: int, prepared: Session | None
+) -> None:
     """In the forked child: become a fresh pytest run of the variant. Without a prepared session
     it runs `pytest.main` and never returns; with one, it joins it and returns (to go on with
     the session's collection, in `Prepared._in_session`)."""
@@ -302,6 +306,7 @@ def child(request: dict[str, Any], key_read: int, out: int, err: int, channel: i
     os.dup2(err, 2)
     os.environ.update(request["env"])
     os.environ["GI_CHANNEL_FD"] = str(channel)
+    os.environ["GI_WATCHDOG_FD"] = str(watch)
     activate_report_plugin()
     sources = {os.path.abspath(name): text for name, text in request["sources"].items()}
     for filename, text in sources.items():
@@ -436,6 +441,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     os.write(key_write, request["key"].encode())
     os.close(key_write)
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
+    watch_read, watch_write = os.pipe()  # the child's deadlines (WorkerWatch)
     # What the worker wrote and has not flushed (a prepared session's end prints its summary)
     # must not reach the child's output with the copy of the buffers it inherits.
     with contextlib.suppress(Exception):
@@ -446,13 +452,16 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     if pid == 0:
         for reading, _ in pipes:
             os.close(reading)
-        for descriptor in (REQUEST, RESPONSE):
+        for descriptor in (REQUEST, RESPONSE, watch_read):
             os.close(descriptor)
-        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], prepared)
+        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], watch_write, prepared)
         return None
     os.close(key_read)
     for _, writing in pipes:
         os.close(writing)
+    os.close(watch_write)
+    watch = WorkerWatch(watch_read)
+    watching = True
     kept = {reading: bytearray() for reading, _ in pipes}
     limits = {pipes[0][0]: OUTPUT_BYTES, pipes[1][0]: OUTPUT_BYTES, pipes[2][0]: CHANNEL_BYTES}
     overflow = False
@@ -471,7 +480,18 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
         if full:
             over = f"over its disk quota: {full[0]} held more than {DISK_FILES} files and folders more"
             break
-        ready, _, _ = select.select(list(open_pipes), [], [], min(remaining, 0.2))
+        wait = min(remaining, 0.2)
+        if watching and status is None and (left := watch.seconds_left()) is not None:
+            wait = min(wait, left)
+        ready, _, _ = select.select([*open_pipes, *([watch_read] if watching else [])], [], [], wait)
+        if watch_read in ready:
+            watching = watch.read()
+            ready.remove(watch_read)
+        if watching and status is None and watch.seconds_left() == 0:
+            struck = strike(pid, watch, pipes[2][0], request["key"])
+            if struck is not None:
+                overflow |= add_to_report(kept[pipes[2][0]], struck)
+                watching = False
         for reading in ready:
             chunk = os.read(reading, 65536)
             if not chunk:
@@ -479,8 +499,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
                 continue
             buffer = kept[reading]
             if reading == pipes[2][0]:
-                overflow |= len(buffer) + len(chunk) > CHANNEL_BYTES
-                buffer += chunk[: max(0, CHANNEL_BYTES - len(buffer))]
+                overflow |= add_to_report(buffer, chunk)
             else:
                 buffer += chunk
                 if len(buffer) > 2 * limits[reading]:
@@ -500,7 +519,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
         except ChildProcessError:
             status = -9
     reap_everything()
-    for reading in kept:
+    for reading in (*kept, watch_read):
         os.close(reading)
     clean_slate()
     return {
@@ -516,6 +535,33 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     }
 
 
+def strike(pid: int, watch: WorkerWatch, channel: int, key: str) -> bytes | None:
+    """At the child's armed deadline, as the forked watchdog would (pytest_limits.start_watchdog):
+    stop it, and unless it told of its test's end meanwhile (None: go on), kill it and return
+    what is left to read of its report, then the deadline's records, signed with its key."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGSTOP)
+    if watch.told():  # the test ended as the deadline struck: read it, and go on
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+        return None
+    left = b""
+    while select.select([channel], [], [], 0)[0] and (chunk := os.read(channel, 65536)):
+        left += chunk
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    return left + watch.strike(key[:KEY_CHARACTERS].encode())
+
+
+def add_to_report(report: bytearray, chunk: bytes) -> bool:
+    """Add `chunk` to the signed report, within CHANNEL_BYTES; whether it overflowed."""
+    overflowed = len(report) + len(chunk) > CHANNEL_BYTES
+    report += chunk[: max(0, CHANNEL_BYTES - len(report))]
+    return overflowed
+
+
+#: The report key's characters at the start of a request's "key" (the plan follows them).
+KEY_CHARACTERS = 64
 WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("TMPDIR", "")).split(":") if folder]
 #: The files and folders a variant may add to each of its folders that is a file system of its
 #: own (RAM in the sandbox: an inode costs memory the byte cap does not count); gi counts the

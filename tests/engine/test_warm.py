@@ -263,3 +263,43 @@ def test_a_failing_variants_report_is_the_cold_runs_with_the_workers_lookups_fil
     for cold_run, warm_run in zip(cold, warm, strict=True):
         assert not warm_run.forged and warm_run.outcomes == cold_run.outcomes == {test: "failed"}
         assert warm_run.failures == cold_run.failures
+
+
+IN_C_CODE = """\
+def test_quick():
+    assert True
+
+
+def test_in_c_code():
+    sum(range(10**12))
+
+
+def test_after():
+    assert True
+"""
+
+
+def test_the_worker_stops_a_child_at_the_hard_deadline_of_a_test_the_alarm_cannot_interrupt(tmp_path: Path) -> None:
+    """A warm child forks no watchdog: the worker watches its deadlines. C code never returns to
+    Python for the alarm to raise, so at the test's hard deadline the worker stops the child,
+    signs the records that say so after the child's own, and kills it; the next child runs."""
+    project = tmp_path / "c-code"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_c.py").write_text(IN_C_CODE)
+    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+    try:
+        stuck = pool.run_tests({}, ["tests"], timeout=60, limits={}, default_limit=1.0)
+        quick = pool.run_tests({}, ["tests/test_c.py::test_quick"], timeout=60, limits={}, default_limit=1.0)
+    finally:
+        pool.close()
+    assert pool.started == 1
+    assert not stuck.forged, stuck.forged
+    assert stuck.outcomes == {
+        "tests/test_c.py::test_quick": "passed",
+        "tests/test_c.py::test_in_c_code": "timed_out",
+        "tests/test_c.py::test_after": "not_run",
+    }
+    assert stuck.timed_out and "test_in_c_code ran past its time limit of 1 s" in stuck.stopped, stuck.stopped
+    assert stuck.seconds < 30, "stopped at the test's hard deadline, not at the run's limit"
+    assert quick.outcomes == {"tests/test_c.py::test_quick": "passed"} and not quick.forged
