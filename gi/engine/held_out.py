@@ -29,9 +29,8 @@ import ast
 import dataclasses
 import hashlib
 import json
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -318,71 +317,13 @@ class HeldOut:
     def outcomes(self, variants: Iterable[Variant]) -> list[dict[str, str]]:
         """The held-out outcomes of each variant; the programs not yet run are run in parallel."""
         variants = list(variants)
-        missing = self._missing(variants)
-        self._keep_all(missing, self._run_all(missing, self.limits()))
-        return [self.runs[variant.tree_hash][0] for variant in variants]
-
-    def _missing(self, variants: Iterable[Variant]) -> list[Variant]:
-        """The programs among `variants` whose held-out run is not known, each once."""
-        return list({v.tree_hash: v for v in variants if not self._recorded(v.tree_hash)}.values())
-
-    def _run_all(self, missing: Sequence[Variant], limits: Mapping[str, float]) -> list[TestRun]:
-        """The held-out runs of `missing`, in parallel (nothing is recorded here: see `_keep_all`)."""
+        limits = self.limits()
+        missing = list({v.tree_hash: v for v in variants if not self._recorded(v.tree_hash)}.values())
         with ThreadPoolExecutor(max_workers=max(1, self.evaluator.settings.workers)) as pool:
-            return list(pool.map(lambda variant: self._measure(variant, limits), missing))
-
-    def _keep_all(self, missing: Sequence[Variant], runs: Sequence[TestRun]) -> None:
+            runs = list(pool.map(lambda variant: self._measure(variant, limits), missing))
         for variant, run in zip(missing, runs, strict=True):
             self._keep(variant, run)
-
-    def start(
-        self,
-        generation: int,
-        new: Sequence[Individual],
-        evaluations: Mapping[str, Evaluation],
-        *,
-        beside: bool,
-    ) -> PendingCheck:
-        """Start checking the front's new members of one generation (the original aside). With
-        `beside`, their held-out runs go on in a thread of their own while the search goes on
-        (they never steer it), and `finish` waits for them; else they run now. What the record
-        needs of the search (each member's training outcomes) is taken now, and the runs are
-        recorded by `finish`, in the caller's thread: the store is the caller's alone."""
-        new = [member for member in new if member.tree_hash != self.original.tree_hash]
-        variants = [apply(self.evaluator.program, member.patch) for member in new]
-        self.baseline  # noqa: B018 (runs the original once, here)
-        limits, missing = self.limits(), self._missing(variants)
-        training = [dict(evaluations[member.tree_hash].tests) for member in new]
-        pending = PendingCheck(generation, [member.id for member in new], training, variants, missing)
-        if not missing:
-            pending.runs.set_result([])
-        elif beside:
-            threading.Thread(target=_settle, args=(pending.runs, lambda: self._run_all(missing, limits)),
-                             name="gi-held-out", daemon=True).start()  # fmt: skip
-        else:
-            _settle(pending.runs, lambda: self._run_all(missing, limits))
-        return pending
-
-    def finish(self, pending: PendingCheck, training_baseline: Mapping[str, str]) -> dict[str, Any]:
-        """The record of a check `start` began, for the run store (`rate` None when no member was
-        checked), its runs waited for and recorded."""
-        self._keep_all(pending.missing, pending.runs.result())
-        baseline = self.baseline
-        outcomes = [self.runs[variant.tree_hash][0] for variant in pending.variants]
-        flagged = [
-            member
-            for member, training, held in zip(pending.members, pending.training, outcomes, strict=True)
-            if overfits(training, training_baseline, held, baseline)
-        ]
-        checked = len(pending.members)
-        return {
-            "generation": pending.generation,
-            "checked": checked,
-            "overfit": len(flagged),
-            "rate": round(len(flagged) / checked, 4) if checked else None,
-            "members": list(pending.members),
-            "overfitting": flagged,
-        }
+        return [self.runs[variant.tree_hash][0] for variant in variants]
 
     def generation(
         self,
@@ -391,31 +332,24 @@ class HeldOut:
         evaluations: Mapping[str, Evaluation],
         training_baseline: Mapping[str, str],
     ) -> dict[str, Any]:
-        """Check the front's new members of one generation now (`start`, then `finish`)."""
-        pending = self.start(generation, new, evaluations, beside=False)
-        return self.finish(pending, training_baseline)
-
-
-@dataclasses.dataclass
-class PendingCheck:
-    """One generation's check on the held-out tests, begun by `HeldOut.start`: its new front
-    members (ids, each one's training outcomes and program), the programs whose runs it waits
-    for, and those runs."""
-
-    generation: int
-    members: list[str]
-    training: list[dict[str, str]]
-    variants: list[Variant]
-    missing: list[Variant]
-    runs: Future[list[TestRun]] = dataclasses.field(default_factory=Future)
-
-
-def _settle(future: Future[list[TestRun]], work: Callable[[], list[TestRun]]) -> None:
-    """Run `work`, its result or its error into `future`."""
-    try:
-        future.set_result(work())
-    except BaseException as error:  # (the caller's thread raises it again, in `finish`)
-        future.set_exception(error)
+        """Check the front's new members of one generation (the original aside); its record for the
+        run store, with `rate` None when no member was checked."""
+        new = [member for member in new if member.tree_hash != self.original.tree_hash]
+        variants = [apply(self.evaluator.program, member.patch) for member in new]
+        baseline = self.baseline
+        flagged = [
+            member.id
+            for member, outcomes in zip(new, self.outcomes(variants), strict=True)
+            if overfits(evaluations[member.tree_hash].tests, training_baseline, outcomes, baseline)
+        ]
+        return {
+            "generation": generation,
+            "checked": len(new),
+            "overfit": len(flagged),
+            "rate": round(len(flagged) / len(new), 4) if new else None,
+            "members": [member.id for member in new],
+            "overfitting": flagged,
+        }
 
 
 def generalisation_gap(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -137,7 +137,7 @@ class RunStorage:
         meta: Mapping[str, Any] | None = None,
     ) -> None:
         """The generation's checkpoint, in one transaction: its new individuals, the accounting,
-        the search's and the operators' state, a generalisation-gap record and a `Checkpoint`
+        the search's and the operators' state, the generalisation-gap record and a `Checkpoint`
         (population and archive ids, generator state, statistics), and `meta` (the loop's own
         state, by key). A run killed at any moment resumes from the last one committed."""
         with self.store.transaction():
@@ -158,8 +158,8 @@ class RunStorage:
                 state = operator.state()
                 if state is not None:
                     self.store.set_meta(state_key(operator), state)
-            if gap is not None:  # (its generation's, or the one before's, checked beside the search)
-                self.store.put_generalisation(int(gap["generation"]), gap)
+            if gap is not None:
+                self.store.put_generalisation(search.generation, gap)
             for key, value in (meta or {}).items():
                 self.store.set_meta(key, value)
             self.store.checkpoint(
@@ -171,14 +171,6 @@ class RunStorage:
                     dict(stats),
                 )
             )
-
-    def save_generalisation(self, gap: dict[str, Any], meta: Mapping[str, Any]) -> None:
-        """A generation's generalisation-gap record checked after its checkpoint, with `meta`, in
-        one transaction."""
-        with self.store.transaction():
-            self.store.put_generalisation(int(gap["generation"]), gap)
-            for key, value in meta.items():
-                self.store.set_meta(key, value)
 
     def restore(
         self, search: Search, checkpoint: Checkpoint, program: Program, measured: Callable[[Variant], Evaluation | None]

@@ -323,8 +323,7 @@ class RunStore:
             raise StoreError(f"{self.path}: a study evaluation row is corrupt ({error})") from None
 
     def put_generalisation(self, generation: int, record: dict[str, Any]) -> None:
-        """One generation's generalisation-gap record (written with its checkpoint or the next
-        one's, or at the end of the search)."""
+        """One generation's generalisation-gap record (written with its checkpoint)."""
         self._db.execute(
             "INSERT OR REPLACE INTO generalisation (generation, record) VALUES (?, ?)", (generation, json.dumps(record))
         )

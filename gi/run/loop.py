@@ -2,9 +2,7 @@
 
 The loop knows the search (`gi.algorithms.Search`) and the run's services: the evaluation
 service (cache, backend, measures), the storage (checkpoints), the original's timing (drift)
-and the held-out tests (the generalisation gap, after `tell`, so they never steer selection; a
-generation's held-out runs go on beside the next generation's search, and its record is written
-with the next checkpoint, unless the run times its variants).
+and the held-out tests (the generalisation gap, after `tell`, so they never steer selection).
 Breeding runs in a thread of its own and each candidate is evaluated as soon as it is bred (but
 in a run that times its variants, unless an operator's proposals wait on a server).
 """
@@ -21,7 +19,7 @@ from typing import Any
 from gi.algorithms import Search
 from gi.algorithms.variation import Candidate, operator_name
 from gi.config.sections import SearchSection
-from gi.engine.held_out import HeldOut, PendingCheck, front_members
+from gi.engine.held_out import HeldOut, front_members
 from gi.engine.oracle_feedback import OracleFeedback
 from gi.engine.progress import Progress, ProgressCallback
 from gi.engine.recorded import as_is
@@ -37,9 +35,6 @@ from gi.populations import Individual
 
 #: The store's meta key of the evaluators' busy and the generations' wall seconds.
 EVALUATORS = "evaluators"
-#: The store's meta key of the held-out check still going on at the last checkpoint (its
-#: generation and new front members), or None.
-HELD_OUT_PENDING = "held_out_pending"
 
 
 class RunLoop:
@@ -86,7 +81,6 @@ class RunLoop:
         search = self.search
         original = search.program.tree_hash
         self.known = self.storage.store.individual_hashes()  # programs of earlier generations
-        pending = self._resumed_check()
         while (stop := self._stop(limits, elapsed())) is None:
             self._start_clock()
             before = {member.tree_hash for member in front_members(search.archive.members)}
@@ -106,44 +100,17 @@ class RunLoop:
             evaluations = self._confirmed(candidates, evaluations)
             children = search.tell(candidates, evaluations)
             self._teach(candidates, evaluations, children, baseline, cached, counted)
-            gap, meta = None, {}
+            gap = None
             if self.held_out is not None:  # after tell: what the search chose is already settled
-                if pending is not None:  # the generation before's, checked beside this one
-                    gap, pending = self.held_out.finish(pending, baseline.tests), None
                 new = [m for m in front_members(search.archive.members) if m.tree_hash not in before]
                 if self.feedback is not None:  # counterexamples join the held-out tests first
                     self.feedback.generation(new, self.evaluations.cache, baseline)
-                check = self.held_out.start(search.generation, new, self.evaluations.cache, beside=self._beside)
-                if self._beside:
-                    pending = check
-                else:
-                    gap = self.held_out.finish(check, baseline.tests)
-                meta[HELD_OUT_PENDING] = None if pending is None else {"generation": pending.generation,
-                                                                       "members": pending.members}  # fmt: skip
+                gap = self.held_out.generation(search.generation, new, self.evaluations.cache, baseline.tests)
             fresh = {child.tree_hash for child in children} - self.known
             self.known |= fresh
-            self._checkpoint(children, gap, new_programs=len(fresh), meta=meta)
+            self._checkpoint(children, gap, new_programs=len(fresh))
             self.on_progress(self.progress, True)
-        if pending is not None and self.held_out is not None:
-            self.storage.save_generalisation(self.held_out.finish(pending, baseline.tests), {HELD_OUT_PENDING: None})
         self.stopped = {"reason": stop, "generation": search.generation, "evaluations": len(self.known - {original})}
-
-    @property
-    def _beside(self) -> bool:
-        """Whether a generation's held-out runs go on beside the next generation's search: not in
-        a run that times its variants (they would compete with a timing for the cores)."""
-        return not self.timing.active
-
-    def _resumed_check(self) -> PendingCheck | None:
-        """The held-out check of the last checkpointed generation, begun again where the run was
-        killed before it was recorded (its runs that were recorded are not made again)."""
-        saved = self.storage.store.get_meta(HELD_OUT_PENDING)
-        if not saved or self.held_out is None:
-            return None
-        search = self.search
-        members = {member.id: member for member in (*search.archive.members, *search.population)}
-        new = [members[member] for member in saved["members"] if member in members]
-        return self.held_out.start(int(saved["generation"]), new, self.evaluations.cache, beside=self._beside)
 
     def _confirmed(self, candidates: Sequence[Candidate], evaluations: Sequence[Evaluation]) -> list[Evaluation]:
         """The batch's evaluations, those that would make a candidate a feasible member of the

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -169,12 +168,6 @@ def test_a_killed_run_resumes_to_the_same_front(
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert not (store.parent / "summary.json").exists()
-    # The last checkpointed generation's held-out check was going on beside the next one: its
-    # record is not in the store, the check is (the resumed run makes the record).
-    with sqlite3.connect(store) as database:
-        pending = json.loads(database.execute("SELECT value FROM meta WHERE key = 'held_out_pending'").fetchone()[0])
-        recorded = {row[0] for row in database.execute("SELECT generation FROM generalisation")}
-    assert pending is not None and pending["generation"] not in recorded, (pending, recorded)
     # Kept on purpose: shipped bundles, and the user's folder of locks
     # (gi.engine.sandbox.files.user_folder).
     kept = (f"gi-bundles-{os.getuid()}", f"gi-{os.getuid()}")
