@@ -133,10 +133,7 @@ def instrument() -> None:
     timed(Search, "tell", "tell")
     timed(RunLoop, "_teach", "teaching the operators")
     timed(RunLoop, "_checkpoint", "checkpoint")
-    # (A generation's held-out runs may go on beside the next one: the search waits for them only
-    # in `finish`; code before that ran them in `generation`.)
-    for name in ("start", "finish") if hasattr(HeldOut, "start") else ("generation",):
-        timed(HeldOut, name, "held-out runs")
+    timed(HeldOut, "generation", "held-out runs")
 
     arguments = warm.pytest_arguments
     warm.pytest_arguments = lambda *args, **kwargs: ["-p", TIMER_MODULE, *arguments(*args, **kwargs)]
