@@ -11,10 +11,11 @@ of the run still counts. Two mechanisms, the second a backstop for the first:
   call, teardown), and never in pytest's machinery around it nor in the plugin's own code,
   where an exception would leave a report that contradicts pytest's. Run out there, it comes
   back `ALARM_RETRY_SECONDS` later.
-- **The watchdog**, a process forked from the test's at the start of the session, stops a test
-  the alarm cannot: C code that never returns to Python, a loop in pytest's own code. At the
-  test's hard deadline (`hard_grace` past its limit) it stops the test's process, writes the
-  report's records (the test timed out, the run was stopped) and kills it.
+- **The watchdog**, a process forked from the test's at the start of the session (or the warm
+  worker that forked the test's process, `WorkerWatch`), stops a test the alarm cannot: C code
+  that never returns to Python, a loop in pytest's own code. At the test's hard deadline
+  (`hard_grace` past its limit) it stops the test's process, writes the report's records (the
+  test timed out, the run was stopped) and kills it.
 """
 
 from __future__ import annotations

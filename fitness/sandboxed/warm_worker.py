@@ -24,7 +24,8 @@ written in the sandbox; gi's plugin alone was a third of a small suite's child).
 also imports gi's plugin itself, deferred: each child has it read its own key and plan and make
 its hooks (`activate_report_plugin`) before pytest loads it. And it fills once what pytest reads
 to show a failure (the standard library's map of module files, the test modules' lines,
-`warm_source_lookups`): built in each child, that was most of the time of a failing variant.
+`warm_source_lookups`), which each failing variant's child built anew. It also watches each
+child's per-test deadlines itself (`WorkerWatch`, `strike`), so no child forks a watchdog.
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
 rewriter, every plugin's configuration, the session's start with its fixtures parsed from
