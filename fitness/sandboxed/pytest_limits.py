@@ -21,6 +21,7 @@ of the run still counts. Two mechanisms, the second a backstop for the first:
 from __future__ import annotations
 
 import _thread
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -226,12 +227,16 @@ def _watch(commands: int, parent: int, write: Writer) -> None:
         return
 
 
+#: The most of an unfinished line a worker keeps of what its child tells (`WorkerWatch.read`).
+TOLD_BYTES = 4096
+
+
 class WorkerWatch:
     """The watchdog's part, done by a warm worker for the child it forked (so that no child forks
     a watchdog of its own): the deadlines the child tells on a pipe (GI_WATCHDOG_FD in the
     child, `descriptor` here), as `_watch` reads them. At one, the worker stops the child, writes
     the `deadline_records` the deadline names (signed with the child's key, at its place in the
-    report: `strike`) and kills it."""
+    report: `stop`) and kills it."""
 
     def __init__(self, descriptor: int) -> None:
         self.descriptor = descriptor
@@ -245,6 +250,7 @@ class WorkerWatch:
             self.armed = None
             return False
         *lines, self._pending = (self._pending + chunk).split(b"\n")
+        self._pending = self._pending[-TOLD_BYTES:]  # (a line longer than any deadline is dropped)
         for line in lines:
             self.armed = _deadline(line)
         return True
@@ -253,22 +259,30 @@ class WorkerWatch:
         """Seconds to the armed deadline (0 when it passed), or None when nothing is armed."""
         return None if self.armed is None else max(0.0, self.armed[0] - time.monotonic())
 
-    def told(self) -> bool:
-        """Whether the child told something not yet read (the test ended as its deadline struck)."""
-        return bool(select.select([self.descriptor], [], [], 0)[0])
-
-    def strike(self, key: bytes) -> bytes:
-        """The signed lines of the armed deadline's records, in the report's sequence (the child
-        is stopped: none of its own records is on its way)."""
+    def stop(self, pid: int, channel: int, key: bytes) -> bytes | None:
+        """At the armed deadline, as the forked watchdog would (`_watch`): stop the child `pid`, and
+        unless it told of its test's end meanwhile (None: go on), kill it and return what is left to
+        read of its report on `channel`, then the deadline's records, signed with `key` at their
+        places in the report's sequence."""
         assert self.armed is not None
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGSTOP)
+        if select.select([self.descriptor], [], [], 0)[0]:  # the test ended as the deadline struck
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGCONT)
+            return None
+        left = b""
+        while select.select([channel], [], [], 0)[0] and (chunk := os.read(channel, 65536)):
+            left += chunk
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
         _, sequence, records = self.armed
         self.armed = None
-        lines = []
         for place, record in enumerate(records):
             text = json.dumps(record, separators=(",", ":"))
             mac = hmac.new(key, f"{sequence + place}:{text}".encode(), hashlib.sha256).hexdigest()
-            lines.append(f"{mac} {text}\n".encode())
-        return b"".join(lines)
+            left += f"{mac} {text}\n".encode()
+        return left
 
 
 class Places(NamedTuple):

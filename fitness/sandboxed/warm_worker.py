@@ -25,7 +25,7 @@ also imports gi's plugin itself, deferred: each child has it read its own key an
 its hooks (`activate_report_plugin`) before pytest loads it. And it fills once what pytest reads
 to show a failure (the standard library's map of module files, the test modules' lines,
 `warm_source_lookups`), which each failing variant's child built anew. It also watches each
-child's per-test deadlines itself (`WorkerWatch`, `strike`), so no child forks a watchdog.
+child's per-test deadlines itself (`WorkerWatch`), so no child forks a watchdog.
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
 rewriter, every plugin's configuration, the session's start with its fixtures parsed from
@@ -489,7 +489,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
             watching = watch.read()
             ready.remove(watch_read)
         if watching and status is None and watch.seconds_left() == 0:
-            struck = strike(pid, watch, pipes[2][0], request["key"])
+            struck = watch.stop(pid, pipes[2][0], request["key"][:KEY_CHARACTERS].encode())
             if struck is not None:
                 overflow |= add_to_report(kept[pipes[2][0]], struck)
                 watching = False
@@ -536,24 +536,6 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     }
 
 
-def strike(pid: int, watch: WorkerWatch, channel: int, key: str) -> bytes | None:
-    """At the child's armed deadline, as the forked watchdog would (pytest_limits.start_watchdog):
-    stop it, and unless it told of its test's end meanwhile (None: go on), kill it and return
-    what is left to read of its report, then the deadline's records, signed with its key."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGSTOP)
-    if watch.told():  # the test ended as the deadline struck: read it, and go on
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGCONT)
-        return None
-    left = b""
-    while select.select([channel], [], [], 0)[0] and (chunk := os.read(channel, 65536)):
-        left += chunk
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-    return left + watch.strike(key[:KEY_CHARACTERS].encode())
-
-
 def add_to_report(report: bytearray, chunk: bytes) -> bool:
     """Add `chunk` to the signed report, within CHANNEL_BYTES; whether it overflowed."""
     overflowed = len(report) + len(chunk) > CHANNEL_BYTES
@@ -561,7 +543,8 @@ def add_to_report(report: bytearray, chunk: bytes) -> bool:
     return overflowed
 
 
-#: The report key's characters at the start of a request's "key" (the plan follows them).
+#: The report key's characters at the start of a request's "key" (the plan follows them; the
+#: plugin's KEY_BYTES).
 KEY_CHARACTERS = 64
 WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("TMPDIR", "")).split(":") if folder]
 #: The files and folders a variant may add to each of its folders that is a file system of its
