@@ -350,7 +350,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
     for test in collected:
         outcomes.setdefault(test, "not_run")
     if not forged and not timed_out:
-        forged = _contradiction(process, exit_status, outcomes)
+        forged = _contradiction(process, exit_status, outcomes, bool(collect_errors))
     if not forged and not checks.learn:
         forged = _canaries_betrayed(checks, clones, collected, outcomes, exit_status == process.returncode)
     finished = exit_status is not None and exit_status == process.returncode and not timed_out
@@ -389,8 +389,11 @@ def _canaries_betrayed(
     return ""
 
 
-def _contradiction(process: ProcessOutcome, exit_status: int | None, outcomes: Mapping[str, str]) -> str:
-    """Why the report of a run that ended by itself contradicts pytest, or ""."""
+def _contradiction(
+    process: ProcessOutcome, exit_status: int | None, outcomes: Mapping[str, str], collect_errors: bool
+) -> str:
+    """Why the report of a run that ended by itself contradicts pytest, or "" (`collect_errors`:
+    the report names test files that could not be collected, which pytest counts as failures)."""
     if exit_status is None:
         if process.returncode == 0:
             return "the test process exited with status 0 before pytest finished"
@@ -400,7 +403,7 @@ def _contradiction(process: ProcessOutcome, exit_status: int | None, outcomes: M
             return f"the test process exited with status 0, but pytest's exit status was {exit_status}"
         return ""  # it crashed after pytest finished; the exit status is not trusted
     failing = [test for test, outcome in outcomes.items() if outcome not in NOT_FAILING]
-    if exit_status == TESTS_FAILED and not failing:
+    if exit_status == TESTS_FAILED and not failing and not collect_errors:
         return "pytest counted failed tests that the report does not show"
     if exit_status == 0 and failing:
         return "the report shows failed tests that pytest did not count"

@@ -380,6 +380,17 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         check("collection")
         write({"collected": [item.nodeid for item in session.items if id(item) not in canaries]})
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(session: pytest.Session) -> bool | None:
+        """After a collection error pytest runs no test: it raises an interruption, and the
+        report it makes of one formats pytest's own frames, parsing each of their modules, which
+        costs a variant that does not import more than its tests would take. Here the loop ends
+        as it would, without running a test, and without that report: the session ends as one
+        whose tests failed (exit status 1, the collection errors its failures)."""
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            return True
+        return None
+
     def pytest_collectreport(report: pytest.CollectReport) -> None:
         if report.failed:
             write({"collect_error": report.nodeid, "message": str(report.longrepr)[-FAILURE_CHARS:]})

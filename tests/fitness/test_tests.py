@@ -153,6 +153,18 @@ def test_a_variant_that_breaks_imports_fails_every_baseline_test(project: Path) 
     broken = run(project, sources={"calc.py": "def add(a, b):\n    return a +\n"})
     assert broken.collect_errors and not broken.outcomes
     assert count_failed(broken, baseline) == len(baseline) - 2  # skipped and xfailed do not count
+    assert not broken.forged and broken.exit_status == 1, "the collection error is the run's failure"
+
+
+def test_after_a_collection_error_no_test_runs_and_the_session_ends_as_failed(project: Path) -> None:
+    """pytest runs no test after a collection error; gi's plugin ends the loop there itself, so
+    pytest makes no report of an interruption (exit status 1, not 2)."""
+    (project / "tests" / "test_alone.py").write_text("def test_alone():\n    assert True\n")
+    broken = run(project, sources={"calc.py": "raise RuntimeError('calc does not import')\n"})
+    assert list(broken.collect_errors) == ["tests/test_calc.py"]
+    assert "calc does not import" in broken.collect_errors["tests/test_calc.py"]
+    assert broken.outcomes == {"tests/test_alone.py::test_alone": "not_run"}
+    assert not broken.forged and broken.exit_status == 1 and not broken.timed_out
 
 
 @pytest.mark.skipif(not bubblewrap_available(), reason="bubblewrap is not usable on this machine")
