@@ -49,6 +49,9 @@ class EvaluationSettings:
     secrets: tuple[str, ...] = ()
     #: "warm": training tests in warm workers (gi.engine.warm); "cold": a fresh copy and process each.
     engine: str = "cold"
+    #: "warm": held-out tests in warm workers of their own, once their run of the original
+    #: agreed with the cold one (gi.engine.held_out.HeldOut.check_warm); "cold": a fresh copy each.
+    holdout_engine: str = "cold"
     #: Third-party modules the warm workers import once.
     preload: tuple[str, ...] = ()
     #: tests.fail_fast: a variant failing any training test scores as failing one (how many is

@@ -8,7 +8,10 @@ front of every run that minimises patch size, so counting it would only dilute t
 generation that checked no program records a rate of null (nothing was measured), not 0.
 The outcomes go to the run store, never to the search: selection reads only the training
 evaluations, so a run with held-out tests selects exactly what the same run without them
-selects. The final front reuses these outcomes (a cache by tree hash).
+selects. The final front reuses these outcomes (a cache by tree hash). The original's held-out
+run is cold (the reference); the others run in warm workers that hold the held-out tests when
+the training tests run warm and a warm run of the original agrees with the cold one
+(`HeldOut.check_warm`), cold otherwise.
 
 Held-out tests are tests.holdout's paths, the tests tests.holdout_fraction splits off the
 training tests (`held_out_split`), and the checks tests.differential generates
@@ -40,6 +43,7 @@ from gi.config import Config
 from gi.engine.evaluation import Evaluator
 from gi.engine.recorded import Measurements, as_is
 from gi.engine.run_folder import gap_rate
+from gi.engine.warm import disagreement
 from gi.fitness.differential import TEST_FILE as DIFFERENTIAL_FILE
 from gi.fitness.differential import checks_module
 from gi.fitness.oracle.record import RecordingError
@@ -252,6 +256,9 @@ class HeldOut:
         #: Names the held-out tests when tests were added during the run (`extend`), so runs of
         #: the former tests are not taken for runs of the new ones.
         self.suite = ""
+        #: How the held-out tests run ("warm" or "cold") and why, once `check_warm` has decided.
+        self.engine = ("cold", "no held-out test was there to run")
+        self._engine_checked = False
 
     def extend(self, files: Sequence[tuple[str, str]]) -> None:
         """Add test files (path in a held-out copy, text) to the held-out tests: every program's
@@ -270,6 +277,8 @@ class HeldOut:
         self.suite = digest[:12]
         self.runs.clear()
         self._limits = None
+        self.evaluator.settings = dataclasses.replace(self.evaluator.settings, holdout_engine="cold")
+        self._engine_checked = False  # the original runs cold again with the new tests, then warm is checked
 
     def _key(self, tree_hash: str) -> str:
         return f"holdout:{self.suite}:{tree_hash}" if self.suite else f"holdout:{tree_hash}"
@@ -287,6 +296,31 @@ class HeldOut:
             self.baseline  # noqa: B018 (runs the original once)
             self._limits = per_test_limits(self.runs[self.original.tree_hash][1], self.test_timeout)
         return self._limits
+
+    def check_warm(self) -> None:
+        """Run the held-out tests in warm workers from now on, if the training tests run warm and
+        a warm run of the original gives the held-out outcomes of its cold run (the reference);
+        otherwise they stay cold. The verdict is recorded: a resumed run and a replay keep it."""
+        evaluator = self.evaluator
+        if self._engine_checked or not (evaluator.settings.holdout or evaluator.settings.holdout_ids):
+            return  # decided, or nothing to run yet (the oracle's counterexamples may come)
+        self._engine_checked = True
+        if evaluator.settings.engine != "warm":
+            self.engine = ("cold", "the training tests run cold")
+            return
+        cold, limits = self.baseline, self.limits()
+
+        def agrees() -> dict[str, Any]:
+            warm = evaluator.warm_holdout(self.original, limits)
+            return {"agrees": warm.outcomes == cold and not warm.forged, "how": disagreement(cold, warm)}
+
+        key = f"holdout_warm_check:{self.suite}" if self.suite else "holdout_warm_check"
+        check = self.measurements.get(key, agrees, encode=as_is, decode=as_is) if self.measurements else agrees()
+        if check["agrees"]:
+            evaluator.settings = dataclasses.replace(evaluator.settings, holdout_engine="warm")
+            self.engine = ("warm", "a warm run of the original gave the cold run's held-out outcomes")
+        else:
+            self.engine = ("cold", f"the warm path gave the original other held-out outcomes ({check['how']})")
 
     def _measure(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:
         """One held-out run; a test that timed out is run again before it counts. What a forged
@@ -319,6 +353,8 @@ class HeldOut:
         variants = list(variants)
         limits = self.limits()
         missing = list({v.tree_hash: v for v in variants if not self._recorded(v.tree_hash)}.values())
+        if missing:
+            self.check_warm()
         with ThreadPoolExecutor(max_workers=max(1, self.evaluator.settings.workers)) as pool:
             runs = list(pool.map(lambda variant: self._measure(variant, limits), missing))
         for variant, run in zip(missing, runs, strict=True):

@@ -57,6 +57,8 @@ class SuiteRuns:
         self.coverage: Coverage | None = None
         self._edited: EditedLines | None = None
         self._warm: WarmPool | None = None
+        #: The held-out tests' warm workers (`holdout_engine`), in copies that hold them.
+        self._warm_holdout: WarmPool | None = None
         self._warm_lock = threading.Lock()
         #: The training tests whose canaries fail on the original (`learn_canaries`), and the
         #: types the original returns to the tests (for the front's second run).
@@ -254,12 +256,43 @@ class SuiteRuns:
         pool = self._warm
         return pool.started if pool else 0
 
+    def _holdout_pool(self) -> WarmPool:
+        """The held-out tests' warm workers: in copies of the project without the run folder and the
+        reply cache only, so they hold the held-out tests (and the files gi adds to them); started
+        again when those files change (tests added during the run)."""
+        files = dict(self.settings.holdout_files)
+        with self._warm_lock:
+            if self._warm_holdout is not None and self._warm_holdout.files != files:
+                self._warm_holdout.close()
+                self._warm_holdout = None
+            if self._warm_holdout is None:
+                settings = self.settings
+                self._warm_holdout = WarmPool(self.program, settings.limits, settings.workers,
+                                              preload=settings.preload, exclude=settings.exclude,
+                                              scratch=self.scratch, setup=settings.pytest, files=files)  # fmt: skip
+            return self._warm_holdout
+
+    def warm_holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
+        """The held-out tests on a variant in a warm worker of their own (`holdout` runs them so
+        once `settings.holdout_engine` is "warm")."""
+        warm, settings = self._holdout_pool(), self.settings
+        paths = (*settings.holdout, *settings.holdout_ids)
+        return _retried(lambda: warm.run_tests(variant.sources, paths, timeout=settings.timeout, limits=limits or {},
+                                               default_limit=settings.test_timeout))  # fmt: skip
+
+    @property
+    def warm_holdout_started(self) -> int:
+        """The held-out tests' warm worker processes this evaluator started, replacements included."""
+        pool = self._warm_holdout
+        return pool.started if pool else 0
+
     def close(self) -> None:
         """Stop the warm workers, if any."""
         with self._warm_lock:
-            if self._warm is not None:
-                self._warm.close()
-                self._warm = None
+            for pool in (self._warm, self._warm_holdout):
+                if pool is not None:
+                    pool.close()
+            self._warm = self._warm_holdout = None
 
     def training_run(self, variant: Variant) -> TestRun:
         """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,
@@ -287,7 +320,9 @@ class SuiteRuns:
         paths = (*settings.holdout, *settings.holdout_ids)
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
-        # Cold, in a copy that holds them: no warm worker's copy does (its variants are trained).
+        if settings.holdout_engine == "warm":
+            return self.warm_holdout(variant, limits)
+        # Cold, in a copy that holds them: no training worker's copy does (its variants are trained).
         return self._tests(variant, paths, limits or {})
 
     def record_calls(

@@ -301,6 +301,8 @@ class SummaryBuilder:
                 "engine": {
                     "training_tests": setup.engine,
                     "why": setup.engine_reason,
+                    "held_out_tests": self.held_out.engine[0] if self.held_out is not None else None,
+                    "held_out_why": self.held_out.engine[1] if self.held_out is not None else None,
                     "backend": self.config.evaluation.backend,
                 },
                 "runtime_drift": self.timing.drift,

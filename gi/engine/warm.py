@@ -10,9 +10,11 @@ cold run's (`gi.fitness.tests.read_report`). The worker's copy of the program is
 it and to the children; only the variant's edited files travel, as text.
 
 A worker that dies (a variant may kill it: it runs in the same PID namespace) or stops
-answering is replaced, and the variant that did it scores as crashed. The cold path stays:
-it is the reference, it runs everything but the training tests (held-out tests, coverage,
-timings), and `warm_unsafe` says which projects it is kept for.
+answering is replaced, and the variant that did it scores as crashed. The held-out tests get
+warm workers of their own, in copies that hold them (`SuiteRuns.warm_holdout`), once a warm
+run of the original agreed with the cold one (`HeldOut.check_warm`). The cold path stays: it is
+the reference (the original's runs), it runs the rest (coverage, timings), and `warm_unsafe`
+says which projects it is kept for.
 """
 
 from __future__ import annotations

@@ -213,6 +213,10 @@ class Experiment:
             **{test: min(limit, limits.get(test, limit)) for test, limit in hung.items()},
         }
         self._check_warm(original, evaluation)
+        if self.held_out is not None:
+            if self.engine == "warm":
+                self.phase("checking that the warm path gives the original the cold path's held-out outcomes")
+            self.held_out.check_warm()
         return self._with_own_measures(original)
 
     def _with_own_measures(self, original: Variant) -> Evaluation:

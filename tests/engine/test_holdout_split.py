@@ -92,11 +92,13 @@ def double(x):
 """
 
 
-@pytest.mark.parametrize("engine", ["cold", "warm"])
-def test_tests_split_off_within_a_file_are_in_no_training_copy(tmp_path: Path, engine: str) -> None:
+@pytest.mark.parametrize(("engine", "holdout_engine"), [("cold", "cold"), ("warm", "cold"), ("warm", "warm")])
+def test_tests_split_off_within_a_file_are_in_no_training_copy(
+    tmp_path: Path, engine: str, holdout_engine: str
+) -> None:
     """The training copies, cold and warm, hold the test file without the held-out tests (a
-    variant that reads it finds none of them); the held-out run has the whole file, and runs
-    cold whatever the engine."""
+    variant that reads it finds none of them); the held-out run has the whole file, cold or in
+    a warm worker of its own."""
     (tmp_path / "tests").mkdir()
     (tmp_path / "calc.py").write_text("def double(x):\n    return 2 * x\n")
     (tmp_path / "tests" / "test_calc.py").write_text(SPLIT_TESTS)
@@ -107,18 +109,20 @@ def test_tests_split_off_within_a_file_are_in_no_training_copy(tmp_path: Path, e
     held = ("tests/test_calc.py::test_negative",)
     train = ("tests/test_calc.py::test_one", "tests/test_calc.py::test_two")
     copies = training_copies(tmp_path, held)
-    settings = EvaluationSettings(train=train, holdout_ids=held, training_files=copies, engine=engine)
+    settings = EvaluationSettings(train=train, holdout_ids=held, training_files=copies, engine=engine,
+                                  holdout_engine=holdout_engine)  # fmt: skip
     evaluator = Evaluator(program, settings)
     evaluator.judged = True  # the guard would refuse `open` as a model's: the copies are what is tested
     reader = Variant(program, Patch(), {"calc.py": READER}, ())
     try:
         trained = evaluator.evaluate(reader)
         original, judged = evaluator.holdout(apply(program, Patch())), evaluator.holdout(reader)
-        started = evaluator.warm_started
+        started, held_started = evaluator.warm_started, evaluator.warm_holdout_started
     finally:
         evaluator.close()
     assert trained.measures["failed_tests"] == 0, "a training copy held the held-out test"
-    assert started == (1 if engine == "warm" else 0), "held-out tests run cold"
+    assert started == (1 if engine == "warm" else 0)
+    assert held_started == (1 if holdout_engine == "warm" else 0), "the held-out tests have workers of their own"
     assert original.outcomes == dict.fromkeys(held, "passed")
     assert judged.outcomes == dict.fromkeys(held, "failed"), "the held-out copy holds the whole file"
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gi.engine.evaluation import Evaluator
+from gi.engine.evaluation_settings import EvaluationSettings
+from gi.engine.held_out import HeldOut
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
@@ -11,6 +14,7 @@ from gi.engine.warm import WORKER_NAME, WarmPool, third_party_imports
 from gi.fitness.sandboxed.warm_imports import WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
 from gi.fitness.tests import PLUGIN_MODULE, PytestSetup, run_tests
+from gi.model.patch import Patch, Variant
 from gi.model.program import Program
 
 ORIGINAL = "def answer():\n    return 1\n"
@@ -303,3 +307,38 @@ def test_the_worker_stops_a_child_at_the_hard_deadline_of_a_test_the_alarm_canno
     assert stuck.timed_out and "test_in_c_code ran past its time limit of 1 s" in stuck.stopped, stuck.stopped
     assert stuck.seconds < 30, "stopped at the test's hard deadline, not at the run's limit"
     assert quick.outcomes == {"tests/test_c.py::test_quick": "passed"} and not quick.forged
+
+
+WRITES_BESIDE_ITSELF = """\
+from pathlib import Path
+
+from calc import answer
+
+
+def test_writes_beside_itself():
+    (Path(__file__).parent / "answer.txt").write_text(str(answer()))
+    assert answer() == 1
+"""
+
+
+def test_held_out_tests_the_warm_path_runs_otherwise_than_the_cold_stay_cold(tmp_path: Path) -> None:
+    """A held-out test that writes beside itself passes cold (a fresh writable copy) and fails
+    warm (the workers' copy is read-only): the held-out tests stay cold, and say why."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "holdout").mkdir()
+    (tmp_path / "calc.py").write_text(ORIGINAL)
+    (tmp_path / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
+    (tmp_path / "holdout" / "test_more.py").write_text(WRITES_BESIDE_ITSELF)
+    program = Program.load(tmp_path, ["calc.py"], protected=["tests", "holdout"])
+    settings = EvaluationSettings(train=("tests",), holdout=("holdout",), timeout=60, engine="warm")
+    evaluator = Evaluator(program, settings)
+    held_out = HeldOut(evaluator, None, test_timeout=30)
+    variant = Variant(program, Patch(), {"calc.py": VARIANT}, ())
+    try:
+        assert held_out.baseline == {"holdout/test_more.py::test_writes_beside_itself": "passed"}
+        (outcomes,) = held_out.outcomes([variant])
+    finally:
+        evaluator.close()
+    assert held_out.engine[0] == "cold" and evaluator.settings.holdout_engine == "cold"
+    assert "holdout/test_more.py::test_writes_beside_itself: passed cold, failed warm" in held_out.engine[1]
+    assert outcomes == {"holdout/test_more.py::test_writes_beside_itself": "failed"}  # cold: it ran, and 2 != 1

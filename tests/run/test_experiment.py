@@ -321,9 +321,13 @@ def test_the_warm_and_the_cold_path_give_the_same_run(tmp_path: Path) -> None:
         runs[engine] = json.loads((folder / "summary.json").read_text()), log
     (warm, warm_log), (cold, cold_log) = runs["warm"], runs["cold"]
     assert (warm["engine"]["training_tests"], cold["engine"]["training_tests"]) == ("warm", "cold")
+    assert (warm["engine"]["held_out_tests"], cold["engine"]["held_out_tests"]) == ("warm", "cold")
     assert {generation for generation, *_ in warm_log} == {-1, 0, 1} and len(warm_log) > 9
     assert cold_log == warm_log
     assert front(cold) == front(warm)
+    held_out = {run["engine"]["held_out_tests"]: [m["holdout"] for m in run["front"]] for run in (warm, cold)}
+    assert held_out["warm"] == held_out["cold"] and any(held_out["warm"]), held_out
+    assert warm["generalisation_gap"] == cold["generalisation_gap"]
     assert cold["generations"] == warm["generations"] and cold["hypervolume"] == warm["hypervolume"]
 
 
