@@ -10,6 +10,7 @@ in a run that times its variants, unless an operator's proposals wait on a serve
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,6 +36,9 @@ from gi.populations import Individual
 
 #: The store's meta key of the evaluators' busy and the generations' wall seconds.
 EVALUATORS = "evaluators"
+#: Seconds a thread holds the interpreter before another that waits may take it, while a
+#: generation breeds beside its evaluations (`sys.setswitchinterval`).
+SWITCH_INTERVAL = 0.0005
 
 
 class RunLoop:
@@ -279,6 +283,11 @@ class RunLoop:
                 yield item
 
         breeder = threading.Thread(target=breed, name="gi-breeding", daemon=True)
+        # While breeding holds the interpreter, the evaluating thread waits for it each time a
+        # worker answers, up to the switch interval (5 ms by default): a warm evaluation's wait
+        # for its answer took as long as its tests.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
         breeder.start()
         try:
             return self.evaluations.evaluate(arriving(), generation, expected, self._would_join, islands)
@@ -287,6 +296,7 @@ class RunLoop:
             # after the generation: it ends at its next candidate, or its current request.
             stop.set()
             breeder.join()
+            sys.setswitchinterval(interval)
 
     def _ask(self, generation: int, on_candidate: Callable[[Candidate], None] | None = None) -> list[Candidate]:
         """The search's next batch; a reply the offline cache lacks is a clear error."""
