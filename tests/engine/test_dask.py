@@ -248,6 +248,7 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         exclude=(Path("/project/runs"),),
         secrets=("hunter2hunter2",),
         engine="warm",
+        holdout_engine="warm",
         preload=("numpy",),
         fail_fast=True,
         first_failure=True,
