@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
@@ -44,6 +47,16 @@ def test_through_the_conftest(answered):
 """
 
 
+@contextmanager
+def warm_pool(program: Program, **options: Any) -> Iterator[WarmPool]:
+    """A pool of one warm worker for `program`, closed after."""
+    pool = WarmPool(program, Limits(), 1, **options)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 def test_the_worker_loads_the_plugin_gi_names() -> None:
     assert REPORT_PLUGIN == PLUGIN_MODULE
     assert WORKER_FILE == WORKER_NAME, "the worker's imports leave the worker's file out of the tools they cache"
@@ -64,14 +77,11 @@ def outcomes(tmp_path: Path, conftest: bool) -> tuple[list[dict[str, str]], int]
         (project / "tests" / "test_calc.py").write_text(
             TESTS.replace("(answered)", "()").replace("answered ==", "answer() ==")
         )
-    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
-    try:
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
         runs = [
             pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
             for source in (ORIGINAL, VARIANT, ORIGINAL)
         ]
-    finally:
-        pool.close()
     assert pool.started == 1, "one worker served all three"
     assert not any(run.forged for run in runs)
     return [run.outcomes for run in runs], pool.prepared_runs
@@ -133,14 +143,11 @@ def test_python_processes_the_tests_start_import_the_variant_too(tmp_path: Path)
     (project / "tests").mkdir(parents=True)
     (project / "calc.py").write_text(ORIGINAL)
     (project / "tests" / "test_calc.py").write_text(SPAWNING_TESTS)
-    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
-    try:
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
         runs = [
             pool.run_tests({"calc.py": source}, ["tests"], timeout=120, limits={}, default_limit=0)
             for source in (ORIGINAL, VARIANT, ORIGINAL)
         ]
-    finally:
-        pool.close()
     first, variant, again = (run.outcomes for run in runs)
     assert set(first.values()) == {"failed"} and first == again
     assert set(variant.values()) == {"passed"}, runs[1].failure_report()
@@ -153,13 +160,10 @@ def test_a_childs_asserts_are_rewritten_from_the_workers_cache(tmp_path: Path) -
     (project / "tests").mkdir(parents=True)
     (project / "calc.py").write_text(ORIGINAL)
     (project / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
-    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
-    try:
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
         runs = [
             pool.run_tests({"calc.py": ORIGINAL}, ["tests"], timeout=60, limits={}, default_limit=0) for _ in range(2)
         ]
-    finally:
-        pool.close()
     for run in runs:
         assert run.outcomes == {"tests/test_calc.py::test_answer": "failed"}
         assert "where 1 = answer()" in run.failures["tests/test_calc.py::test_answer"], run.failures
@@ -186,14 +190,11 @@ def test_a_child_runs_the_unchanged_modules_code_compiled_once_in_the_worker(tmp
     (project / "tests").mkdir(parents=True)
     (project / "calc.py").write_text(ORIGINAL)
     (project / "tests" / "test_calc.py").write_text(FROM_THE_WORKER)
-    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
-    try:
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
         runs = [
             pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
             for source in (ORIGINAL, VARIANT)
         ]
-    finally:
-        pool.close()
     test = "tests/test_calc.py::test_calc_runs_the_code_the_worker_compiled"
     assert [run.outcomes for run in runs] == [{test: "passed"}, {test: "failed"}], runs[1].failures
 
@@ -223,14 +224,11 @@ def test_a_src_layouts_package_is_the_projects_own_and_never_stays_preloaded(tmp
     )
     program = Program.load(project, ["src/calc/__init__.py"], protected=["tests"])
     assert third_party_imports(program, ["import calc\nimport json\n"], ["src"]) == ["json"]
-    pool = WarmPool(program, Limits(), 1, preload=["calc"], setup=PytestSetup(import_roots=("src",)))
-    try:
+    with warm_pool(program, preload=["calc"], setup=PytestSetup(import_roots=("src",))) as pool:
         runs = [
             pool.run_tests({"src/calc/__init__.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
             for source in (ORIGINAL, VARIANT)
         ]
-    finally:
-        pool.close()
     assert [run.outcomes for run in runs] == [{"tests/test_calc.py::test_answer": o} for o in ("failed", "passed")]
 
 
@@ -253,14 +251,11 @@ def test_a_failing_variants_report_is_the_cold_runs_with_the_workers_lookups_fil
     for source in FAILING_VARIANTS:
         with workspace(project, {"calc.py": source}) as space:
             cold.append(run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space)))
-    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
-    try:
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
         warm = [
             pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
             for source in FAILING_VARIANTS
         ]
-    finally:
-        pool.close()
     assert pool.prepared_runs == 2
     assert "raise ValueError('the first variant')" in warm[0].failures[test]
     assert "return total / 0" in warm[1].failures[test] and "the first variant" not in warm[1].failures[test]
@@ -291,12 +286,9 @@ def test_the_worker_stops_a_child_at_the_hard_deadline_of_a_test_the_alarm_canno
     (project / "tests").mkdir(parents=True)
     (project / "calc.py").write_text(ORIGINAL)
     (project / "tests" / "test_c.py").write_text(IN_C_CODE)
-    pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
-    try:
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
         stuck = pool.run_tests({}, ["tests"], timeout=60, limits={}, default_limit=1.0)
         quick = pool.run_tests({}, ["tests/test_c.py::test_quick"], timeout=60, limits={}, default_limit=1.0)
-    finally:
-        pool.close()
     assert pool.started == 1
     assert not stuck.forged, stuck.forged
     assert stuck.outcomes == {
