@@ -320,6 +320,7 @@ class HeldOut:
             evaluator.settings = dataclasses.replace(evaluator.settings, holdout_engine="warm")
             self.engine = ("warm", "a warm run of the original gave the cold run's held-out outcomes")
         else:
+            evaluator.close_holdout()
             self.engine = ("cold", f"the warm path gave the original other held-out outcomes ({check['how']})")
 
     def _measure(self, variant: Variant, limits: Mapping[str, float]) -> TestRun:

@@ -286,13 +286,20 @@ class SuiteRuns:
         pool = self._warm_holdout
         return pool.started if pool else 0
 
+    def close_holdout(self) -> None:
+        """Stop the held-out tests' warm workers, if any."""
+        with self._warm_lock:
+            pool, self._warm_holdout = self._warm_holdout, None
+        if pool is not None:
+            pool.close()
+
     def close(self) -> None:
         """Stop the warm workers, if any."""
+        self.close_holdout()
         with self._warm_lock:
-            for pool in (self._warm, self._warm_holdout):
-                if pool is not None:
-                    pool.close()
-            self._warm = self._warm_holdout = None
+            pool, self._warm = self._warm, None
+        if pool is not None:
+            pool.close()
 
     def training_run(self, variant: Variant) -> TestRun:
         """The training tests on a variant, cold, in a sandboxed copy without the held-out tests,

@@ -329,6 +329,7 @@ def test_held_out_tests_the_warm_path_runs_otherwise_than_the_cold_stay_cold(tmp
     try:
         assert held_out.baseline == {"holdout/test_more.py::test_writes_beside_itself": "passed"}
         (outcomes,) = held_out.outcomes([variant])
+        assert evaluator.warm_holdout_started == 0, "the held-out workers are stopped once they disagree"
     finally:
         evaluator.close()
     assert held_out.engine[0] == "cold" and evaluator.settings.holdout_engine == "cold"
