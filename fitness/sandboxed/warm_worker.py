@@ -41,14 +41,14 @@ terminal reporter's clock. If preparing imported any module of the project, star
 or failed, the worker drops it and children run `pytest.main` from the start.
 
 The worker waits for the child within the request's limit, kills its process group and every
-process it left behind (the worker is their subreaper), answers with the exit status, the
-tails of stdout and stderr and the signed report, exactly what gi reads from a cold run, then
-empties every folder a variant may write and removes the System V objects of its IPC namespace
-before it reads the next request (`clean_slate`: the next variant finds nothing of this one).
-It needs only the standard library and pytest. What it imports and compiles once, and how a
-child imports its variant (`preload`, `CompiledOriginals`, `cache_rewrites`, `import_deferred`,
-`warm_source_lookups`, `VariantFinder`, `serve_spawned`), is warm_imports.py, which gi installs
-beside it as gi_warm_imports.py.
+process it left behind (the worker is their subreaper), empties every folder a variant may
+write and removes the System V objects of its IPC namespace (`clean_slate`: the next variant
+finds nothing of this one), and answers with the exit status, the tails of stdout and stderr
+and the signed report, exactly what gi reads from a cold run. It needs only the standard
+library and pytest. What it imports and compiles once, and how a child imports its variant
+(`preload`, `CompiledOriginals`, `cache_rewrites`, `import_deferred`, `warm_source_lookups`,
+`VariantFinder`, `serve_spawned`), is
+warm_imports.py, which gi installs beside it as gi_warm_imports.py.
 """
 
 from __future__ import annotations
@@ -221,7 +221,8 @@ class Prepared:
                 return left
         answer = serve(request, None)  # (a child without a prepared session never returns)
         assert answer is not None
-        return answered(answer)
+        send(RESPONSE, answer)
+        return receive(REQUEST)
 
     def _in_session(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """Run `pytest.main` on the request's command line (without gi's plugin: each child loads
@@ -260,7 +261,8 @@ class Prepared:
                 if answer is None:  # the child, joined: its session goes on into pytest's own
                     state["child"] = True
                     return real(config, session)
-                current = answered(answer)
+                send(RESPONSE, answer)
+                current = receive(REQUEST)
             state["left"] = current
             return 0
 
@@ -283,15 +285,6 @@ class Prepared:
                     del sys.modules[name]
         left: dict[str, Any] | None = state["left"]
         return left
-
-
-def answered(answer: dict[str, Any]) -> dict[str, Any] | None:
-    """Send gi the `answer` of a variant's run, then clean the slate for the next (gi reads the
-    answer meanwhile, and the next request is read only once it is clean); the next request, or
-    None when gi closed the pipe."""
-    send(RESPONSE, answer)
-    clean_slate()
-    return receive(REQUEST)
 
 
 def finish_child(status: int) -> NoReturn:
@@ -529,6 +522,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     reap_everything()
     for reading in (*kept, watch_read):
         os.close(reading)
+    clean_slate()
     return {
         "returncode": -9 if timed_out or over else (128 - status if status < 0 else status),
         "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
