@@ -229,13 +229,17 @@ class SuiteRuns:
         held-out tests, so no variant can read what it will be judged on at the end."""
         return self.settings.exclude + tuple(self.program.root / path.split("::")[0] for path in self.settings.holdout)
 
+    def _new_pool(self, exclude: Sequence[Path], files: Mapping[str, str]) -> WarmPool:
+        """Warm workers for this program as the settings say, in copies without `exclude` and
+        with `files` written over the project's."""
+        settings = self.settings
+        return WarmPool(self.program, settings.limits, settings.workers, preload=settings.preload, exclude=exclude,
+                        scratch=self.scratch, setup=settings.pytest, files=files)  # fmt: skip
+
     def _warm_pool(self) -> WarmPool:
         with self._warm_lock:
             if self._warm is None:
-                self._warm = WarmPool(self.program, self.settings.limits, self.settings.workers,
-                                      preload=self.settings.preload, exclude=self._training_exclude(),
-                                      scratch=self.scratch, setup=self.settings.pytest,
-                                      files=dict(self.settings.training_files))  # fmt: skip
+                self._warm = self._new_pool(self._training_exclude(), dict(self.settings.training_files))
             return self._warm
 
     def warm_training(
@@ -266,10 +270,7 @@ class SuiteRuns:
                 self._warm_holdout.close()
                 self._warm_holdout = None
             if self._warm_holdout is None:
-                settings = self.settings
-                self._warm_holdout = WarmPool(self.program, settings.limits, settings.workers,
-                                              preload=settings.preload, exclude=settings.exclude,
-                                              scratch=self.scratch, setup=settings.pytest, files=files)  # fmt: skip
+                self._warm_holdout = self._new_pool(self.settings.exclude, files)
             return self._warm_holdout
 
     def warm_holdout(self, variant: Variant, limits: Mapping[str, float] | None = None) -> TestRun:
