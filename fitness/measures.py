@@ -52,6 +52,18 @@ class Measure:
         """Whether gi computes it from the source alone, in its own process."""
         return self.compute is not None
 
+    def take(self, variant: Variant) -> float | None:
+        """The measure's value of the variant, computed in gi's process (the measure is static).
+
+        A measure from outside gi (a plugin's, a user's) may parse the variant with `ast.parse`:
+        it runs under gi's one lock on the compiler, as gi's own parses do, since on CPython 3.11
+        two threads building syntax trees at once may fail with "SystemError: AST constructor
+        recursion depth mismatch" (CPython issue 106905), and breeding runs in a thread of its own.
+        """
+        assert self.compute is not None
+        with compiler_warnings_ignored():
+            return self.compute(variant)
+
 
 #: Each measure of one file's text, by the SHA-256 of the file's name and text (never the text
 #: itself: thousands of large texts as keys would hold hundreds of MB). One cache a measure, so a

@@ -34,6 +34,7 @@ from types import ModuleType
 
 from gi.fitness.measures import MEASURES, Basis, Measure
 from gi.model.patch import Variant
+from gi.model.program import compiler_warnings_ignored
 from gi.model.registry import Registry
 
 
@@ -186,7 +187,8 @@ class UserFunction:
 
     def __call__(self, variant: Variant) -> float | None:
         try:
-            value = self.function(variant)
+            with compiler_warnings_ignored():  # it may parse the variant: see `Measure.take`
+                value = self.function(variant)
         except Exception as error:  # the user's code on a variant: a result, never a crash
             self._fails(f"raised {type(error).__name__}: {error}")
             return None

@@ -129,8 +129,8 @@ def measure_feature(name: str) -> FeatureValue:
     def value(variant: Variant, evaluation: Evaluation) -> float | None:
         if name in evaluation.measures:
             return float(evaluation.measures[name])
-        if measure.compute is not None:
-            return measure.compute(variant)
+        if measure.static:
+            return measure.take(variant)
         return None
 
     return value

@@ -28,8 +28,7 @@ KEPT = 4096
 def _taken(measures: Sequence[Measure], variant: Variant) -> dict[str, float]:
     values: dict[str, float] = {}
     for measure in measures:
-        assert measure.compute is not None
-        value = measure.compute(variant)
+        value = measure.take(variant)
         if value is not None:
             values[measure.name] = value
     return values
@@ -92,8 +91,7 @@ class RunMeasures:
                 known = key in self._values
                 value = self._values.get(key)
             if not known:
-                assert measure.compute is not None
-                value = measure.compute(variant)
+                value = measure.take(variant)
                 with self._lock:
                     self._values[key] = value
                     while len(self._values) > KEPT:

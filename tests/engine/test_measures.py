@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gi.config import load_config
-from gi.engine.measures import program_measures, static_measures, variant_measures
-from gi.fitness.objectives import OBJECTIVES, measures_read, reference_point
+from gi.engine.measures import RunMeasures, program_measures, static_measures, variant_measures
+from gi.fitness.measures import MEASURES, Basis, Measure
+from gi.fitness.objectives import OBJECTIVES, Direction, Objective, UserFunction, measures_read, reference_point
 from gi.model.edits import DeleteStatement, InsertStatement, ReplaceNumber, ReplaceStatement
 from gi.model.guard import risky_names
-from gi.model.patch import Patch, apply
-from gi.model.program import Program
+from gi.model.patch import Patch, Variant, apply
+from gi.model.program import Program, parse_quietly
 from gi.model.sites import Location, SiteKind
 from gi.run.experiment import run_experiment
 
@@ -130,3 +134,46 @@ def test_a_run_takes_no_measure_its_objectives_do_not_read(tmp_path: Path) -> No
     assert baseline["source_lines"] == len(text.splitlines()) + 1  # the line after the last newline
     [reference] = reference_point([OBJECTIVES.get("diff_lines")], baseline, test_count=1, max_edits=1)
     assert reference == 2 * (len(text.splitlines()) + 1) + 1
+
+
+class ParseRace:
+    """A measure from outside gi that, while it runs, has another thread parse as gi's breeding
+    thread does, and records whether that parse had to wait for it."""
+
+    def __init__(self) -> None:
+        self.parse_waited: list[bool] = []
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, variant: Variant) -> float:
+        breeding = threading.Thread(target=parse_quietly, args=(SOURCE,))
+        breeding.start()
+        breeding.join(timeout=0.5)
+        self.parse_waited.append(breeding.is_alive())
+        self.threads.append(breeding)
+        return 1.0
+
+
+@pytest.mark.parametrize("path", ["registered measure", "run's own measure", "user's function"])
+def test_a_measure_from_outside_gi_never_builds_a_syntax_tree_beside_another_thread(
+    make_program: Callable[[str], Program], path: str
+) -> None:
+    # On CPython 3.11 two threads building syntax trees at once may fail with "SystemError: AST
+    # constructor recursion depth mismatch" (CPython issue 106905); a plugin's measure that
+    # calls ast.parse while breeding parses in its thread made a run fail as gi's bug.
+    variant = apply(make_program(SOURCE), Patch())
+    race = ParseRace()
+    measure = Measure("parse_race", Basis.PROGRAM, "parses while another thread parses", race)
+    if path == "registered measure":
+        MEASURES.add("parse_race", measure)
+        try:
+            assert static_measures(variant, names={"parse_race"}) == {"parse_race": 1.0}
+        finally:
+            MEASURES.remove("parse_race")
+    elif path == "run's own measure":
+        objective = Objective("parse_race", Direction.MINIMIZE, "parses", measure)
+        assert RunMeasures([objective])(variant) == {"parse_race": 1.0}
+    else:
+        assert UserFunction("tests:parse_race", race)(variant) == 1.0
+    for thread in race.threads:
+        thread.join()
+    assert race.parse_waited == [True], "the other thread parsed while the measure ran"
