@@ -171,6 +171,10 @@ class TestRun:
     #: Why the plugin's watchdog stopped the run before its end ("" when it did not): a test
     #: ran past its hard deadline in code its time limit could not interrupt.
     stopped: str = ""
+    #: A warm run only: a process the tests started with an environment that did not hand it the
+    #: variant (their own `env=`), so it imported the original from the worker's copy; "" for
+    #: none. Such a run is not what a cold run gives: the engine runs the variant cold instead.
+    started_without_variant: str = ""
 
     @property
     def passed(self) -> int:
@@ -369,6 +373,7 @@ def read_report(process: ProcessOutcome, key: bytes, checks: Checks = NO_CHECKS)
         returned=returned,
         resource=process.resource,
         stopped=stopped,
+        started_without_variant=process.started_without_variant,
     )
 
 

@@ -142,6 +142,7 @@ _spec = importlib.util.spec_from_file_location("gi_warm_imports_finder", os.envi
 _module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_module)
 sys.meta_path.insert(0, _module.VariantFinder(_sources))
+_module.watch_spawns(_here)
 _others = [entry for entry in sys.path if entry and os.path.abspath(entry) != _here]
 _hidden = importlib.machinery.PathFinder.find_spec("sitecustomize", _others)
 if _hidden is not None and _hidden.loader is not None:
@@ -149,11 +150,17 @@ if _hidden is not None and _hidden.loader is not None:
 """
 
 
+def variant_folder() -> str:
+    """Where a child leaves its variant for the processes it starts (in TMPDIR, emptied after
+    each child)."""
+    return os.path.join(os.environ["TMPDIR"], "gi-variant")
+
+
 def serve_spawned(sources: dict[str, str]) -> None:
     """Make every Python process the child starts import the variant too: its sources and the
-    bootstrap in a folder of the child's TMPDIR (emptied after each child), first on the
-    PYTHONPATH the child's processes inherit."""
-    folder = os.path.join(os.environ["TMPDIR"], "gi-variant")
+    bootstrap in `variant_folder`, first on the PYTHONPATH the child's processes inherit; and
+    note each process started without it (`watch_spawns`)."""
+    folder = variant_folder()
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "gi_variant_sources.json"), "w", encoding="utf-8") as stream:
         json.dump(sources, stream)
@@ -161,6 +168,61 @@ def serve_spawned(sources: dict[str, str]) -> None:
         stream.write(SPAWNED_BOOTSTRAP)
     os.environ["GI_WARM_IMPORTS_FILE"] = os.path.abspath(__file__)
     os.environ["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [os.environ.get("PYTHONPATH", "")])])
+    watch_spawns(folder)
+
+
+#: Where `watch_spawns` notes the processes started without the variant, in `variant_folder`.
+UNSERVED_NOTES = "gi_started_without_variant.txt"
+#: The audit events of a process start, each with the index of its environment argument (None:
+#: the process inherits this one's).
+_STARTS = {"subprocess.Popen": 3, "os.posix_spawn": 2, "os.exec": 2, "os.system": None}
+
+
+def watch_spawns(folder: str) -> None:
+    """Note (in `UNSERVED_NOTES`) each process started with an environment that no longer hands
+    it the variant: one of its own (`env=`) or this one's with PYTHONPATH changed. Such a process
+    imports the original from the worker's copy; a cold run's copy holds the variant, so the
+    warm run is not the cold one. An audit hook: no code can remove it, and a process started
+    with the variant watches the processes it starts in turn."""
+    notes = os.path.join(folder, UNSERVED_NOTES)
+    imports_file = os.environ["GI_WARM_IMPORTS_FILE"]
+
+    def value(env: Any, name: str) -> str:
+        for key in (name, name.encode()):  # os.environ's keys are text, os.environb's bytes
+            with contextlib.suppress(Exception):
+                return os.fsdecode(env[key])
+        return ""
+
+    def served(env: Any) -> bool:
+        paths = value(env, "PYTHONPATH").split(os.pathsep)
+        return folder in paths and value(env, "GI_WARM_IMPORTS_FILE") == imports_file
+
+    def note(event: str, arguments: tuple[Any, ...]) -> None:
+        index = _STARTS[event]
+        own = arguments[index] if index is not None and index < len(arguments) else None
+        if served(os.environ if own is None else own):
+            return
+        command = arguments[1] if len(arguments) > 1 else arguments[0]
+        words = " ".join(map(str, command)) if isinstance(command, (list, tuple)) else str(command)
+        how = "with PYTHONPATH changed" if own is None else "with an environment of its own"
+        with open(notes, "a", encoding="utf-8") as stream:
+            stream.write(f"{words[:200]!r} started {how}\n")
+
+    def hook(event: str, arguments: tuple[Any, ...]) -> None:
+        if event in _STARTS:
+            with contextlib.suppress(Exception):  # a note lost must not fail the process start
+                note(event, arguments)
+
+    sys.addaudithook(hook)
+
+
+def started_without_variant() -> str:
+    """The first process `watch_spawns` noted in this worker's last child, or ""."""
+    try:
+        with open(os.path.join(variant_folder(), UNSERVED_NOTES), encoding="utf-8") as stream:
+            return stream.readline(1000).strip()
+    except (OSError, ValueError):
+        return ""
 
 
 def rewriting_as_pytest_does() -> Any:

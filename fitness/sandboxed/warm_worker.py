@@ -12,7 +12,8 @@ length and JSON. For each request it forks a child that:
   the file system serves them, under their real file names, so tracebacks show the variant),
   and so does every Python process its tests start (a subprocess, a multiprocessing spawn):
   the child leaves the sources and a `sitecustomize` that installs the same finder in its
-  TMPDIR and puts that folder first on their PYTHONPATH;
+  TMPDIR and puts that folder first on their PYTHONPATH, and notes each process started
+  without it (`watch_spawns`), which the answer names;
 - runs pytest with gi's plugin, and exits with pytest's status.
 
 The project's test modules and conftest.py files are the same for every variant (tests are
@@ -82,6 +83,7 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
         preload,
         serve_compiled_originals,
         serve_spawned,
+        started_without_variant,
         tool_files,
         warm_source_lookups,
     )
@@ -91,6 +93,7 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
     serve_compiled_originals, serve_spawned = _imports.serve_compiled_originals, _imports.serve_spawned
+    started_without_variant = _imports.started_without_variant
     REWRITTEN, import_deferred, warm_source_lookups = (
         _imports.REWRITTEN,
         _imports.import_deferred,
@@ -313,8 +316,7 @@ def child(
     for filename, text in sources.items():
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     sys.meta_path.insert(0, VariantFinder(sources))
-    if sources:
-        serve_spawned(sources)
+    serve_spawned(sources)  # the original's too: its run tells whether the tests' processes get it
     if prepared is not None:
         if request.get("args"):  # the selected tests, in place of the training paths
             prepared.config.args = list(request["args"])
@@ -522,6 +524,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     reap_everything()
     for reading in (*kept, watch_read):
         os.close(reading)
+    unserved = started_without_variant()
     clean_slate()
     return {
         "returncode": -9 if timed_out or over else (128 - status if status < 0 else status),
@@ -533,6 +536,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
         "timed_out": timed_out,
         "seconds": time.perf_counter() - started,
         "prepared": prepared is not None,
+        "started_without_variant": unserved,
     }
 
 

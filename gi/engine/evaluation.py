@@ -105,16 +105,18 @@ class Evaluator(WorkloadRuns):
             if refused is not None:
                 return result(Status.TAMPERED, refused)
             measures = static_measures(variant, names=self.settings.measures) if measured else {}
-            warm = self.settings.engine == "warm"
             checks = self._checks(variant)
             if selected is not None and checks.canaries:  # a canary is the clone of a test that runs
                 selected = selected | set(checks.canaries)
             with ExitStack() as stack:
+                run: TestRun | None = None
                 if selected is not None and not selected:
                     run = TestRun({}, exit_status=0)  # no training test executes what the edits change
-                elif warm:
+                elif self.settings.engine == "warm":
                     run = self.warm_training(variant, selected, checks)
-                else:
+                    if run.started_without_variant:
+                        run = None  # a process it started ran the original: the cold path runs it
+                if run is None:
                     sandbox = stack.enter_context(self._sandbox(variant))
                     run = self._run_tests(
                         sandbox,

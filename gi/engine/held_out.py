@@ -312,7 +312,8 @@ class HeldOut:
 
         def agrees() -> dict[str, Any]:
             warm = evaluator.warm_holdout(self.original, limits)
-            return {"agrees": warm.outcomes == cold and not warm.forged, "how": disagreement(cold, warm)}
+            how = disagreement(cold, warm)
+            return {"agrees": not how, "how": how}
 
         key = f"holdout_warm_check:{self.suite}" if self.suite else "holdout_warm_check"
         check = self.measurements.get(key, agrees, encode=as_is, decode=as_is) if self.measurements else agrees()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gi.engine.evaluation_settings import EvaluationSettings
-from gi.engine.sandbox.bubblewrap import Isolation, isolation, loadable_files
+from gi.engine.sandbox.bubblewrap import Isolation, bytecode_of_its_source, isolation, loadable_files
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.verdict import CanaryTests, SecondRun, second_run
@@ -136,7 +136,8 @@ class SuiteRuns:
                                          setup=self.settings.pytest, default_limit=self.settings.test_timeout,
                                          order=order, first_failure=first_failure, checks=checks,
                                          selected=self._in_order(selected), on_test=self.on_test))  # fmt: skip
-        planted = sorted(loadable_files(sandbox.workdir) - before)
+        added = loadable_files(sandbox.workdir) - before
+        planted = sorted(file for file in added if not bytecode_of_its_source(sandbox.workdir, file))
         if planted and not run.forged:  # the copy was writable: what pytest would load must be the project's
             run = dataclasses.replace(run, forged=f"the test run added {', '.join(planted[:3])} to the project's copy")
         return run
@@ -329,7 +330,9 @@ class SuiteRuns:
         if not paths:  # pytest would collect the whole project, training tests included
             return TestRun({}, exit_status=5)
         if settings.holdout_engine == "warm":
-            return self.warm_holdout(variant, limits)
+            run = self.warm_holdout(variant, limits)
+            if not run.started_without_variant:
+                return run  # else a process it started ran the original: the cold path runs it
         # Cold, in a copy that holds them: no training worker's copy does (its variants are trained).
         return self._tests(variant, paths, limits or {})
 

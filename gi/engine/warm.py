@@ -75,6 +75,8 @@ def disagreement(cold: Mapping[str, str], warm: TestRun) -> str:
     in a few words naming the first test that differs; "" when they agree."""
     if warm.forged:
         return f"its report could not be trusted: {warm.forged}"
+    if warm.started_without_variant:
+        return f"a test started a process the warm path cannot hand the variant to: {warm.started_without_variant}"
     if cold and not warm.outcomes:
         why = last_error_line(warm.failure_report() or warm.output_tail)
         return f"it collected no test of {len(cold)}: {why}"
@@ -192,6 +194,7 @@ class WarmWorker:
             channel=base64.b64decode(answer["channel"]),
             channel_overflow=bool(answer["channel_overflow"]),
             resource=str(answer.get("resource", "")),
+            started_without_variant=str(answer.get("started_without_variant", "")),
         )
 
     def close(self) -> None:

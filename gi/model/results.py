@@ -30,6 +30,9 @@ class ProcessOutcome:
     stdout_digest: str = ""
     #: Why the command was stopped for using too much of a resource (its disk quota), or "".
     resource: str = ""
+    #: A process a warm run started that it could not hand the variant to (it imported the
+    #: original), or "": see `gi.fitness.tests.TestRun.started_without_variant`.
+    started_without_variant: str = ""
 
 
 class CommandRunner(Protocol):

@@ -277,7 +277,7 @@ class Experiment:
             warm = self.evaluator.warm_training(original)
             writes = bool(READ_ONLY.search(warm.failure_report()))
             how = disagreement(baseline.tests, warm)
-            return {"agrees": warm.outcomes == baseline.tests and not warm.forged, "writes": writes, "how": how}
+            return {"agrees": not how, "writes": writes, "how": how}
 
         check = self.measurements.get("warm_check", agrees, encode=as_is, decode=as_is)
         if not check["agrees"]:

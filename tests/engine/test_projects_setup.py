@@ -198,3 +198,49 @@ def test_a_src_layout_that_turns_warnings_into_errors_runs_warm_as_cold(tmp_path
     with workspace(root, {}) as space:
         _, coverage = covered_test_run(["tests"], files, timeout=60, runner=Sandbox(Limits(), space), setup=setup)
     assert "tests/test_prices.py::test_discount" in coverage["src/shop/prices.py"][16]
+
+
+HONEST_BYTECODE = """\
+import os
+import subprocess
+import sys
+
+
+def add(a, b):
+    # A Python of an environment of its own (no PYTHONDONTWRITEBYTECODE) caches calc's bytecode.
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd()}
+    subprocess.run([sys.executable, "-c", "import calc"], env=env, check=True)
+    return a + b
+"""
+
+PLANTED_BYTECODE = """\
+import importlib.util
+import marshal
+import os
+import sys
+
+
+def add(a, b):
+    # The cache of calc with other code than calc's: a later import would run it.
+    status = os.stat("calc.py")
+    code = compile("def add(a, b):\\n    return 0\\n", os.path.abspath("calc.py"), "exec")
+    stamp = [int(status.st_mtime), status.st_size]
+    header = importlib.util.MAGIC_NUMBER + bytes(4) + b"".join(n.to_bytes(4, "little") for n in stamp)
+    os.makedirs("__pycache__", exist_ok=True)
+    with open(os.path.join("__pycache__", f"calc.{sys.implementation.cache_tag}.pyc"), "wb") as stream:
+        stream.write(header + marshal.dumps(code))
+    return a + b
+"""
+
+
+def test_the_bytecode_python_writes_of_a_source_is_no_plant_other_bytecode_is(tmp_path: Path) -> None:
+    """A test that starts Python with an environment of its own leaves bytecode in the copy: the
+    cache of the source beside it, which runs that source's code; the run is trusted. Bytecode of
+    other code under the source's cache name is planted: the run is not."""
+    program = writing_project(tmp_path / "project")
+    evaluator = Evaluator(program, EvaluationSettings(train=("tests",), timeout=60))
+    honest = evaluator.training_run(Variant(program, Patch(), {"calc.py": HONEST_BYTECODE}, ()))
+    planted = evaluator.training_run(Variant(program, Patch(), {"calc.py": PLANTED_BYTECODE}, ()))
+    assert set(honest.outcomes.values()) == {"passed"} and not honest.forged, honest.failure_report()
+    cache = f"__pycache__/calc.{sys.implementation.cache_tag}.pyc"
+    assert planted.forged == f"the test run added {cache} to the project's copy"

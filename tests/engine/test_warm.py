@@ -335,3 +335,74 @@ def test_held_out_tests_the_warm_path_runs_otherwise_than_the_cold_stay_cold(tmp
     assert held_out.engine[0] == "cold" and evaluator.settings.holdout_engine == "cold"
     assert "holdout/test_more.py::test_writes_beside_itself: passed cold, failed warm" in held_out.engine[1]
     assert outcomes == {"holdout/test_more.py::test_writes_beside_itself": "failed"}  # cold: it ran, and 2 != 1
+
+
+ENVIRONMENTS = """\
+import os
+import subprocess
+import sys
+
+ASK = [sys.executable, "-c", "import calc; print(calc.answer())"]
+
+
+def test_with_an_environment_of_its_own():
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(ASK, capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "2", done.stderr
+
+
+def test_with_the_environment_extended():
+    done = subprocess.run(ASK, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"})
+    assert done.stdout.strip() == "2", done.stderr
+"""
+OWN = "tests/test_env.py::test_with_an_environment_of_its_own"
+EXTENDED = "tests/test_env.py::test_with_the_environment_extended"
+
+
+def environments_project(root: Path, folder: str) -> Program:
+    (root / "tests").mkdir(parents=True, exist_ok=True)
+    (root / folder).mkdir(exist_ok=True)
+    (root / "calc.py").write_text(ORIGINAL)
+    (root / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
+    (root / folder / "test_env.py").write_text(ENVIRONMENTS)
+    return Program.load(root, ["calc.py"], protected=["tests", folder])
+
+
+def test_a_process_started_with_an_environment_of_its_own_is_named_and_the_variant_runs_cold(tmp_path: Path) -> None:
+    """A warm child hands the variant to the processes its tests start through their
+    environment; a test that starts Python with an environment of its own (no such hand-over)
+    imports the original from the worker's copy, where a cold copy holds the variant. The warm
+    run names that process, and the evaluator runs that variant cold instead."""
+    program = environments_project(tmp_path, "tests")
+    variant = Variant(program, Patch(), {"calc.py": VARIANT}, ())
+    with warm_pool(program) as pool:
+        warm = pool.run_tests(variant.sources, ["tests/test_env.py"], timeout=120, limits={}, default_limit=0)
+    assert warm.outcomes == {OWN: "failed", EXTENDED: "passed"}, "the process of its own ran the original"
+    assert "started with an environment of its own" in warm.started_without_variant
+    assert "import calc" in warm.started_without_variant, "it names the command"
+    with workspace(program.root, variant.sources) as space:
+        cold = run_tests(["tests/test_env.py"], timeout=120, runner=Sandbox(Limits(), space))
+    assert cold.outcomes == {OWN: "passed", EXTENDED: "passed"} and not cold.started_without_variant
+    evaluator = Evaluator(program, EvaluationSettings(train=("tests/test_env.py",), timeout=120, engine="warm"))
+    try:
+        evaluation = evaluator.evaluate(variant)
+    finally:
+        evaluator.close()
+    assert evaluation.tests == cold.outcomes, evaluation.detail
+
+
+def test_held_out_tests_that_start_a_process_with_an_environment_of_their_own_stay_cold(tmp_path: Path) -> None:
+    program = environments_project(tmp_path, "holdout")
+    settings = EvaluationSettings(train=("tests",), holdout=("holdout",), timeout=120, engine="warm")
+    evaluator = Evaluator(program, settings)
+    held_out = HeldOut(evaluator, None, test_timeout=60)
+    variant = Variant(program, Patch(), {"calc.py": VARIANT}, ())
+    try:
+        (outcomes,) = held_out.outcomes([variant])
+        assert evaluator.warm_holdout_started == 0, "the held-out workers are stopped"
+    finally:
+        evaluator.close()
+    assert held_out.engine[0] == "cold" and evaluator.settings.holdout_engine == "cold"
+    assert "a test started a process the warm path cannot hand the variant to" in held_out.engine[1]
+    own, extended = OWN.replace("tests/", "holdout/"), EXTENDED.replace("tests/", "holdout/")
+    assert outcomes == {own: "passed", extended: "passed"}, "cold: the variant's answer is 2"

@@ -5,6 +5,8 @@ only the system folders, the Python installation and the workspace."""
 from __future__ import annotations
 
 import functools
+import importlib.util
+import marshal
 import os
 import shutil
 import subprocess
@@ -16,6 +18,7 @@ from pathlib import Path
 from gi.engine.sandbox.finisher import FINISHER, FINISHER_NAME, finisher_command
 from gi.engine.sandbox.limits import Limits, memory_held_together
 from gi.engine.sandbox.workspace import Workspace, install_tool
+from gi.model.program import compiler_warnings_ignored
 
 #: System folders mounted read-only inside the sandbox (those that exist on the host).
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -107,9 +110,36 @@ def verdict_files(folder: Path) -> list[Path]:
 
 #: Files a run may not add to a writable copy: what pytest or the interpreter would load
 #: (a conftest.py, settings, compiled code, path and start-up hooks). An honest run writes no
-#: bytecode (PYTHONDONTWRITEBYTECODE) and no cache (-p no:cacheprovider).
+#: cache (-p no:cacheprovider) and no bytecode (PYTHONDONTWRITEBYTECODE) but that of a Python
+#: its tests start with an environment of their own (`bytecode_of_its_source`).
 _PLANTABLE = (".pyc", ".pth")
 _PLANTABLE_NAMES = VERDICT_NAMES | {"sitecustomize.py", "usercustomize.py", "__init__.py"}
+
+
+def bytecode_of_its_source(folder: Path, file: str) -> bool:
+    """Whether `file` (relative to `folder`) is byte for byte the bytecode cache this interpreter
+    writes of the source beside it: what a Python the tests start with an environment of their
+    own (no PYTHONDONTWRITEBYTECODE) leaves as it imports the project. Loading it runs that
+    source's code, so it plants nothing. The copy is mounted where it lies on the host, so the
+    file names compiled into the code are the same. (The file is compared, never unmarshalled:
+    marshal is not safe against data a variant crafted.)"""
+    cache = Path(folder, file)
+    stem, _, tag = cache.name.partition(".")
+    source = cache.parent.parent / f"{stem}.py"
+    if cache.parent.name != "__pycache__" or tag != f"{sys.implementation.cache_tag}.pyc":
+        return False
+    try:
+        if cache.is_symlink() or source.is_symlink():
+            return False
+        status = source.stat()
+        with compiler_warnings_ignored():
+            code = compile(source.read_bytes(), str(source), "exec", dont_inherit=True)
+        written = cache.read_bytes()
+    except (OSError, SyntaxError, ValueError):
+        return False
+    stamp = [int(status.st_mtime) & 0xFFFFFFFF, status.st_size & 0xFFFFFFFF]
+    header = importlib.util.MAGIC_NUMBER + bytes(4) + b"".join(n.to_bytes(4, "little") for n in stamp)  # flags 0
+    return written == header + marshal.dumps(code)
 
 
 def loadable_files(folder: Path) -> set[str]:
