@@ -34,6 +34,8 @@ from typing import Any
 #: The worker's file name in the tools folder (gi.engine.warm.WORKER_NAME): the worker's own files
 #: are not rewritten nor cached.
 WORKER_FILE = "gi_warm_worker.py"
+#: What the worker cleans with between children (gi.engine.warm.CLEANING_NAME): the worker's too.
+CLEANING_FILE = "gi_warm_cleaning.py"
 
 
 class CompiledOriginals:
@@ -339,7 +341,7 @@ def tool_files() -> list[str]:
     """gi's own modules in the tools folder beside this file (its report plugin and what that
     imports), the worker's aside: the same for every variant, like the project's tests."""
     folder = os.path.dirname(os.path.abspath(__file__))
-    own = {WORKER_FILE, os.path.basename(__file__)}
+    own = {WORKER_FILE, CLEANING_FILE, os.path.basename(__file__)}
     return sorted(os.path.join(folder, name) for name in os.listdir(folder)
                   if name.endswith(".py") and name not in own)  # fmt: skip
 

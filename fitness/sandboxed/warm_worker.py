@@ -64,7 +64,6 @@ import linecache
 import os
 import select
 import signal
-import stat
 import struct
 import sys
 import threading
@@ -75,6 +74,7 @@ from typing import Any, NoReturn
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
     from .pytest_limits import WorkerWatch
+    from .warm_cleaning import empty, reap_everything, remove_ipc
     from .warm_imports import (
         REWRITTEN,
         VariantFinder,
@@ -89,6 +89,8 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
     )
 else:  # a workspace's tools folder, where gi copies it beside this file
     WorkerWatch = importlib.import_module("gi_pytest_limits").WorkerWatch  # type: ignore[misc]  # the same class
+    _cleaning = importlib.import_module("gi_warm_cleaning")
+    empty, reap_everything, remove_ipc = _cleaning.empty, _cleaning.reap_everything, _cleaning.remove_ipc
     _imports = importlib.import_module("gi_warm_imports")
     VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
@@ -345,88 +347,6 @@ def activate_report_plugin() -> None:
         plugin.activate()
 
 
-def descendants() -> set[int]:
-    found: set[int] = set()
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as stream:
-                found.update(int(pid) for pid in stream.read().split())
-        except OSError:
-            pass
-    return found
-
-
-def reap_everything() -> None:
-    """Kill and reap every process the child left behind (they are the worker's, as subreaper)."""
-    for _ in range(100):
-        left = descendants()
-        if not left:
-            return
-        for pid in left:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in left:
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-
-
-def empty(folder: str, device: int | None = None) -> None:
-    """Remove everything in `folder`, folders a variant made unwritable or unreadable included,
-    but nothing of another file system mounted inside it: in the sandbox, /tmp is RAM and holds
-    the read-only mounts of the variant's copy, gi's tools and a Python installation that lives
-    under /tmp (a venv there: thousands of files, each tried and refused between every two
-    variants, made a warm evaluation three times as slow), and the writable ones of outputs/,
-    TMPDIR and HOME, which are GI_WRITABLE folders emptied on their own. A variant cannot mount
-    anything (no capabilities), so nothing it writes escapes this."""
-    try:
-        device = os.lstat(folder).st_dev if device is None else device
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(folder, name)
-        try:
-            status = os.lstat(path)
-        except OSError:
-            continue
-        if status.st_dev != device:
-            continue
-        if stat.S_ISDIR(status.st_mode):
-            with contextlib.suppress(OSError):
-                os.chmod(path, 0o700)
-            empty(path, device)
-            with contextlib.suppress(OSError):
-                os.rmdir(path)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-
-
-IPC_RMID = 0
-#: System V objects a variant can leave in the worker's IPC namespace: /proc's list, and the
-#: libc call that removes one (shmctl, msgctl, semctl with IPC_RMID).
-SYSTEM_V = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
-
-
-def remove_ipc() -> None:
-    """Remove every System V shared memory segment, message queue and semaphore set of this
-    IPC namespace (the sandbox's own: nothing of the host's is in it)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for kind, control in SYSTEM_V:
-        try:
-            with open(f"/proc/sysvipc/{kind}") as stream:
-                rows = stream.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 1:
-                if kind == "sem":
-                    getattr(libc, control)(int(fields[1]), 0, IPC_RMID)
-                else:
-                    getattr(libc, control)(int(fields[1]), IPC_RMID, None)
-
-
 def clean_slate() -> None:
     """Between variants: empty every folder a variant may write (GI_WRITABLE: TMPDIR and HOME,
     outputs/, and in the sandbox /tmp, /dev/shm and /dev/mqueue) and, in the sandbox's own IPC
@@ -512,7 +432,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
             if done:
                 status = os.waitstatus_to_exitcode(code)
                 # What it left running (daemons holding its pipes) goes with it.
-                reap_everything()
+                reap_everything(OWN_PIDS)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
     if status is None:
@@ -521,7 +441,7 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
             status = os.waitstatus_to_exitcode(code)
         except ChildProcessError:
             status = -9
-    reap_everything()
+    reap_everything(OWN_PIDS)
     for reading in (*kept, watch_read):
         os.close(reading)
     unserved = started_without_variant()
@@ -568,6 +488,7 @@ def files_in(folder: str) -> int:
 
 COUNTED = [folder for folder in WRITABLE if os.path.ismount(folder) and files_in(folder) > 0]
 OWN_IPC = os.environ.pop("GI_OWN_IPC", "") == "1"
+OWN_PIDS = os.environ.pop("GI_OWN_PIDS", "") == "1"
 REQUEST = int(os.environ.pop("GI_REQUEST_FD", "-1"))
 RESPONSE = int(os.environ.pop("GI_RESPONSE_FD", "-1"))
 

@@ -58,6 +58,8 @@ from gi.model.results import ProcessOutcome
 WORKER_NAME = "gi_warm_worker.py"
 #: What the worker imports, installed beside it (fitness/sandboxed/warm_imports.py).
 IMPORTS_NAME = "gi_warm_imports.py"
+#: How the worker cleans between children, installed beside it (fitness/sandboxed/warm_cleaning.py).
+CLEANING_NAME = "gi_warm_cleaning.py"
 #: Seconds a new worker may take to import pytest and the project's dependencies.
 START_TIMEOUT = 120.0
 #: Seconds gi waits past a request's own limit before it gives up on the worker.
@@ -138,6 +140,7 @@ class WarmWorker:
         self.sandbox = Sandbox(limits, space)
         install_plugin(self.sandbox.install_tool)
         self.sandbox.install_tool(IMPORTS_NAME, (SANDBOXED / "warm_imports.py").read_text(encoding="utf-8"))
+        self.sandbox.install_tool(CLEANING_NAME, (SANDBOXED / "warm_cleaning.py").read_text(encoding="utf-8"))
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
         # What the worker empties between variants: what a variant may write, and in the sandbox
@@ -148,6 +151,7 @@ class WarmWorker:
         env = {"PYTHONPATH": setup.pythonpath(self.sandbox.tools, self.sandbox.workdir),
                "GI_WRITABLE": ":".join(map(str, writable)),
                "GI_OWN_IPC": "1" if self.sandbox.isolated else "",
+               "GI_OWN_PIDS": "1" if self.sandbox.isolated else "",
                "GI_DISK_FILES": str(limits.disk_files),
                "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)

@@ -13,8 +13,8 @@ from gi.engine.held_out import HeldOut
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
-from gi.engine.warm import WORKER_NAME, WarmPool, third_party_imports
-from gi.fitness.sandboxed.warm_imports import WORKER_FILE, CompiledOriginals
+from gi.engine.warm import CLEANING_NAME, WORKER_NAME, WarmPool, third_party_imports
+from gi.fitness.sandboxed.warm_imports import CLEANING_FILE, WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
 from gi.fitness.tests import PLUGIN_MODULE, PytestSetup, run_tests
 from gi.model.patch import Patch, Variant
@@ -60,6 +60,7 @@ def warm_pool(program: Program, **options: Any) -> Iterator[WarmPool]:
 def test_the_worker_loads_the_plugin_gi_names() -> None:
     assert REPORT_PLUGIN == PLUGIN_MODULE
     assert WORKER_FILE == WORKER_NAME, "the worker's imports leave the worker's file out of the tools they cache"
+    assert CLEANING_FILE == CLEANING_NAME, "and its cleaning's"
     argv = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "tests"]
     assert without_report_plugin(argv) == ["-p", "no:cacheprovider", "-q", "tests"]
 

@@ -1,5 +1,5 @@
 """Between two variants a warm worker empties every folder a variant may write
-(`gi.fitness.sandboxed.warm_worker.empty`). In the sandbox those folders are RAM file systems that
+(`gi.fitness.sandboxed.warm_cleaning.empty`). In the sandbox those folders are RAM file systems that
 also hold other mounts: /tmp holds the read-only copies of the variant's program and gi's tools,
 and the Python installation when it lives under /tmp. Emptying must remove what a variant left
 on the RAM file system and never walk into another mount: walking a venv's thousands of
@@ -18,18 +18,26 @@ from gi.engine.sandbox.bubblewrap import bubblewrap_available
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
-#: Run inside bubblewrap: leave files, folders and an unreadable folder on the RAM file system,
-#: empty it, and print what is left.
+#: Run inside bubblewrap: leave files, folders, an unreadable folder and one nested deeper than a
+#: path can name on the RAM file system, empty it, and print what is left.
 LEAVE_AND_EMPTY = """\
 import os, sys
+DEPTH = 3000
 sys.path.insert(0, sys.argv[1])
-from gi.fitness.sandboxed.warm_worker import empty
+from gi.fitness.sandboxed.warm_cleaning import empty
 open("/mnt/left.txt", "w").write("x")
 os.makedirs("/mnt/folder/inner")
 open("/mnt/folder/inner/deep.txt", "w").write("x")
 os.makedirs("/mnt/locked")
 open("/mnt/locked/file.txt", "w").write("x")
 os.chmod("/mnt/locked", 0)
+os.makedirs("/mnt/deep")
+os.chdir("/mnt/deep")
+for _ in range(DEPTH):  # deeper than Python's recursion limit and than the longest path (4096)
+    os.mkdir("dd")
+    os.chdir("dd")
+open("bottom.txt", "w").write("x")
+os.chdir("/")
 empty("/mnt")
 print(sorted(os.listdir("/mnt")))
 """

@@ -1,7 +1,9 @@
-"""A variant that leaves a folder too deep for the warm worker to empty is scored for it itself:
-the worker cleans before it answers, so its failure is that variant's (crashed), never the next
-variant's. Found by a red team when the worker answered first: the next, honest variant was
-scored tampered, then crashed. Real evaluator, warm worker and sandbox."""
+"""A variant that leaves folders nested deeper than Python's recursion limit and than the longest
+path the kernel takes: the warm worker empties them all the same, before it answers, and the
+next variant finds nothing of them. Found by a red team twice: when the worker answered first,
+the next, honest variant was scored tampered, then crashed; when the worker emptied folders by
+recursion, the variant that made them was scored crashed and the prepared session could serve a
+stale request. Real evaluator, warm worker and sandbox."""
 
 from __future__ import annotations
 
@@ -15,23 +17,32 @@ from gi.model.results import Status
 
 ORIGINAL = """import os
 
+#: The names the attack needs, in the original: the guard lets a variant use them.
+USED = (os.chdir, os.getcwd, os.mkdir)
+
 
 def add(a, b):
-    os.makedirs(os.path.join(os.environ.get("TMPDIR", "/tmp"), "scratch"), exist_ok=True)
-    return a - b
+    scratch = os.path.join(os.environ.get("TMPDIR", "/tmp"), "scratch")
+    os.makedirs(scratch, exist_ok=True)
+    return a - b + len(os.listdir(scratch))
 """
+#: Right only where the scratch folder is empty: where nothing of an earlier variant is left.
 HONEST = ORIGINAL.replace("return a - b", "return a + b")
 DEEP = HONEST.replace(
-    '    os.makedirs(os.path.join(os.environ.get("TMPDIR", "/tmp"), "scratch"), exist_ok=True)\n',
-    '    folder = os.path.join(os.environ.get("TMPDIR", "/tmp"), "scratch")\n'
-    "    for _ in range(1100):\n"
-    '        folder = os.path.join(folder, "d")\n'
-    "        os.makedirs(folder, exist_ok=True)\n",
+    "    return a + b + len(os.listdir(scratch))\n",
+    "    found = len(os.listdir(scratch))\n"
+    "    here = os.getcwd()\n"
+    "    os.chdir(scratch)\n"
+    "    for _ in range(3000):  # 9000 characters of path: more than a path can name\n"
+    '        os.mkdir("dd")\n'
+    '        os.chdir("dd")\n'
+    "    os.chdir(here)\n"
+    "    return a + b + found\n",
 )
 TESTS = "from calc import add\n\n\ndef test_small():\n    assert add(1, 2) == 3\n"
 
 
-def test_a_folder_too_deep_to_empty_is_its_own_variants_failure(tmp_path: Path) -> None:
+def test_folders_too_deep_for_a_path_are_emptied_before_the_next_variant(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     (tmp_path / "calc.py").write_text(ORIGINAL)
     (tmp_path / "tests" / "test_calc.py").write_text(TESTS)
@@ -41,9 +52,10 @@ def test_a_folder_too_deep_to_empty_is_its_own_variants_failure(tmp_path: Path) 
     assert evaluator.refusal(deep) is None, "it uses only what the original uses"
     try:
         evaluator.baseline_tests = evaluator.evaluate(Variant(program, Patch(), dict(program.sources), ())).tests
-        scored = [evaluator.evaluate(variant) for variant in (deep, honest, honest)]
+        scored = [evaluator.evaluate(variant) for variant in (deep, honest, deep, honest)]
+        assert evaluator.warm_started == 1, "one worker served them all: none died of it"
     finally:
         evaluator.close()
-    assert scored[0].status is Status.CRASHED, scored[0]
-    for after in scored[1:]:
-        assert after.status is Status.OK and after.tests == {"tests/test_calc.py::test_small": "passed"}, after
+    for evaluation in scored:
+        assert evaluation.status is Status.OK, evaluation
+        assert evaluation.tests == {"tests/test_calc.py::test_small": "passed"}, evaluation.detail

@@ -1,0 +1,145 @@
+"""What gi's warm test worker (warm_worker.py) does between two children so that the next
+variant finds nothing of the last: kill and reap every process the child left (`reap_everything`),
+empty every folder a variant may write (`empty`), and remove the System V objects of the
+sandbox's IPC namespace (`remove_ipc`). Installed beside the worker as gi_warm_cleaning.py; only
+the standard library.
+
+A variant is free to make this hard: processes that fork anew as each is killed, folders nested
+deeper than Python's recursion limit and than the longest path the kernel takes, folders it made
+unreadable. Each of these is handled here without recursion and without a path longer than one
+name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import stat
+
+#: How a folder is opened to be emptied: never through a link.
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def descendants() -> set[int]:
+    """The processes whose parent is this one (the worker is their subreaper: every process a
+    child left behind becomes its own)."""
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as stream:
+                found.update(int(pid) for pid in stream.read().split())
+        except OSError:
+            pass
+    return found
+
+
+def reap_everything(own_pid_namespace: bool) -> None:
+    """Kill and reap every process the child left behind.
+
+    In a PID namespace of the worker's own (the sandbox's, where the worker's parent is the
+    namespace's init and nothing else of gi's runs), one signal reaches every process but the
+    init and the worker at once: a chain that forks a new process as each of its own is killed
+    cannot outrun it, as it outran the rounds of killing the children found one by one."""
+    if own_pid_namespace and os.getppid() == 1:
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+    for _ in range(100):
+        left = descendants()
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def _names(folder: int) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def empty(folder: str) -> None:
+    """Remove everything in `folder`, folders a variant made unwritable or unreadable included,
+    but nothing of another file system mounted inside it: in the sandbox, /tmp is RAM and holds
+    the read-only mounts of the variant's copy, gi's tools and a Python installation that lives
+    under /tmp (a venv there: thousands of files, each tried and refused between every two
+    variants, made a warm evaluation three times as slow), and the writable ones of outputs/,
+    TMPDIR and HOME, which are GI_WRITABLE folders emptied on their own. A variant cannot mount
+    anything (no capabilities), so nothing it writes escapes this.
+
+    Depth first with a stack of its own, each folder opened from its parent's descriptor and
+    left through "..": one descriptor open at a time, whatever the depth."""
+    try:
+        current = os.open(folder, _FOLDER)
+    except OSError:
+        return
+    device = os.fstat(current).st_dev
+    left = [_names(current)]  # the names still to remove, a list for each folder entered
+    entered: list[str] = []  # the folders entered, by name, from `folder` down
+    try:
+        while left:
+            if not left[-1]:
+                left.pop()
+                if entered:  # back to the parent, and the folder just emptied goes
+                    parent = os.open("..", _FOLDER, dir_fd=current)
+                    os.close(current)
+                    current = parent
+                    with contextlib.suppress(OSError):
+                        os.rmdir(entered.pop(), dir_fd=current)
+                continue
+            name = left[-1].pop()
+            try:
+                status = os.stat(name, dir_fd=current, follow_symlinks=False)
+            except OSError:
+                continue
+            if status.st_dev != device:
+                continue  # another file system mounted here
+            if not stat.S_ISDIR(status.st_mode):
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=current)
+                continue
+            with contextlib.suppress(OSError):
+                os.chmod(name, 0o700, dir_fd=current)  # a folder, not a link (no process is left)
+            try:
+                inner = os.open(name, _FOLDER, dir_fd=current)
+            except OSError:
+                continue
+            os.close(current)
+            current = inner
+            entered.append(name)
+            left.append(_names(current))
+    except OSError:
+        pass  # ".." could not be opened: what is left stays, and the file count says so
+    finally:
+        os.close(current)
+
+
+IPC_RMID = 0
+#: System V objects a variant can leave in the worker's IPC namespace: /proc's list, and the
+#: libc call that removes one (shmctl, msgctl, semctl with IPC_RMID).
+SYSTEM_V = (("shm", "shmctl"), ("msg", "msgctl"), ("sem", "semctl"))
+
+
+def remove_ipc() -> None:
+    """Remove every System V shared memory segment, message queue and semaphore set of this
+    IPC namespace (the sandbox's own: nothing of the host's is in it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, control in SYSTEM_V:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as stream:
+                rows = stream.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1:
+                if kind == "sem":
+                    getattr(libc, control)(int(fields[1]), 0, IPC_RMID)
+                else:
+                    getattr(libc, control)(int(fields[1]), IPC_RMID, None)
