@@ -566,7 +566,11 @@ def _cores_up_to_four() -> int:
 
 class EvaluationSection(_Section):
     workers: int = Field(
-        ge=1, le=512, default_factory=_cores_up_to_four, description="variants evaluated at once", examples=[2]
+        ge=1,
+        le=512,
+        default_factory=_cores_up_to_four,
+        description="variants evaluated at once: the warm workers the training tests (and the held-out) keep",
+        examples=[2],
     )
     memory_mb: Annotated[int, Field(ge=64, description="address-space limit of a test run, in MiB")] = 4096
     processes: Annotated[int, Field(ge=8, le=100000, description="processes a test run may have at once")] = 256

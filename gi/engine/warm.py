@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import contextlib
 import json
 import os
 import queue
@@ -229,6 +230,7 @@ class WarmPool:
         self._all: list[tuple[WarmWorker, ExitStack]] = []
         self._lock = threading.Lock()
         self.size = size
+        self._starting = 0
         self.started = 0
         self.replaced = 0
         #: Runs whose child started from a prepared pytest configuration (fitness/sandboxed/warm_worker.py).
@@ -267,12 +269,31 @@ class WarmPool:
             self.started += 1
         return worker, stack
 
+    def _take(self) -> tuple[WarmWorker, ExitStack]:
+        """An idle worker, or a new one while fewer than `size` live: past that, a thread waits
+        for one (an early confirmation beside the generation's evaluations, say), so a run never
+        holds more workers than `evaluation.workers` asks for."""
+        while True:
+            try:
+                return self._idle.get_nowait()
+            except queue.Empty:
+                pass
+            with self._lock:
+                may_start = len(self._all) + self._starting < self.size
+                if may_start:
+                    self._starting += 1
+            if may_start:
+                try:
+                    return self._new()
+                finally:
+                    with self._lock:
+                        self._starting -= 1
+            with contextlib.suppress(queue.Empty):
+                return self._idle.get(timeout=0.05)  # a worker retired meanwhile lets one start
+
     @contextmanager
     def _worker(self) -> Iterator[WarmWorker]:
-        try:
-            entry = self._idle.get_nowait()
-        except queue.Empty:
-            entry = self._new()
+        entry = self._take()
         healthy = True
         try:
             yield entry[0]

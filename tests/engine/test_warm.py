@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,20 @@ def test_each_child_sees_its_own_variant_with_a_prepared_start_up(tmp_path: Path
     (first, variant, again), prepared = outcomes(tmp_path, conftest=False)
     assert prepared == 3, "every child started from the prepared configuration"
     assert set(first.values()) == {"failed"} and set(variant.values()) == {"passed"} and again == first
+
+
+def test_threads_asking_a_pool_of_one_worker_at_once_share_it(tmp_path: Path) -> None:
+    """An early confirmation runs beside the generation's evaluations: with `workers = 1` it
+    waits for the one worker, never starts a second."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "calc.py").write_text(ORIGINAL)
+    (tmp_path / "tests" / "test_calc.py").write_text(TESTS.split("\n\n\ndef test_through", maxsplit=1)[0] + "\n")
+    with warm_pool(Program.load(tmp_path, ["calc.py"])) as pool, ThreadPoolExecutor(max_workers=3) as threads:
+        sources = [ORIGINAL, VARIANT] * 3
+        runs = list(threads.map(lambda source: pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={},
+                                                               default_limit=0), sources))  # fmt: skip
+    assert pool.started == 1, "the threads waited for the one worker"
+    assert [run.outcomes["tests/test_calc.py::test_answer"] for run in runs] == ["failed", "passed"] * 3
 
 
 def test_a_conftest_importing_the_editable_code_sees_each_variant(tmp_path: Path) -> None:
