@@ -231,6 +231,7 @@ class WarmPool:
         self._lock = threading.Lock()
         self.size = size
         self._starting = 0
+        self._closed = False
         self.started = 0
         self.replaced = 0
         #: Runs whose child started from a prepared pytest configuration (fitness/sandboxed/warm_worker.py).
@@ -242,7 +243,10 @@ class WarmPool:
         """A new worker, started from the pool's own long-lived thread: bubblewrap dies with the
         thread that started it (--die-with-parent), and the evaluator's threads come and go."""
         done: queue.Queue[tuple[WarmWorker, ExitStack] | BaseException] = queue.Queue()
-        self._spawns.put(done)
+        with self._lock:  # (ahead of close's end of the spawner, or not at all)
+            if self._closed:
+                raise WarmError("the warm pool is closed")
+            self._spawns.put(done)
         made = done.get()
         if isinstance(made, BaseException):
             raise made
@@ -265,20 +269,28 @@ class WarmPool:
             raise
         stack.callback(worker.close)
         with self._lock:
-            self._all.append((worker, stack))
-            self.started += 1
+            closed = self._closed
+            if not closed:
+                self._all.append((worker, stack))
+                self.started += 1
+        if closed:  # started as the pool closed: nothing would ever stop it
+            stack.close()
+            raise WarmError("the warm pool is closed")
         return worker, stack
 
     def _take(self) -> tuple[WarmWorker, ExitStack]:
         """An idle worker, or a new one while fewer than `size` live: past that, a thread waits
         for one (an early confirmation beside the generation's evaluations, say), so a run never
         holds more workers than `evaluation.workers` asks for."""
+        idle: tuple[WarmWorker, ExitStack] | None = None
         while True:
-            try:
-                return self._idle.get_nowait()
-            except queue.Empty:
-                pass
             with self._lock:
+                if self._closed:  # a thread still waiting as the run ends: its workers are gone
+                    raise WarmError("the warm pool is closed")
+                if idle is not None:
+                    return idle
+                with contextlib.suppress(queue.Empty):
+                    return self._idle.get_nowait()
                 may_start = len(self._all) + self._starting < self.size
                 if may_start:
                     self._starting += 1
@@ -288,8 +300,8 @@ class WarmPool:
                 finally:
                     with self._lock:
                         self._starting -= 1
-            with contextlib.suppress(queue.Empty):
-                return self._idle.get(timeout=0.05)  # a worker retired meanwhile lets one start
+            with contextlib.suppress(queue.Empty):  # (and a worker retired meanwhile lets one start)
+                idle = self._idle.get(timeout=0.05)
 
     @contextmanager
     def _worker(self) -> Iterator[WarmWorker]:
@@ -356,8 +368,9 @@ class WarmPool:
         return read_report(outcome, key.encode(), checks)
 
     def close(self) -> None:
-        self._spawns.put(None)
         with self._lock:
+            self._closed = True
             entries, self._all = self._all, []
+            self._spawns.put(None)
         for _, stack in entries:
             stack.close()

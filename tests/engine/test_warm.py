@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gi.engine.evaluation import Evaluator
 from gi.engine.evaluation_settings import EvaluationSettings
@@ -14,7 +18,7 @@ from gi.engine.held_out import HeldOut
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
-from gi.engine.warm import CLEANING_NAME, WORKER_NAME, WarmPool, third_party_imports
+from gi.engine.warm import CLEANING_NAME, WORKER_NAME, WarmError, WarmPool, third_party_imports
 from gi.fitness.sandboxed.warm_imports import CLEANING_FILE, WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
 from gi.fitness.tests import PLUGIN_MODULE, PytestSetup, run_tests
@@ -107,6 +111,30 @@ def test_threads_asking_a_pool_of_one_worker_at_once_share_it(tmp_path: Path) ->
                                                                default_limit=0), sources))  # fmt: skip
     assert pool.started == 1, "the threads waited for the one worker"
     assert [run.outcomes["tests/test_calc.py::test_answer"] for run in runs] == ["failed", "passed"] * 3
+
+
+def test_a_thread_waiting_for_the_one_worker_as_the_pool_closes_stops_waiting(tmp_path: Path) -> None:
+    """A run that ends (or is interrupted) while an early confirmation waits: the waiting thread
+    gets an error, and no worker starts after the pool closed."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "calc.py").write_text(ORIGINAL)
+    (tmp_path / "tests" / "test_calc.py").write_text(
+        "import time\n\nfrom calc import answer\n\n\ndef test_answer():\n    time.sleep(3)\n    assert answer() == 2\n"
+    )
+    pool = WarmPool(Program.load(tmp_path, ["calc.py"]), Limits(), 1)
+    run = functools.partial(pool.run_tests, {"calc.py": VARIANT}, ["tests"], timeout=60, limits={}, default_limit=0)
+    with ThreadPoolExecutor(max_workers=2) as threads:
+        first = threads.submit(run)
+        while pool.started == 0 and not first.done():
+            time.sleep(0.01)
+        second = threads.submit(run)
+        time.sleep(0.5)  # the first holds the one worker; the second waits for it
+        assert not second.done()
+        pool.close()
+        with pytest.raises(WarmError, match="closed"):
+            second.result(timeout=10)
+        first.result(timeout=30)
+    assert pool.started == 1
 
 
 def test_a_conftest_importing_the_editable_code_sees_each_variant(tmp_path: Path) -> None:

@@ -421,11 +421,18 @@ class LiveCommand:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None, ""
-            if not select.select([self.responses], [], [], min(remaining, WATCH_INTERVAL))[0]:
+            try:
+                ready = select.select([self.responses], [], [], min(remaining, WATCH_INTERVAL))[0]
+            except (OSError, ValueError):  # `stop` closed the pipe from another thread (a run ending)
+                return None, ""
+            if not ready:
                 if why := self.stopped(refused):
                     return None, why
                 continue
-            chunk = os.read(self.responses, size - len(data))
+            try:
+                chunk = os.read(self.responses, size - len(data))
+            except OSError:  # (closed as above)
+                return None, ""
             if not chunk:
                 return None, ""
             data += chunk
