@@ -1,0 +1,105 @@
+"""The time of one warm test run, this tree against another, alternating: a finer A/B than a
+whole `gi run` for a change to the warm path.
+
+python benchmarks/warm_runs.py --baseline PATH [--rounds 3] [--runs 100] [--tests-python PYTHON]
+
+PATH is another checkout of gi (`git archive HEAD | tar -x -C /tmp/before`). Each round starts,
+for each tree in turn, a process with that tree first on PYTHONPATH that makes one warm pool
+(one worker, in the sandbox, the options `gi run` gives pytest for this interpreter) for
+benchmarks/programs/parcel, runs its original and four variants once each, then `--runs` runs
+cycling through them (three of the five fail tests, as most of a search's variants do), and
+prints the mean and median milliseconds of `WarmPool.run_tests`: the request, the worker's
+child, the report. The ratio is the baseline's mean over this tree's, by round; the load is
+printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TREE = HERE.parent
+PROGRAM = HERE / "programs" / "parcel"
+
+#: parcel.py's original and four variants: (text to replace, replacement).
+EDITS = [
+    ("", ""),
+    ('return "letter"', 'return "small"'),
+    ("price += extra * 1.1", "price += extra * 1.2"),
+    ("if weight < 0:", "if weight < -1:"),
+    ('    if sides[0] <= 0:  # the same check again\n        raise ValueError("every side must be positive")\n', ""),
+]
+
+
+def measure(runs: int, python: str) -> dict[str, float]:
+    """In a process with one tree's gi: the milliseconds of `runs` warm runs."""
+    from gi.engine.project import pytest_setup
+    from gi.engine.sandbox.limits import Limits
+    from gi.engine.warm import WarmPool
+    from gi.model.program import Program
+
+    program = Program.load(PROGRAM, ["parcel.py"])
+    original = program.sources["parcel.py"]
+    variants = [original.replace(old, new, 1) if old else original for old, new in EDITS]
+    setup, interpreter = pytest_setup(program, Path(python))
+    limits = Limits(read_only=tuple(Path(folder) for folder in interpreter.folders))
+    pool = WarmPool(program, limits, 1, setup=setup)
+    seconds = []
+    try:
+        for index in range(len(variants) + runs):
+            started = time.perf_counter()
+            pool.run_tests({"parcel.py": variants[index % len(variants)]}, ["tests"], timeout=60, limits={},
+                           default_limit=0)  # fmt: skip
+            if index >= len(variants):  # the first of each: the worker's start, its caches
+                seconds.append(time.perf_counter() - started)
+    finally:
+        pool.close()
+    return {"mean": 1000 * statistics.mean(seconds), "median": 1000 * statistics.median(seconds)}
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--measure"]:
+        print(json.dumps(measure(int(sys.argv[2]), sys.argv[3])))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], usage=__doc__.split("\n\n")[1])
+    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code to compare against")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--tests-python", default=sys.executable, help="the interpreter the tests run in")
+    args = parser.parse_args()
+    trees = {"before": args.baseline.resolve(), "after": TREE}
+    print(f"parcel, {args.runs} warm runs a round, 1 worker; {load()}")
+    print("round  first   before mean/median ms   after mean/median ms   ratio")
+    ratios = []
+    for round_ in range(1, args.rounds + 1):
+        order = ["before", "after"] if round_ % 2 else ["after", "before"]
+        means: dict[str, dict[str, float]] = {}
+        for name in order:
+            env = {**os.environ, "PYTHONPATH": str(trees[name])}
+            command = [sys.executable, __file__, "--measure", str(args.runs), args.tests_python]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"the runs with {trees[name]} failed:\n{done.stderr[-2000:]}")
+            means[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        ratio = means["before"]["mean"] / means["after"]["mean"]
+        ratios.append(ratio)
+        before, after = means["before"], means["after"]
+        print(f"{round_:>5}  {order[0]:<6}  {before['mean']:>9.1f} / {before['median']:<9.1f}"
+              f"  {after['mean']:>9.1f} / {after['median']:<9.1f}  {ratio:>5.2f}x")  # fmt: skip
+    print(f"median {statistics.median(ratios):.2f}x; {load()} at the end")
+
+
+if __name__ == "__main__":
+    main()
