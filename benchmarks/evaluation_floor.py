@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,10 @@ def load() -> str:
     return f"load {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
-def config_text(program: str, output: Path, seed: int, workers: int, generations: int, population: int) -> str:
-    """experiments/grading.toml for `program`, with the run's seed, workers and size."""
+def config_text(program: str, output: Path, seed: int, workers: int, generations: int, population: int,
+                tests_python: str | None = None) -> str:  # fmt: skip
+    """experiments/grading.toml for `program`, with the run's seed, workers and size (and the
+    interpreter its tests run in, `program.python`, when given)."""
     root, file = PROGRAMS[program]
     text = (TREE / "experiments" / "grading.toml").read_text(encoding="utf-8")
     replaced = {
@@ -67,6 +70,8 @@ def config_text(program: str, output: Path, seed: int, workers: int, generations
         "population = 20": f"population = {population}",
         "generations = 10": f"generations = {generations}",
     }
+    if tests_python is not None:
+        replaced["[program]\n"] = f"[program]\npython = {json.dumps(tests_python)}\n"
     for old, new in replaced.items():
         if old not in text:
             raise SystemExit(f"experiments/grading.toml no longer says {old!r}: update {__file__}")
@@ -77,12 +82,23 @@ def config_text(program: str, output: Path, seed: int, workers: int, generations
 def gi_run(tree: Path, program: str, seed: int, workers: int, args: argparse.Namespace, *,
            breakdown: bool = False) -> dict[str, Any]:  # fmt: skip
     """One `gi run` with `tree`'s code in a process of its own (benchmarks/floor_probe.py)."""
+    python = args.baseline_python if tree == args.baseline.resolve() and args.baseline_python else sys.executable
+
+    def text(folder: Path) -> str:
+        return config_text(program, folder / "runs", seed, workers, args.generations, args.population)
+
+    return probe_run(tree, str(python), program, text, breakdown=breakdown)
+
+
+def probe_run(tree: Path, python: str, program: str, text: Callable[[Path], str], *,
+              breakdown: bool = False) -> dict[str, Any]:  # fmt: skip
+    """`gi run` of the config `text(folder)` gives, with `tree`'s code in `python`, in a folder of
+    its own (benchmarks/floor_probe.py): its result, and its folder."""
     folder = Path(tempfile.mkdtemp(prefix=f"gi-floor-{program}-"))
     config = folder / "gi.toml"
-    config.write_text(config_text(program, folder / "runs", seed, workers, args.generations, args.population))
+    config.write_text(text(folder))
     out = folder / "result.json"
-    python = args.baseline_python if tree == args.baseline.resolve() and args.baseline_python else sys.executable
-    command = [str(python), str(HERE / "floor_probe.py"), str(config), str(out)]
+    command = [python, str(HERE / "floor_probe.py"), str(config), str(out)]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run([*command, *(["--breakdown"] if breakdown else [])], env=env, capture_output=True,
                           text=True, check=False)  # fmt: skip

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import os
 import re
 import shutil
 import statistics
@@ -49,7 +47,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from evaluation_floor import PROGRAMS, TREE, config_text, load  # noqa: E402  (a sibling script)
+from evaluation_floor import PROGRAMS, TREE, config_text, load, probe_run  # noqa: E402  (a sibling script)
 
 #: Magpie's statement operators, its counterparts of gi's classic ones.
 EDITS = ("XmlNodeDeletion<stmt>", "XmlNodeReplacement<stmt>", "XmlNodeInsertion<stmt,block>")
@@ -129,19 +127,13 @@ def magpie_run(magpie: Path, runner: str, program: str, seed: int, evaluations: 
 def gi_run(program: str, seed: int, evaluations: int, population: int, python: str) -> dict[str, Any]:
     """One `gi run` of this tree on `program`, 1 worker, its tests in `python`
     (benchmarks/floor_probe.py, which times the search)."""
-    folder = Path(tempfile.mkdtemp(prefix=f"gi-magpie-gi-{program}-"))
     generations = max(0, round(evaluations / population) - 1)
-    config = folder / "gi.toml"
-    text = config_text(program, folder / "runs", seed, 1, generations, population)
-    config.write_text(text.replace("[program]\n", f"[program]\npython = {json.dumps(python)}\n", 1), encoding="utf-8")
-    out = folder / "result.json"
-    done = subprocess.run([sys.executable, str(HERE / "floor_probe.py"), str(config), str(out)],
-                          env={**os.environ, "PYTHONPATH": str(TREE)}, capture_output=True, text=True,
-                          check=False)  # fmt: skip
-    if done.returncode != 0 or not out.exists():
-        raise SystemExit(f"gi run failed on {program}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    shutil.rmtree(folder, ignore_errors=True)
+
+    def text(folder: Path) -> str:
+        return config_text(program, folder / "runs", seed, 1, generations, population, tests_python=python)
+
+    result = probe_run(TREE, sys.executable, program, text)
+    shutil.rmtree(result["folder"], ignore_errors=True)
     return {"runs": result["evaluations"], "search_seconds": result["search_seconds"],
             "wall_seconds": result["wall_seconds"]}  # fmt: skip
 

@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TREE = HERE.parent
-PROGRAM = HERE / "programs" / "parcel"
+sys.path.insert(0, str(HERE))
+from evaluation_floor import PROGRAMS, TREE, load  # noqa: E402  (a sibling script)
+
+PROGRAM = PROGRAMS["parcel"][0]
 
 #: parcel.py's original and four variants: (text to replace, replacement).
 EDITS = [
@@ -62,11 +64,6 @@ def measure(runs: int, python: str) -> dict[str, float]:
     finally:
         pool.close()
     return {"mean": 1000 * statistics.mean(seconds), "median": 1000 * statistics.median(seconds)}
-
-
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
 def main() -> None:
