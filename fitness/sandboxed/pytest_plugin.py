@@ -247,6 +247,24 @@ def _registry(config: pytest.Config) -> dict[str, object]:
     return found
 
 
+def _snapshot(config: pytest.Config) -> list[object]:
+    """What `_registry` describes, as one flat list (each hook's name, caller and number of
+    implementations before them): two equal snapshots are two equal registries, and comparing
+    them (item by item, by identity first) is what each check of an unchanged registry costs."""
+    manager = config.pluginmanager
+    flat: list[object] = [config.hook, manager.hook, getattr(manager, "_inner_hookexec", None), sys.gettrace(),
+                          sys.getprofile()]  # fmt: skip
+    for name, caller in vars(manager.hook).items():
+        implementations = getattr(caller, "get_hookimpls", None)
+        if implementations is not None:
+            impls = implementations()
+            flat += (name, caller, len(impls))
+            for impl in impls:
+                function = impl.function
+                flat += (impl.plugin, function, getattr(function, "__code__", None))
+    return flat
+
+
 def _a_conftest(plugin: object, root: str) -> bool:
     """Whether `plugin` is a conftest.py of the project that pytest collected (registered while
     the session runs, by right)."""
@@ -326,12 +344,15 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         """The machinery as frozen at the start of the session, but for conftest.py files."""
         if not frozen or tampering:
             return
-        now = _registry(frozen["config"])
-        changed = _changes(frozen["registry"], now, frozen["root"])
         replaced = [name for name, function in _machinery().items() if function != loaded[name]]
+        snapshot = _snapshot(frozen["config"])
+        changed: list[str] = []
+        if snapshot != frozen["snapshot"]:  # (else the registry is the one described last)
+            now = _registry(frozen["config"])
+            changed = _changes(frozen["registry"], now, frozen["root"])
+            frozen.update(registry=now, snapshot=snapshot)
         if changed or replaced:
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
-        frozen["registry"] = now
 
     def limit_of(item: pytest.Item) -> float:
         return test_limits.get(item.nodeid, default_limit)
@@ -360,7 +381,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             frozen["found"] = found
             sys.setprofile(watch)
         frozen.update(config=session.config, root=root)
-        frozen["registry"] = _registry(session.config)
+        frozen.update(registry=_registry(session.config), snapshot=_snapshot(session.config))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -144,6 +144,46 @@ for thing in getattr(sys, "mod" + "ules")["g" + "c"].get_objects():
         thing.pluginmanager.register(Hooks(), "forger")
         break
 """,
+    # Two that leave every hook's number of implementations as it was: the plugin's check of
+    # pytest's machinery compares each implementation's function and code, not only the list.
+    "swap the code of a hook implementation pytest registered": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+def forged(item, call):
+    report = yield
+    if report.outcome == "failed":
+        call.excinfo = None
+        report.outcome = "passed"
+        report.longrepr = None
+    return report
+
+skipping = getattr(sys, "mod" + "ules")["_py" + "test.skipping"]
+skipping.pytest_runtest_makereport.__code__ = forged.__code__
+""",
+    "replace the function of a hook implementation in place": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+def forged(item, call):
+    report = yield
+    if report.outcome == "failed":
+        call.excinfo = None
+        report.outcome = "passed"
+        report.longrepr = None
+    return report
+
+frame = getattr(sys, "_get" + "frame")()  # up to pytest's session, which is importing this
+while "session" not in frame.f_locals:
+    frame = frame.f_back
+for impl in frame.f_locals["session"].config.pluginmanager.hook.pytest_runtest_makereport.get_hookimpls():
+    if getattr(impl.plugin, "__name__", "") == "_py" + "test.skipping":
+        impl.function = forged
+""",
     "write a conftest.py that marks every test passed": """\
 import pathlib
 
