@@ -29,6 +29,7 @@ import json
 import os
 import select
 import signal
+import sysconfig
 import time
 import types
 from collections.abc import Callable
@@ -300,11 +301,13 @@ class Places(NamedTuple):
     runner: types.CodeType
 
 
+#: The standard library's folder, found once (a warm worker's children each asked again).
+_STANDARD_LIBRARY = sysconfig.get_paths()["stdlib"] + os.sep
+
+
 def machinery_places(*plugin_files: str) -> Places:
     """Where pytest's, pluggy's and gi's plugin's code lives (`plugin_files`: the plugin's), and
     the rest of `Places`."""
-    import sysconfig
-
     import _pytest
     import pluggy
     from _pytest.runner import CallInfo
@@ -312,7 +315,7 @@ def machinery_places(*plugin_files: str) -> Places:
     folders = (os.path.dirname(module.__file__) + os.sep for module in (pytest, _pytest, pluggy) if module.__file__)
     ours = (__file__, *plugin_files)
     runner = getattr(CallInfo.from_call, "__func__", CallInfo.from_call).__code__
-    return Places((*folders, *ours), ours, ("<", sysconfig.get_paths()["stdlib"] + os.sep), runner)
+    return Places((*folders, *ours), ours, ("<", _STANDARD_LIBRARY), runner)
 
 
 #: Code compiled from text that is the test's own, not run on behalf of its caller: a doctest's

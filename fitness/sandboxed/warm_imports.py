@@ -332,6 +332,20 @@ def warm_source_lookups(files: Iterable[str]) -> None:
         linecache.getlines(file)
 
 
+def warm_collection_patterns(config: Any) -> None:
+    """Compile, once here, the patterns pytest's collection matches each folder and file against
+    (`norecursedirs`, `python_files`): `fnmatch` caches a pattern's regular expression, which
+    each child would otherwise compile anew."""
+    import fnmatch
+
+    for option in ("norecursedirs", "python_files"):
+        with contextlib.suppress(Exception):  # another pytest, without the option
+            for pattern in map(str, config.getini(option)):
+                fnmatch.fnmatch("", pattern)
+                if os.sep in pattern and not os.path.isabs(pattern):  # as pytest's fnmatch_ex takes it
+                    fnmatch.fnmatch("", f"*{os.sep}{pattern}")
+
+
 def _is_rewritten(name: str) -> bool:
     """A file pytest's assertion rewriter rewrites by default: a test module or a conftest.py."""
     return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))

@@ -25,7 +25,8 @@ written in the sandbox; gi's plugin alone was a third of a small suite's child).
 also imports gi's plugin itself, deferred: each child has it read its own key and plan and make
 its hooks (`activate_report_plugin`) before pytest loads it. And it fills once what pytest reads
 to show a failure (the standard library's map of module files, the test modules' lines,
-`warm_source_lookups`), which each failing variant's child built anew. It also watches each
+`warm_source_lookups`), which each failing variant's child built anew, and the patterns pytest's
+collection matches files and folders against (`warm_collection_patterns`). It also watches each
 child's per-test deadlines itself (`WorkerWatch`), so no child forks a watchdog.
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
@@ -48,7 +49,7 @@ finds nothing of this one), and answers with the exit status, the tails of stdou
 and the signed report, exactly what gi reads from a cold run. It needs only the standard
 library and pytest. What it imports and compiles once, and how a child imports its variant
 (`preload`, `CompiledOriginals`, `cache_rewrites`, `import_deferred`, `warm_source_lookups`,
-`VariantFinder`, `serve_spawned`), is
+`warm_collection_patterns`, `VariantFinder`, `serve_spawned`), is
 warm_imports.py, which gi installs beside it as gi_warm_imports.py.
 """
 
@@ -85,6 +86,7 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
         serve_spawned,
         started_without_variant,
         tool_files,
+        warm_collection_patterns,
         warm_source_lookups,
     )
 else:  # a workspace's tools folder, where gi copies it beside this file
@@ -96,11 +98,8 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
     serve_compiled_originals, serve_spawned = _imports.serve_compiled_originals, _imports.serve_spawned
     started_without_variant = _imports.started_without_variant
-    REWRITTEN, import_deferred, warm_source_lookups = (
-        _imports.REWRITTEN,
-        _imports.import_deferred,
-        _imports.warm_source_lookups,
-    )
+    REWRITTEN, import_deferred = _imports.REWRITTEN, _imports.import_deferred
+    warm_collection_patterns, warm_source_lookups = _imports.warm_collection_patterns, _imports.warm_source_lookups
 
 OUTPUT_BYTES = 256 * 1024
 CHANNEL_BYTES = 8 * 1024 * 1024
@@ -255,6 +254,7 @@ class Prepared:
             if config.pluginmanager.has_plugin("hypothesispytest"):
                 with contextlib.suppress(Exception):
                     importlib.import_module("hypothesis")
+            warm_collection_patterns(config)
             # Capturing is started afresh in each child: its files must be the child's own.
             config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
             prepared = Session(config, session, stdio_duplicates())
