@@ -296,6 +296,23 @@ def _changes(before: dict[str, object], after: dict[str, object], root: str) -> 
     return changed
 
 
+def _tell_inspect_module_files(items: list[pytest.Item], project_modules: dict[str, str]) -> None:
+    """Record in `inspect`'s map from files to module names the collected test modules and the
+    project's imported modules, as its lookup by file would on a miss: a failure's report looks
+    up the module of each of its frames by file, and a miss goes through every imported module
+    (in a warm worker's child, writing to memory the worker shares with it)."""
+    import inspect
+
+    modules = {getattr(item, "module", None) for item in items}
+    modules.update(sys.modules.get(name) for name in project_modules)
+    for module in modules:
+        if not isinstance(module, types.ModuleType) or sys.modules.get(module.__name__) is not module:
+            continue
+        if isinstance(getattr(module, "__file__", None), str):
+            path = inspect.getabsfile(module)
+            inspect.modulesbyfile[path] = inspect.modulesbyfile[os.path.realpath(path)] = module.__name__
+
+
 # --- the hooks -----------------------------------------------------------------------------------
 
 
@@ -399,6 +416,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
 
     def pytest_collection_finish(session: pytest.Session) -> None:
         check("collection")
+        _tell_inspect_module_files(session.items, project_modules)
         write({"collected": [item.nodeid for item in session.items if id(item) not in canaries]})
 
     @pytest.hookimpl(tryfirst=True)

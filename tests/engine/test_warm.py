@@ -308,6 +308,44 @@ def test_a_failing_variants_report_is_the_cold_runs_with_the_workers_lookups_fil
         assert warm_run.failures == cold_run.failures
 
 
+LOOKS_ITSELF_UP = """\
+import inspect
+import sys
+
+import calc
+
+
+def test_answer():
+    assert calc.answer() == 2
+
+
+def test_the_modules_of_its_frames():
+    assert inspect.getmodule(inspect.currentframe()) is sys.modules[__name__]
+    assert inspect.getmodule(calc.answer.__code__) is calc
+"""
+
+
+def test_a_test_looking_up_modules_by_file_after_a_failure_finds_its_own(tmp_path: Path) -> None:
+    """gi's plugin records the collected test modules and the project's modules in `inspect`'s
+    map from files to modules (a failure's report looks its frames' modules up there): a test
+    that looks a module up by one of its frames or functions' code finds what it imported, cold
+    and warm, after another test failed."""
+    project = tmp_path / "lookups"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(LOOKS_ITSELF_UP)
+    expected = {
+        "tests/test_calc.py::test_answer": "failed",
+        "tests/test_calc.py::test_the_modules_of_its_frames": "passed",
+    }
+    with workspace(project, {}) as space:
+        cold = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
+        warm = pool.run_tests({"calc.py": FAILING_VARIANTS[0].replace("helper() + 1", "1")}, ["tests"], timeout=60,
+                              limits={}, default_limit=0)  # fmt: skip
+    assert cold.outcomes == warm.outcomes == expected, (cold.failures, warm.failures)
+
+
 IN_C_CODE = """\
 def test_quick():
     assert True
