@@ -199,7 +199,14 @@ class Session:
         for descriptor, standard in self.duplicates.items():
             os.dup2(standard, descriptor)
         manager = self.config.pluginmanager
-        manager.import_plugin(REPORT_PLUGIN)
+        # What `import_plugin` does for the plugin the worker imported, but for marking it for
+        # assertion rewriting, which the worker did (`Prepared`) and which in each child went
+        # through the name of every module imported.
+        plugin = sys.modules.get(REPORT_PLUGIN)
+        if plugin is None:  # the worker could not import it: the child does
+            manager.import_plugin(REPORT_PLUGIN)
+        elif not manager.is_blocked(REPORT_PLUGIN) and manager.get_plugin(REPORT_PLUGIN) is None:
+            manager.register(plugin, REPORT_PLUGIN)
         capture = manager.getplugin("capturemanager")
         capture.start_global_capturing()
         capture.suspend_global_capture()  # as pytest leaves it after its start-up
@@ -255,6 +262,7 @@ class Prepared:
                 with contextlib.suppress(Exception):
                     importlib.import_module("hypothesis")
             warm_collection_patterns(config)
+            config.pluginmanager.rewrite_hook.mark_rewrite(REPORT_PLUGIN)  # (see `Session.join`)
             # Capturing is started afresh in each child: its files must be the child's own.
             config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
             prepared = Session(config, session, stdio_duplicates())
