@@ -45,7 +45,7 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -231,26 +231,11 @@ def _machinery() -> dict[str, object]:
     return found
 
 
-def _registry(config: pytest.Config) -> dict[str, object]:
-    """Every hook's implementations in order, by their functions and code; the relay, the hook
-    executor, the tracer and the profiler."""
-    manager = config.pluginmanager
-    found: dict[str, object] = {
-        " relay": (config.hook, manager.hook, getattr(manager, "_inner_hookexec", None)),
-        " tracing": (sys.gettrace(), sys.getprofile()),
-    }
-    for name, caller in vars(manager.hook).items():
-        if hasattr(caller, "get_hookimpls"):
-            impls = caller.get_hookimpls()
-            found[name] = (caller, tuple((impl.plugin, impl.function, getattr(impl.function, "__code__", None))
-                                         for impl in impls))  # fmt: skip
-    return found
-
-
 def _snapshot(config: pytest.Config) -> list[object]:
-    """What `_registry` describes, as one flat list (each hook's name, caller and number of
-    implementations before them): two equal snapshots are two equal registries, and comparing
-    them (item by item, by identity first) is what each check of an unchanged registry costs."""
+    """pytest's hook registry as one flat list: the relay and the hook executor, the tracer and
+    the profiler, then each hook's name, caller and number of implementations, followed by each
+    implementation's plugin, function and code, in order. Comparing two (item by item, by
+    identity first) is what each check of an unchanged registry costs; `_registry` reads one."""
     manager = config.pluginmanager
     flat: list[object] = [config.hook, manager.hook, getattr(manager, "_inner_hookexec", None), sys.gettrace(),
                           sys.getprofile()]  # fmt: skip
@@ -263,6 +248,20 @@ def _snapshot(config: pytest.Config) -> list[object]:
                 function = impl.function
                 flat += (impl.plugin, function, getattr(function, "__code__", None))
     return flat
+
+
+def _registry(snapshot: list[object]) -> dict[str, object]:
+    """The registry a snapshot lists, by hook name (" relay", " tracing" for the rest), each hook
+    as its caller and its implementations' (plugin, function, code)."""
+    found: dict[str, object] = {" relay": tuple(snapshot[:3]), " tracing": tuple(snapshot[3:5])}
+    position = 5
+    while position < len(snapshot):
+        name, caller, count = snapshot[position : position + 3]
+        end = position + 3 + 3 * cast(int, count)
+        listed = snapshot[position + 3 : end]
+        found[str(name)] = (caller, tuple(zip(listed[0::3], listed[1::3], listed[2::3], strict=True)))
+        position = end
+    return found
 
 
 def _a_conftest(plugin: object, root: str) -> bool:
@@ -364,10 +363,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         replaced = [name for name, function in _machinery().items() if function != loaded[name]]
         snapshot = _snapshot(frozen["config"])
         changed: list[str] = []
-        if snapshot != frozen["snapshot"]:  # (else the registry is the one described last)
-            now = _registry(frozen["config"])
-            changed = _changes(frozen["registry"], now, frozen["root"])
-            frozen.update(registry=now, snapshot=snapshot)
+        if snapshot != frozen["snapshot"]:
+            changed = _changes(_registry(frozen["snapshot"]), _registry(snapshot), frozen["root"])
+            frozen["snapshot"] = snapshot
         if changed or replaced:
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
 
@@ -398,7 +396,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             frozen["found"] = found
             sys.setprofile(watch)
         frozen.update(config=session.config, root=root)
-        frozen.update(registry=_registry(session.config), snapshot=_snapshot(session.config))
+        frozen["snapshot"] = _snapshot(session.config)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
