@@ -7,7 +7,8 @@ PATH is another checkout of gi (`git archive HEAD | tar -x -C /tmp/before`). Eac
 for each tree in turn, a process with that tree first on PYTHONPATH that makes one warm pool
 (one worker, in the sandbox, the options `gi run` gives pytest for this interpreter) for
 benchmarks/programs/parcel, runs its original and four variants once each, then `--runs` runs
-cycling through them (three of the five fail tests, as most of a search's variants do), and
+cycling through them (three of the five fail tests, as most of a search's variants do; each test
+under `evaluation.test_timeout`'s default limit, as in a run), and
 prints the mean and median milliseconds of `WarmPool.run_tests`: the request, the worker's
 child, the report. The ratio is the baseline's mean over this tree's, by round; the load is
 printed beside it.
@@ -42,6 +43,7 @@ EDITS = [
 
 def measure(runs: int, python: str) -> dict[str, float]:
     """In a process with one tree's gi: the milliseconds of `runs` warm runs."""
+    from gi.engine.evaluation_settings import EvaluationSettings
     from gi.engine.project import pytest_setup
     from gi.engine.sandbox.limits import Limits
     from gi.engine.warm import WarmPool
@@ -53,12 +55,13 @@ def measure(runs: int, python: str) -> dict[str, float]:
     setup, interpreter = pytest_setup(program, Path(python))
     limits = Limits(read_only=tuple(Path(folder) for folder in interpreter.folders))
     pool = WarmPool(program, limits, 1, setup=setup)
+    limit = EvaluationSettings(train=("tests",)).test_timeout  # every test timed, as in a run
     seconds = []
     try:
         for index in range(len(variants) + runs):
             started = time.perf_counter()
             pool.run_tests({"parcel.py": variants[index % len(variants)]}, ["tests"], timeout=60, limits={},
-                           default_limit=0)  # fmt: skip
+                           default_limit=limit)  # fmt: skip
             if index >= len(variants):  # the first of each: the worker's start, its caches
                 seconds.append(time.perf_counter() - started)
     finally:

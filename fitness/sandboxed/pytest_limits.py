@@ -71,7 +71,10 @@ class Timer:
     a sleeping or blocked test as an alarm would.
 
     Its state is one tuple swapped whole, and a pipe wakes the thread, so neither side ever
-    waits on a lock the other may hold when the signal lands."""
+    waits on a lock the other may hold when the signal lands. The pipe is written only when the
+    thread would otherwise wake too late (it waits for no deadline, or a later one): a test that
+    ends leaves it waiting for its deadline, which the next test's normally follows, so a run of
+    tests wakes it about once, not twice a test, each time taking the interpreter from them."""
 
     def __init__(self) -> None:
         self._pid = -1
@@ -82,31 +85,35 @@ class Timer:
         self._tests = 0
         #: The test number whose deadline the thread signalled last.
         self._fired = -1
+        #: The deadline the thread waits for (None: none, until woken).
+        self._waiting_for: float | None = None
 
     def start(self, seconds: float, expire: Callable[[types.FrameType | None], None]) -> None:
         """Time a test: `expire(frame)` runs in the main thread `seconds` from now."""
         if self._pid != os.getpid():  # the first test, or a process forked since: a thread of its own
             self._pid, self._main = os.getpid(), _thread.get_ident()
             self._wake = os.pipe()
+            self._waiting_for = None
             signal.signal(TIMER_SIGNAL, self._signalled)
             _thread.start_new_thread(self._watch, ())
         self._tests += 1
-        self._armed = (self._tests, time.monotonic() + seconds, expire)
-        self._poke()
+        self._arm((self._tests, time.monotonic() + seconds, expire))
 
     def again(self, seconds: float) -> None:
         """Signal the same test once more, `seconds` from now (called from `expire`)."""
         armed = self._armed
         if armed is not None:
-            self._armed = (armed[0], time.monotonic() + seconds, armed[2])
-            self._poke()
+            self._arm((armed[0], time.monotonic() + seconds, armed[2]))
 
     def stop(self) -> None:
+        """The test ended: the thread finds no test armed at the deadline it waits for."""
         self._armed = None
-        self._poke()
 
-    def _poke(self) -> None:
-        os.write(self._wake[1], b".")
+    def _arm(self, armed: tuple[int, float, Callable[[types.FrameType | None], None]]) -> None:
+        self._armed = armed
+        waiting_for = self._waiting_for
+        if waiting_for is None or armed[1] < waiting_for:
+            os.write(self._wake[1], b".")
 
     def _signalled(self, signum: int, frame: types.FrameType | None) -> None:
         armed = self._armed
@@ -117,7 +124,10 @@ class Timer:
         signalled = None
         while True:
             armed = self._armed
-            wait = None if armed is None or armed is signalled else max(0.0, armed[1] - time.monotonic())
+            deadline = self._waiting_for = None if armed is None or armed is signalled else armed[1]
+            if self._armed is not armed:  # armed meanwhile, seeing the deadline waited for before
+                continue
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             if select.select([self._wake[0]], [], [], wait)[0]:
                 os.read(self._wake[0], 4096)
                 continue
@@ -168,9 +178,15 @@ def start_watchdog(descriptor: int, write: Writer) -> Callable[[dict[str, Any]],
 
 def teller(descriptor: int) -> Callable[[dict[str, Any]], None]:
     """How to tell a watchdog of each test (see `start_watchdog`): JSON lines on `descriptor`, to
-    the watchdog process, or to the warm worker that watches its child (`WorkerWatch`)."""
+    the watchdog process, or to the warm worker that watches its child (`WorkerWatch`). An end
+    told while nothing is armed (a test's protocol ends just after its last report) is not sent:
+    the watchdog knows."""
+    armed = [False]
 
     def send(message: dict[str, Any]) -> None:
+        if not message and not armed[0]:
+            return
+        armed[0] = bool(message)
         data = (json.dumps(message) + "\n").encode()
         while data:
             data = data[os.write(descriptor, data) :]
