@@ -8,8 +8,8 @@ line to stderr, `GI-FLOOR-TIMES {json}`, which the benchmark takes out of the ru
 before gi reads it:
 
 - fork0, fork1: the warm worker's fork of this child (before, in the worker; after, in the child);
-- plugin0, plugin1: the import of gi's plugin (in a warm worker's child, from its activation,
-  the worker having imported it, to pytest loading it);
+- plugin0, plugin1: the import of gi's plugin, to pytest registering it (in a warm worker's
+  child, from its activation, the worker having imported it);
 - configure0, session0, collect0, collect1, loop0, loop1, finish0, end: pytest's configuration,
   session start, collection, test loop and session end;
 - calls: the seconds of the tests' own code (the call phase of each test);
@@ -127,22 +127,23 @@ _time_activation()
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """Time the import of gi's plugin, where the warm worker's child imports it itself, and
-    then its hooks."""
+    """Note the start of gi's plugin's import, where a child imports it itself (a cold run)."""
     importing = pluginmanager.import_plugin
 
     def import_plugin(name: str, consider_entry_points: bool = False) -> None:
-        if name != GI_PLUGIN:
-            return importing(name, consider_entry_points)
-        if "plugin0" not in _times:  # (not activated first, in a warm child)
+        if name == GI_PLUGIN and "plugin0" not in _times:  # (not activated first, in a warm child)
             _note("plugin0")
-        try:
-            return importing(name, consider_entry_points)
-        finally:
-            _note("plugin1")
-            _time_gi_hooks(pluginmanager)
+        return importing(name, consider_entry_points)
 
     pluginmanager.import_plugin = import_plugin  # type: ignore[method-assign]
+
+
+def pytest_plugin_registered(plugin: object, plugin_name: str, manager: pytest.PytestPluginManager) -> None:
+    """The end of gi's plugin's import: pytest registered it (a warm child registers the plugin
+    its worker imported); then its hooks are timed."""
+    if plugin_name == GI_PLUGIN:
+        _note("plugin1")
+        _time_gi_hooks(manager)
 
 
 @pytest.hookimpl(tryfirst=True)
