@@ -206,6 +206,10 @@ def print_breakdown(program: str, runs: dict[str, dict[str, Any]]) -> None:
                        ("cold", "cold runs (held-out tests)")):  # fmt: skip
         cpu = [1000 * runs[label]["cpu"][part] / max(1, runs[label]["evaluations"]) for label in labels]
         print(f"{'  CPU ms: ' + name:<67}" + "".join(f"{value:>16.1f}" for value in cpu))
+    faults = [statistics.median([child.get("faults", 0) for child in runs[label]["children"]] or [0])
+              for label in labels]  # fmt: skip
+    print(f"{'  page faults in a test run (median; a warm child: since its fork)':<67}"
+          + "".join(f"{value:>16.0f}" for value in faults))  # fmt: skip
     walls = [1000 * runs[label]["search_seconds"] / max(1, runs[label]["evaluations"]) for label in labels]
     print(f"{'  wall per evaluation (the search over its evaluations)':<67}"
           + "".join(f"{value:>16.1f}" for value in walls))  # fmt: skip

@@ -13,7 +13,9 @@ before gi reads it:
 - configure0, session0, collect0, collect1, loop0, loop1, finish0, end: pytest's configuration,
   session start, collection, test loop and session end;
 - calls: the seconds of the tests' own code (the call phase of each test);
-- gi: the seconds spent in gi's plugin's hooks (its records, signatures and checks), by phase.
+- gi: the seconds spent in gi's plugin's hooks (its records, signatures and checks), by phase;
+- faults: the minor page faults of the process so far, at its end (in a warm child: since its
+  fork, mostly its first writes to memory it shares with the worker, copied then).
 
 All times are time.perf_counter() (the monotonic clock, the same in every process of the
 machine). Needs the standard library and pytest only; nothing of gi's.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable, Generator
@@ -191,6 +194,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     _note("end")
+    _times["faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     line = (MARKER + json.dumps(_times) + "\n").encode()
     while line:
         line = line[os.write(2, line) :]
