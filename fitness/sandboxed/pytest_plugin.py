@@ -40,6 +40,7 @@ import hashlib
 import hmac
 import importlib
 import json
+import operator
 import os
 import sys
 import time
@@ -234,8 +235,8 @@ def _machinery() -> dict[str, object]:
 def _snapshot(config: pytest.Config) -> list[object]:
     """pytest's hook registry as one flat list: the relay and the hook executor, the tracer and
     the profiler, then each hook's name, caller and number of implementations, followed by each
-    implementation's plugin, function and code, in order. Comparing two (item by item, by
-    identity first) is what each check of an unchanged registry costs; `_registry` reads one."""
+    implementation's plugin, function and code, in order. Comparing two item by item, by
+    identity, is what each check of an unchanged registry costs; `_registry` reads one."""
     manager = config.pluginmanager
     flat: list[object] = [config.hook, manager.hook, getattr(manager, "_inner_hookexec", None), sys.gettrace(),
                           sys.getprofile()]  # fmt: skip
@@ -279,17 +280,27 @@ def _a_conftest(plugin: object, root: str) -> bool:
     )
 
 
+def _same(before: object, after: object) -> bool:
+    """Whether two parts of pytest's machinery as gi's plugin recorded them hold the very same
+    objects: by identity, never by `==`, since code under test may put there an object that says
+    it equals anything (the tuples are the plugin's own)."""
+    if type(before) is tuple and type(after) is tuple:
+        return len(before) == len(after) and all(map(_same, before, after))
+    return before is after
+
+
 def _changes(before: dict[str, object], after: dict[str, object], root: str) -> list[str]:
     """What differs between two registries, but for implementations conftest.py files added."""
     changed = []
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
-        if old == new:
+        if _same(old, new):
             continue
         if isinstance(new, tuple) and name[0] != " " and (old is None or (isinstance(old, tuple) and old[0] is new[0])):
-            kept = () if old is None else old[1]
-            added = [impl for impl in new[1] if impl not in kept]
-            if all(_a_conftest(impl[0], root) for impl in added) and [i for i in new[1] if i in kept] == list(kept):
+            kept: tuple[object, ...] = () if old is None else old[1]
+            still = [impl for impl in new[1] if any(_same(impl, was) for was in kept)]
+            added = [impl for impl in new[1] if not any(_same(impl, was) for was in kept)]
+            if all(_a_conftest(impl[0], root) for impl in added) and _same(tuple(still), tuple(kept)):
                 continue  # a conftest.py collected, with a hook of its own or no new one
         changed.append(name.strip())
     return changed
@@ -360,11 +371,11 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         """The machinery as frozen at the start of the session, but for conftest.py files."""
         if not frozen or tampering:
             return
-        replaced = [name for name, function in _machinery().items() if function != loaded[name]]
-        snapshot = _snapshot(frozen["config"])
+        replaced = [name for name, function in _machinery().items() if not _same(function, loaded[name])]
+        snapshot, before = _snapshot(frozen["config"]), frozen["snapshot"]
         changed: list[str] = []
-        if snapshot != frozen["snapshot"]:
-            changed = _changes(_registry(frozen["snapshot"]), _registry(snapshot), frozen["root"])
+        if len(snapshot) != len(before) or not all(map(operator.is_, snapshot, before)):
+            changed = _changes(_registry(before), _registry(snapshot), frozen["root"])
             frozen["snapshot"] = snapshot
         if changed or replaced:
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
