@@ -232,6 +232,50 @@ def _machinery() -> dict[str, object]:
     return found
 
 
+def _call_path(config: pytest.Config) -> list[tuple[object, dict[str, object]]]:
+    """The namespaces of the code between pytest's call of a test's phase and the test function,
+    and of the report made of it, beyond the hooks: pytest's runner, python, nodes and reports
+    modules and their classes on that path, pluggy's caller and hook executor. Replacing any
+    name in them (a test item's `runtest`, `CallInfo.__init__`, a node's `ihook`) can turn a
+    failure into a pass that every later check agrees with."""
+    import pluggy
+    from _pytest import main, nodes, python, reports, runner
+
+    executor = getattr(config.pluginmanager, "_inner_hookexec", None)
+    spaces: list[object] = [runner, python, nodes, reports, sys.modules.get(getattr(executor, "__module__", ""))]
+    spaces += [runner.CallInfo, python.Function, python.PyobjMixin, nodes.Node, nodes.Item, reports.TestReport,
+               reports.BaseReport, main.Session, pluggy.HookCaller, pluggy.HookImpl, pluggy.PluginManager]  # fmt: skip
+    return [(space, vars(space)) for space in spaces if space is not None]
+
+
+def _path_snapshot(path: list[tuple[object, dict[str, object]]]) -> list[object]:
+    """The values of `_call_path`'s namespaces in order, flat, with their sizes, to compare by
+    identity (a name bound anew, added or removed changes a value at its place, or the size)."""
+    flat: list[object] = []
+    for _, names in path:
+        flat.append(len(names))
+        flat += names.values()
+    return flat
+
+
+#: What pytest itself sets on a test item's class when it makes the first item of it (a flag
+#: that keeps a warning from repeating).
+_PYTEST_FLAG = "_pytest_diamond_inheritance_warning_shown"
+
+
+def _path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict[str, object]]) -> list[str]:
+    """The names in `_call_path`'s namespaces bound otherwise than in `before` (copies of them),
+    but for the flag pytest sets itself."""
+    changed = []
+    for (space, names), was in zip(path, before, strict=True):
+        label = getattr(space, "__qualname__", getattr(space, "__name__", "?"))
+        for name in sorted(set(names) | set(was)):
+            now = names.get(name)
+            if now is not was.get(name) and not (name == _PYTEST_FLAG and now is True and name not in was):
+                changed.append(f"{label}.{name}")
+    return changed
+
+
 def _snapshot(config: pytest.Config) -> list[object]:
     """pytest's hook registry as one flat list: the relay and the hook executor, the tracer and
     the profiler, then each hook's name, caller and number of implementations, followed by each
@@ -377,6 +421,10 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         if len(snapshot) != len(before) or not all(map(operator.is_, snapshot, before)):
             changed = _changes(_registry(before), _registry(snapshot), frozen["root"])
             frozen["snapshot"] = snapshot
+        path = _path_snapshot(frozen["path"])
+        if len(path) != len(frozen["path snapshot"]) or not all(map(operator.is_, path, frozen["path snapshot"])):
+            replaced += _path_changes(frozen["path"], frozen["path copies"])
+            frozen["path snapshot"], frozen["path copies"] = path, [dict(names) for _, names in frozen["path"]]
         if changed or replaced:
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
 
@@ -408,6 +456,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             sys.setprofile(watch)
         frozen.update(config=session.config, root=root)
         frozen["snapshot"] = _snapshot(session.config)
+        frozen["path"] = _call_path(session.config)
+        frozen["path snapshot"] = _path_snapshot(frozen["path"])
+        frozen["path copies"] = [dict(names) for _, names in frozen["path"]]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
