@@ -263,7 +263,8 @@ def _path_snapshot(path: list[tuple[object, dict[str, object]]]) -> list[object]
 _PYTEST_FLAG = "_pytest_diamond_inheritance_warning_shown"
 
 
-def _path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict[str, object]]) -> list[str]:
+def _path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict[str, object]],
+                  flag: str = _PYTEST_FLAG) -> list[str]:  # fmt: skip
     """The names in `_call_path`'s namespaces bound otherwise than in `before` (copies of them),
     but for the flag pytest sets itself."""
     changed = []
@@ -271,7 +272,7 @@ def _path_changes(path: list[tuple[object, dict[str, object]]], before: list[dic
         label = getattr(space, "__qualname__", getattr(space, "__name__", "?"))
         for name in sorted(set(names) | set(was)):
             now = names.get(name)
-            if now is not was.get(name) and not (name == _PYTEST_FLAG and now is True and name not in was):
+            if now is not was.get(name) and not (name == flag and now is True and name not in was):
                 changed.append(f"{label}.{name}")
     return changed
 
@@ -324,27 +325,36 @@ def _a_conftest(plugin: object, root: str) -> bool:
     )
 
 
-def _same(before: object, after: object) -> bool:
-    """Whether two parts of pytest's machinery as gi's plugin recorded them hold the very same
-    objects: by identity, never by `==`, since code under test may put there an object that says
-    it equals anything (the tuples are the plugin's own)."""
-    if type(before) is tuple and type(after) is tuple:
-        return len(before) == len(after) and all(map(_same, before, after))
-    return before is after
+def _identity() -> Callable[[object, object], bool]:
+    def same(before: object, after: object) -> bool:
+        if type(before) is tuple and type(after) is tuple:
+            return len(before) == len(after) and all(map(same, before, after))
+        return before is after
+
+    return same
 
 
-def _changes(before: dict[str, object], after: dict[str, object], root: str) -> list[str]:
-    """What differs between two registries, but for implementations conftest.py files added."""
+#: Whether two parts of pytest's machinery as gi's plugin recorded them hold the very same
+#: objects: by identity, never by `==`, since code under test may put there an object that says
+#: it equals anything (the tuples are the plugin's own). A closure, calling itself by its cell.
+_same = _identity()
+
+
+def _changes(before: dict[str, object], after: dict[str, object], root: str,
+             same: Callable[[object, object], bool] = _same,
+             a_conftest: Callable[[object, str], bool] = _a_conftest) -> list[str]:  # fmt: skip
+    """What differs between two registries, but for implementations conftest.py files added
+    (`same` and `a_conftest` bound when the plugin loads, as the hooks bind what they call)."""
     changed = []
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
-        if _same(old, new):
+        if same(old, new):
             continue
         if isinstance(new, tuple) and name[0] != " " and (old is None or (isinstance(old, tuple) and old[0] is new[0])):
             kept: tuple[object, ...] = () if old is None else old[1]
-            still = [impl for impl in new[1] if any(_same(impl, was) for was in kept)]
-            added = [impl for impl in new[1] if not any(_same(impl, was) for was in kept)]
-            if all(_a_conftest(impl[0], root) for impl in added) and _same(tuple(still), tuple(kept)):
+            still = [impl for impl in new[1] if any(same(impl, was) for was in kept)]
+            added = [impl for impl in new[1] if not any(same(impl, was) for was in kept)]
+            if all(a_conftest(impl[0], root) for impl in added) and same(tuple(still), tuple(kept)):
                 continue  # a conftest.py collected, with a hook of its own or no new one
         changed.append(name.strip())
     return changed
@@ -389,9 +399,21 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     worker_watch = int(os.environ.pop("GI_WATCHDOG_FD", "-1"))
     places = time_limits.machinery_places(__file__, checks.__file__)
     place_canaries, audit = checks.place_canaries, checks.audit
+    # What the checks call, bound now, before any project code, as the hooks are: a variant that
+    # rebinds this module's names (or `operator.is_`) changes nothing.
+    machinery, snapshot_of, registry_of, changes_of, same, identical = (
+        _machinery,
+        _snapshot,
+        _registry,
+        _changes,
+        _same,
+        operator.is_,
+    )
+    call_path, path_snapshot, path_changes = _call_path, _path_snapshot, _path_changes
+    tell_inspect = _tell_inspect_module_files
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     selected = _selection()
-    loaded = _machinery()
+    loaded = machinery()
     project_modules = _project_modules()
     timed_out: set[str] = set()
     outcomes: dict[str, str] = {}
@@ -415,15 +437,15 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         """The machinery as frozen at the start of the session, but for conftest.py files."""
         if not frozen or tampering:
             return
-        replaced = [name for name, function in _machinery().items() if not _same(function, loaded[name])]
-        snapshot, before = _snapshot(frozen["config"]), frozen["snapshot"]
+        replaced = [name for name, function in machinery().items() if not same(function, loaded[name])]
+        snapshot, before = snapshot_of(frozen["config"]), frozen["snapshot"]
         changed: list[str] = []
-        if len(snapshot) != len(before) or not all(map(operator.is_, snapshot, before)):
-            changed = _changes(_registry(before), _registry(snapshot), frozen["root"])
+        if len(snapshot) != len(before) or not all(map(identical, snapshot, before)):
+            changed = changes_of(registry_of(before), registry_of(snapshot), frozen["root"])
             frozen["snapshot"] = snapshot
-        path = _path_snapshot(frozen["path"])
-        if len(path) != len(frozen["path snapshot"]) or not all(map(operator.is_, path, frozen["path snapshot"])):
-            replaced += _path_changes(frozen["path"], frozen["path copies"])
+        path = path_snapshot(frozen["path"])
+        if len(path) != len(frozen["path snapshot"]) or not all(map(identical, path, frozen["path snapshot"])):
+            replaced += path_changes(frozen["path"], frozen["path copies"])
             frozen["path snapshot"], frozen["path copies"] = path, [dict(names) for _, names in frozen["path"]]
         if changed or replaced:
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
@@ -455,9 +477,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             frozen["found"] = found
             sys.setprofile(watch)
         frozen.update(config=session.config, root=root)
-        frozen["snapshot"] = _snapshot(session.config)
-        frozen["path"] = _call_path(session.config)
-        frozen["path snapshot"] = _path_snapshot(frozen["path"])
+        frozen["snapshot"] = snapshot_of(session.config)
+        frozen["path"] = call_path(session.config)
+        frozen["path snapshot"] = path_snapshot(frozen["path"])
         frozen["path copies"] = [dict(names) for _, names in frozen["path"]]
 
     @pytest.hookimpl(trylast=True)
@@ -476,7 +498,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
 
     def pytest_collection_finish(session: pytest.Session) -> None:
         check("collection")
-        _tell_inspect_module_files(session.items, project_modules)
+        tell_inspect(session.items, project_modules)
         write({"collected": [item.nodeid for item in session.items if id(item) not in canaries]})
 
     @pytest.hookimpl(tryfirst=True)

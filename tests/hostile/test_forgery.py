@@ -297,6 +297,26 @@ class Relay:
 
 nodes.Node.ihook = property(lambda self: Relay(original.fget(self)))
 """,
+    # The checks call helpers of the plugin's module: bound when it loads, so rebinding them
+    # (here so that the namespaces' check names no change) changes nothing.
+    "rebind the plugin's helpers, then wrap the test item's runtest": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
+original = python.Function.runtest
+
+def runtest(self):
+    try:
+        original(self)
+    except AssertionError:
+        pass
+
+python.Function.runtest = runtest
+getattr(sys, "mod" + "ules")["gi_py" + "test_report"]._path_changes = lambda *args: []
+""",
     "write a conftest.py that marks every test passed": """\
 import pathlib
 
