@@ -11,7 +11,8 @@ cycling through them (three of the five fail tests, as most of a search's varian
 under `evaluation.test_timeout`'s default limit, as in a run), and
 prints the mean and median milliseconds of `WarmPool.run_tests`: the request, the worker's
 child, the report. The ratio is the baseline's mean over this tree's, by round; the load is
-printed beside it.
+printed beside it. It stops if a tree's run of a variant ran no test, was forged, or gave other
+outcomes than the other tree's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -41,8 +43,9 @@ EDITS = [
 ]
 
 
-def measure(runs: int, python: str) -> dict[str, float]:
-    """In a process with one tree's gi: the milliseconds of `runs` warm runs."""
+def measure(runs: int, python: str) -> dict[str, Any]:
+    """In a process with one tree's gi: the milliseconds of `runs` warm runs, and each variant's
+    outcomes (what the two trees must agree on)."""
     from gi.engine.evaluation_settings import EvaluationSettings
     from gi.engine.project import pytest_setup
     from gi.engine.sandbox.limits import Limits
@@ -57,16 +60,22 @@ def measure(runs: int, python: str) -> dict[str, float]:
     pool = WarmPool(program, limits, 1, setup=setup)
     limit = EvaluationSettings(train=("tests",)).test_timeout  # every test timed, as in a run
     seconds = []
+    outcomes: list[dict[str, str]] = []
     try:
         for index in range(len(variants) + runs):
             started = time.perf_counter()
-            pool.run_tests({"parcel.py": variants[index % len(variants)]}, ["tests"], timeout=60, limits={},
-                           default_limit=limit)  # fmt: skip
+            run = pool.run_tests({"parcel.py": variants[index % len(variants)]}, ["tests"], timeout=60, limits={},
+                                 default_limit=limit)  # fmt: skip
             if index >= len(variants):  # the first of each: the worker's start, its caches
                 seconds.append(time.perf_counter() - started)
+            elif not run.outcomes or run.forged:
+                raise SystemExit(f"variant {index} ran no test or was forged:\n{run.output_tail[-2000:]}")
+            else:
+                outcomes.append(run.outcomes)
     finally:
         pool.close()
-    return {"mean": 1000 * statistics.mean(seconds), "median": 1000 * statistics.median(seconds)}
+    return {"mean": 1000 * statistics.mean(seconds), "median": 1000 * statistics.median(seconds),
+            "outcomes": outcomes}  # fmt: skip
 
 
 def main() -> None:
@@ -93,6 +102,9 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(f"the runs with {trees[name]} failed:\n{done.stderr[-2000:]}")
             means[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        before_outcomes, after_outcomes = means["before"]["outcomes"], means["after"]["outcomes"]
+        if before_outcomes != after_outcomes:
+            raise SystemExit(f"the two trees' runs differ: {before_outcomes} != {after_outcomes}")
         ratio = means["before"]["mean"] / means["after"]["mean"]
         ratios.append(ratio)
         before, after = means["before"], means["after"]
