@@ -414,6 +414,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     selected = _selection()
     loaded = machinery()
+    #: The machinery's functions and their code as loaded: once the session starts, the freeze of
+    #: the call path watches where each is bound, and a check compares their code.
+    coded = [(name, *value) for name, value in loaded.items() if type(value) is tuple]
     project_modules = _project_modules()
     timed_out: set[str] = set()
     outcomes: dict[str, str] = {}
@@ -433,11 +436,15 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     timer = time_limits.Timer()
     watchdog: list[Callable[[dict[str, Any]], None]] = []
 
-    def check(where: str) -> None:
-        """The machinery as frozen at the start of the session, but for conftest.py files."""
+    def check(where: str, since_loading: bool = False) -> None:
+        """The machinery as frozen at the start of the session, but for conftest.py files; with
+        `since_loading`, also where its functions are bound, as this plugin loaded (before the
+        project's conftest.py files)."""
         if not frozen or tampering:
             return
-        replaced = [name for name, function in machinery().items() if not same(function, loaded[name])]
+        replaced = [name for name, function, code in coded if getattr(function, "__code__", None) is not code]
+        if since_loading:
+            replaced += [name for name, function in machinery().items() if not same(function, loaded[name])]
         snapshot, before = snapshot_of(frozen["config"]), frozen["snapshot"]
         changed: list[str] = []
         if len(snapshot) != len(before) or not all(map(identical, snapshot, before)):
@@ -481,6 +488,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         frozen["path"] = call_path(session.config)
         frozen["path snapshot"] = path_snapshot(frozen["path"])
         frozen["path copies"] = [dict(names) for _, names in frozen["path"]]
+        check("the start of the session", since_loading=True)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -622,7 +630,8 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
         if watchdog:  # first: no record of ours may be on its way when the watchdog strikes
             watchdog[0]({})
-        check(nodeid)
+        # No check here: no code under test ran since the check of the teardown's report, and
+        # what changes later is seen by the next test's checks or the session's end.
         if running[0] in canaries:
             write({"canary": nodeid, "outcome": canary_outcomes.get(running[0], "error")})
             return

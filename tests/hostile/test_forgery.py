@@ -216,6 +216,24 @@ for impl in frame.f_locals["session"].config.pluginmanager.hook.pytest_runtest_m
     if getattr(impl.plugin, "__name__", "") == "_py" + "test.skipping":
         impl.function = Forged(impl.function)
 """,
+    # The check compares the code of the functions that run a test and report it, and where they
+    # are bound: this one keeps the function and swaps its code.
+    "swap the code of the function that runs a test's phase": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+def from_call(cls, func, when, reraise=None):
+    try:
+        func()
+    except BaseException:
+        pass
+    return cls(None, None, 0.0, 0.0, 0.0, when, _ispytest=True)
+
+runner = getattr(sys, "mod" + "ules")["_py" + "test.runner"]
+runner.CallInfo.from_call.__func__.__code__ = from_call.__code__
+""",
     "replace pytest's report factory with a callable equal to anything": """\
 import sys
 
