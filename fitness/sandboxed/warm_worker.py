@@ -70,6 +70,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -201,12 +202,16 @@ class Session:
         manager = self.config.pluginmanager
         # What `import_plugin` does for the plugin the worker imported, but for marking it for
         # assertion rewriting, which the worker did (`Prepared`) and which in each child went
-        # through the name of every module imported.
+        # through the name of every module imported. What is registered is the plugin's hooks
+        # alone: pluggy and pytest's fixture manager each go through every name of what they
+        # register, and the module holds several times more names than hooks.
         plugin = sys.modules.get(REPORT_PLUGIN)
         if plugin is None:  # the worker could not import it: the child does
             manager.import_plugin(REPORT_PLUGIN)
         elif not manager.is_blocked(REPORT_PLUGIN) and manager.get_plugin(REPORT_PLUGIN) is None:
-            manager.register(plugin, REPORT_PLUGIN)
+            hooks = types.ModuleType(REPORT_PLUGIN, plugin.__doc__)
+            vars(hooks).update((name, value) for name, value in vars(plugin).items() if name.startswith("pytest_"))
+            manager.register(hooks, REPORT_PLUGIN)
         capture = manager.getplugin("capturemanager")
         capture.start_global_capturing()
         capture.suspend_global_capture()  # as pytest leaves it after its start-up
