@@ -23,6 +23,8 @@ so the verdict does not rest on the signature alone:
   implementations (functions and their code), the functions that turn a test's run into its
   report, the tracer and profiler. A plugin registered later (but a conftest.py of the project,
   as pytest collects it), a hook slipped into a list, a function replaced: the run is tampered.
+  So is a change to the code between pytest's call of a test and its report made before the
+  session by the project's code that its conftest.py files imported.
 - Canary tests: after stdin's key comes gi's plan, which may name tests whose clones must fail.
   A clone is the very test (same node id, function, fixtures and markers) run once more with the
   editable modules' functions returning a value that equals nothing and whose truth is reversed:
@@ -325,6 +327,18 @@ def _a_conftest(plugin: object, root: str) -> bool:
     )
 
 
+def _project_code(before: set[str], root: str) -> list[str]:
+    """The modules imported since `before` (names) from files of the project under `root`, but
+    its conftest.py files: code of the project that ran."""
+    found = []
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        in_project = isinstance(file, str) and os.path.realpath(file).startswith(root + os.sep)
+        if in_project and os.path.basename(cast(str, file)) != "conftest.py":
+            found.append(name)
+    return sorted(found)
+
+
 def _identity() -> Callable[[object, object], bool]:
     def same(before: object, after: object) -> bool:
         if type(before) is tuple and type(after) is tuple:
@@ -409,7 +423,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         _same,
         operator.is_,
     )
-    call_path, path_snapshot, path_changes = _call_path, _path_snapshot, _path_changes
+    call_path, path_snapshot, path_changes, project_code = _call_path, _path_snapshot, _path_changes, _project_code
     tell_inspect = _tell_inspect_module_files
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     selected = _selection()
@@ -466,6 +480,13 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             watchdog[0]({"at": at, "sequence": channel.position(), "test": item.nodeid, "limit": limit_of(item),
                          "canary": running[0] in canaries})  # fmt: skip
 
+    def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+        """The call path as it is before the project's first conftest.py files load (pytest's
+        own loader of them runs last): whatever of the project they import runs before the
+        session starts, where the path is frozen (after every plugin's configuration)."""
+        path = call_path(early_config)
+        frozen["before conftests"] = (path, [dict(names) for _, names in path], set(sys.modules))
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
         root = os.path.realpath(str(session.config.rootpath))
@@ -489,6 +510,13 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         frozen["path snapshot"] = path_snapshot(frozen["path"])
         frozen["path copies"] = [dict(names) for _, names in frozen["path"]]
         check("the start of the session", since_loading=True)
+        if "before conftests" in frozen:  # a cold run, or a warm child without a prepared session
+            path, copies, modules = frozen.pop("before conftests")
+            ran = project_code(modules, root)
+            changed = path_changes(path, copies) if ran else []
+            if changed:
+                tampering.append(f"the project's code its conftest.py files imported ({', '.join(ran)}) changed "
+                                 f"pytest's machinery before the session started ({', '.join(changed)})")  # fmt: skip
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -423,6 +423,40 @@ def test_a_forgery_never_passes(project: Path, name: str, engine: str) -> None:
     assert (project / "tests" / "conftest.py").exists() is False
 
 
+#: A forgery made as the project's conftest.py imports the variant, before the session starts.
+BEFORE_THE_SESSION = """\
+import sys
+
+def add(a, b):
+    return a - b
+
+python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
+original = python.Function.runtest
+
+def runtest(self):
+    try:
+        original(self)
+    except AssertionError:
+        pass
+
+python.Function.runtest = runtest
+"""
+
+
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_code_a_conftest_imports_cannot_change_pytest_before_the_session(project: Path, engine: str) -> None:
+    """A conftest.py that imports the editable module runs the variant's code before the session
+    starts, where the plugin freezes pytest's call path: what it changed there is tampering."""
+    (project / "tests" / "conftest.py").write_text("import calc\n")
+    honest = run(project, HONEST, engine)
+    assert not honest.forged and honest.passed == 3
+    wrong = run(project, "def add(a, b):\n    return a - b\n", engine)
+    assert not wrong.forged and count_failed(wrong) == 2
+    forged = run(project, BEFORE_THE_SESSION, engine)
+    assert "conftest.py files imported (calc)" in forged.forged and "Function.runtest" in forged.forged
+    assert new_risky_names({"calc.py": HONEST}, {"calc.py": BEFORE_THE_SESSION})
+
+
 @pytest.mark.parametrize("name", FORGERIES)
 def test_the_guard_refuses_each_forgery_as_new_code(name: str) -> None:
     """Written by a model, none of these even runs: each reaches for the test machinery."""
