@@ -118,11 +118,13 @@ NO_CHECKS = Checks()
 
 
 #: The plugin's files, as copied into a workspace's tools folder: the module pytest loads, and
-#: beside it its per-test time limits and its checks (canaries, the audit of returned values).
+#: beside it its per-test time limits, its checks (canaries, the audit of returned values) and
+#: its freeze of pytest's machinery.
 PLUGIN_FILES = (
     (f"{PLUGIN_MODULE}.py", "pytest_plugin.py"),
     ("gi_pytest_limits.py", "pytest_limits.py"),
     ("gi_pytest_checks.py", "pytest_checks.py"),
+    ("gi_pytest_freeze.py", "pytest_freeze.py"),
 )
 
 

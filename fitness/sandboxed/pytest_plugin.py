@@ -48,7 +48,7 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -59,6 +59,8 @@ DEFERRED = "GI_REPORT_DEFERRED"
 LIMITS_MODULE = "gi_pytest_limits"
 #: Canaries and the audit of returned values (pytest_checks.py), installed beside this file.
 CHECKS_MODULE = "gi_pytest_checks"
+#: The freeze of pytest's machinery (pytest_freeze.py), installed beside this file.
+FREEZE_MODULE = "gi_pytest_freeze"
 #: Characters of one failing test's report that are kept (its end: the assertion and where).
 FAILURE_CHARS = 2000
 
@@ -100,10 +102,12 @@ def _signer(key: bytes) -> Callable[[bytes], str]:
 
 if __package__:  # imported from gi's package (by gi's own tests)
     from . import pytest_checks as checks
+    from . import pytest_freeze as freeze
     from . import pytest_limits as time_limits
 else:  # a test run's tools folder, where gi copies them beside this file
     time_limits = importlib.import_module(LIMITS_MODULE)  # type: ignore[assignment,unused-ignore]
     checks = importlib.import_module(CHECKS_MODULE)  # type: ignore[assignment,unused-ignore]
+    freeze = importlib.import_module(FREEZE_MODULE)  # type: ignore[assignment,unused-ignore]
 
 Writer = time_limits.Writer
 
@@ -207,173 +211,6 @@ def _foreign_imports(expected: dict[str, str]) -> dict[str, str]:
     return found
 
 
-def _machinery() -> dict[str, object]:
-    """The functions that run a test and turn it into its report and its count, as loaded, each
-    with its code: code under test that replaces one (or its code) is caught."""
-    import pluggy
-    from _pytest import main, reports, runner
-
-    functions = {
-        "CallInfo.from_call": runner.CallInfo.from_call,
-        "TestReport.from_item_and_call": reports.TestReport.from_item_and_call,
-        "TestReport.__init__": reports.TestReport.__init__,
-        "call_and_report": runner.call_and_report,
-        "runtestprotocol": runner.runtestprotocol,
-        "check_interactive_exception": runner.check_interactive_exception,
-        "runner.pytest_runtest_makereport": runner.pytest_runtest_makereport,
-        "Session.pytest_runtest_logreport": main.Session.pytest_runtest_logreport,
-        "HookCaller.__call__": pluggy.HookCaller.__call__,
-        "PluginManager._hookexec": pluggy.PluginManager._hookexec,
-    }
-    found: dict[str, object] = {}
-    for name, loaded in functions.items():
-        function = getattr(loaded, "__func__", loaded)  # a classmethod's bound method is new each time
-        found[name] = (function, getattr(function, "__code__", None))
-    for name in ("passed", "failed", "skipped"):
-        found[f"BaseReport.{name}"] = vars(reports.BaseReport).get(name)
-    return found
-
-
-def _call_path(config: pytest.Config) -> list[tuple[object, dict[str, object]]]:
-    """The namespaces of the code between pytest's call of a test's phase and the test function,
-    and of the report made of it, beyond the hooks: pytest's runner, python, nodes and reports
-    modules and their classes on that path, pluggy's caller and hook executor. Replacing any
-    name in them (a test item's `runtest`, `CallInfo.__init__`, a node's `ihook`) can turn a
-    failure into a pass that every later check agrees with."""
-    import pluggy
-    from _pytest import main, nodes, python, reports, runner
-
-    executor = getattr(config.pluginmanager, "_inner_hookexec", None)
-    spaces: list[object] = [runner, python, nodes, reports, sys.modules.get(getattr(executor, "__module__", ""))]
-    spaces += [runner.CallInfo, python.Function, python.PyobjMixin, nodes.Node, nodes.Item, reports.TestReport,
-               reports.BaseReport, main.Session, pluggy.HookCaller, pluggy.HookImpl, pluggy.PluginManager]  # fmt: skip
-    return [(space, vars(space)) for space in spaces if space is not None]
-
-
-def _path_snapshot(path: list[tuple[object, dict[str, object]]]) -> list[object]:
-    """The values of `_call_path`'s namespaces in order, flat, with their sizes, to compare by
-    identity (a name bound anew, added or removed changes a value at its place, or the size)."""
-    flat: list[object] = []
-    for _, names in path:
-        flat.append(len(names))
-        flat += names.values()
-    return flat
-
-
-#: What pytest itself sets on a test item's class when it makes the first item of it (a flag
-#: that keeps a warning from repeating).
-_PYTEST_FLAG = "_pytest_diamond_inheritance_warning_shown"
-
-
-def _path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict[str, object]],
-                  flag: str = _PYTEST_FLAG) -> list[str]:  # fmt: skip
-    """The names in `_call_path`'s namespaces bound otherwise than in `before` (copies of them),
-    but for the flag pytest sets itself."""
-    changed = []
-    for (space, names), was in zip(path, before, strict=True):
-        label = getattr(space, "__qualname__", getattr(space, "__name__", "?"))
-        for name in sorted(set(names) | set(was)):
-            now = names.get(name)
-            if now is not was.get(name) and not (name == flag and now is True and name not in was):
-                changed.append(f"{label}.{name}")
-    return changed
-
-
-def _snapshot(config: pytest.Config) -> list[object]:
-    """pytest's hook registry as one flat list: the relay and the hook executor, the tracer and
-    the profiler, then each hook's name, caller and number of implementations, followed by each
-    implementation's plugin, function and code, in order. Comparing two item by item, by
-    identity, is what each check of an unchanged registry costs; `_registry` reads one."""
-    manager = config.pluginmanager
-    flat: list[object] = [config.hook, manager.hook, getattr(manager, "_inner_hookexec", None), sys.gettrace(),
-                          sys.getprofile()]  # fmt: skip
-    for name, caller in vars(manager.hook).items():
-        implementations = getattr(caller, "get_hookimpls", None)
-        if implementations is not None:
-            impls = implementations()
-            flat += (name, caller, len(impls))
-            for impl in impls:
-                function = impl.function
-                flat += (impl.plugin, function, getattr(function, "__code__", None))
-    return flat
-
-
-def _registry(snapshot: list[object]) -> dict[str, object]:
-    """The registry a snapshot lists, by hook name (" relay", " tracing" for the rest), each hook
-    as its caller and its implementations' (plugin, function, code)."""
-    found: dict[str, object] = {" relay": tuple(snapshot[:3]), " tracing": tuple(snapshot[3:5])}
-    position = 5
-    while position < len(snapshot):
-        name, caller, count = snapshot[position : position + 3]
-        end = position + 3 + 3 * cast(int, count)
-        listed = snapshot[position + 3 : end]
-        found[str(name)] = (caller, tuple(zip(listed[0::3], listed[1::3], listed[2::3], strict=True)))
-        position = end
-    return found
-
-
-def _a_conftest(plugin: object, root: str) -> bool:
-    """Whether `plugin` is a conftest.py of the project that pytest collected (registered while
-    the session runs, by right)."""
-    if not isinstance(plugin, types.ModuleType):
-        return False
-    file = getattr(plugin, "__file__", None)
-    return (
-        isinstance(file, str)
-        and os.path.basename(file) == "conftest.py"
-        and os.path.realpath(file).startswith(root + os.sep)
-        and os.path.isfile(file)
-        and sys.modules.get(plugin.__name__) is plugin
-    )
-
-
-def _project_code(before: set[str], root: str) -> list[str]:
-    """The modules imported since `before` (names) from files of the project under `root`, but
-    its conftest.py files: code of the project that ran."""
-    found = []
-    for name in set(sys.modules) - before:
-        file = getattr(sys.modules.get(name), "__file__", None)
-        in_project = isinstance(file, str) and os.path.realpath(file).startswith(root + os.sep)
-        if in_project and os.path.basename(cast(str, file)) != "conftest.py":
-            found.append(name)
-    return sorted(found)
-
-
-def _identity() -> Callable[[object, object], bool]:
-    def same(before: object, after: object) -> bool:
-        if type(before) is tuple and type(after) is tuple:
-            return len(before) == len(after) and all(map(same, before, after))
-        return before is after
-
-    return same
-
-
-#: Whether two parts of pytest's machinery as gi's plugin recorded them hold the very same
-#: objects: by identity, never by `==`, since code under test may put there an object that says
-#: it equals anything (the tuples are the plugin's own). A closure, calling itself by its cell.
-_same = _identity()
-
-
-def _changes(before: dict[str, object], after: dict[str, object], root: str,
-             same: Callable[[object, object], bool] = _same,
-             a_conftest: Callable[[object, str], bool] = _a_conftest) -> list[str]:  # fmt: skip
-    """What differs between two registries, but for implementations conftest.py files added
-    (`same` and `a_conftest` bound when the plugin loads, as the hooks bind what they call)."""
-    changed = []
-    for name in sorted(set(before) | set(after)):
-        old, new = before.get(name), after.get(name)
-        if same(old, new):
-            continue
-        if isinstance(new, tuple) and name[0] != " " and (old is None or (isinstance(old, tuple) and old[0] is new[0])):
-            kept: tuple[object, ...] = () if old is None else old[1]
-            still = [impl for impl in new[1] if any(same(impl, was) for was in kept)]
-            added = [impl for impl in new[1] if not any(same(impl, was) for was in kept)]
-            if all(a_conftest(impl[0], root) for impl in added) and same(tuple(still), tuple(kept)):
-                continue  # a conftest.py collected, with a hook of its own or no new one
-        changed.append(name.strip())
-    return changed
-
-
 def _tell_inspect_module_files(items: list[pytest.Item], project_modules: dict[str, str]) -> None:
     """Record in `inspect`'s map from files to module names the collected test modules and the
     project's imported modules, as its lookup by file would on a miss: a failure's report looks
@@ -411,19 +248,20 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     #: Where a warm worker watches this child's deadlines (pytest_limits.WorkerWatch); else the
     #: session forks a watchdog process of its own.
     worker_watch = int(os.environ.pop("GI_WATCHDOG_FD", "-1"))
-    places = time_limits.machinery_places(__file__, checks.__file__)
+    places = time_limits.machinery_places(__file__, checks.__file__, freeze.__file__)
     place_canaries, audit = checks.place_canaries, checks.audit
     # What the checks call, bound now, before any project code, as the hooks are: a variant that
-    # rebinds this module's names (or `operator.is_`) changes nothing.
+    # rebinds a name of this module or of the freeze's (or `operator.is_`) changes nothing.
     machinery, snapshot_of, registry_of, changes_of, same, identical = (
-        _machinery,
-        _snapshot,
-        _registry,
-        _changes,
-        _same,
+        freeze.machinery,
+        freeze.snapshot,
+        freeze.registry,
+        freeze.changes,
+        freeze.same_objects,
         operator.is_,
     )
-    call_path, path_snapshot, path_changes, project_code = _call_path, _path_snapshot, _path_changes, _project_code
+    call_path, path_snapshot, path_changes = freeze.call_path, freeze.path_snapshot, freeze.path_changes
+    project_code = freeze.project_code
     tell_inspect = _tell_inspect_module_files
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     selected = _selection()

@@ -315,8 +315,8 @@ class Relay:
 
 nodes.Node.ihook = property(lambda self: Relay(original.fget(self)))
 """,
-    # The checks call helpers of the plugin's module: bound when it loads, so rebinding them
-    # (here so that the namespaces' check names no change) changes nothing.
+    # The checks call helpers of the plugin's freeze module: bound when the plugin loads, so
+    # rebinding them (here so that the namespaces' check names no change) changes nothing.
     "rebind the plugin's helpers, then wrap the test item's runtest": """\
 import sys
 
@@ -333,7 +333,7 @@ def runtest(self):
         pass
 
 python.Function.runtest = runtest
-getattr(sys, "mod" + "ules")["gi_py" + "test_report"]._path_changes = lambda *args: []
+getattr(sys, "mod" + "ules")["gi_py" + "test_freeze"].path_changes = lambda *args: []
 """,
     "write a conftest.py that marks every test passed": """\
 import pathlib
