@@ -98,15 +98,31 @@ def path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict
     return changed
 
 
-def snapshot(config: pytest.Config) -> list[object]:
+#: pytest's hooks that it calls only before the tests run, as it configures and collects. The
+#: checks made as a test's phases end leave them out (what code under test changes in them then
+#: runs no sooner than the session's end, whose check compares them, as the collection's does).
+BEFORE_THE_TESTS = frozenset({
+    "pytest_addhooks", "pytest_addoption", "pytest_configure", "pytest_cmdline_parse", "pytest_cmdline_main",
+    "pytest_load_initial_conftests", "pytest_sessionstart", "pytest_report_header", "pytest_collection",
+    "pytest_collection_modifyitems", "pytest_collection_finish", "pytest_collectstart", "pytest_make_collect_report",
+    "pytest_collectreport", "pytest_ignore_collect", "pytest_collect_directory", "pytest_collect_file",
+    "pytest_pycollect_makemodule", "pytest_pycollect_makeitem", "pytest_generate_tests", "pytest_make_parametrize_id",
+    "pytest_itemcollected", "pytest_deselected", "pytest_report_collectionfinish",
+})  # fmt: skip
+
+
+def snapshot(config: pytest.Config, leave_out: frozenset[str] = frozenset()) -> list[object]:
     """pytest's hook registry as one flat list: the relay and the hook executor, the tracer and
     the profiler, then each hook's name, caller and number of implementations, followed by each
-    implementation's plugin, function and code, in order. Comparing two item by item, by
-    identity, is what each check of an unchanged registry costs; `registry` reads one."""
+    implementation's plugin, function and code, in order, but for the hooks in `leave_out`.
+    Comparing two item by item, by identity, is what each check of an unchanged registry costs;
+    `registry` reads one."""
     manager = config.pluginmanager
     flat: list[object] = [config.hook, manager.hook, getattr(manager, "_inner_hookexec", None), sys.gettrace(),
                           sys.getprofile()]  # fmt: skip
     for name, caller in vars(manager.hook).items():
+        if name in leave_out:
+            continue
         implementations = getattr(caller, "get_hookimpls", None)
         if implementations is not None:
             impls = implementations()

@@ -261,7 +261,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         operator.is_,
     )
     call_path, path_snapshot, path_changes = freeze.call_path, freeze.path_snapshot, freeze.path_changes
-    project_code = freeze.project_code
+    project_code, before_the_tests = freeze.project_code, freeze.BEFORE_THE_TESTS
     tell_inspect = _tell_inspect_module_files
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     selected = _selection()
@@ -288,20 +288,23 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
     timer = time_limits.Timer()
     watchdog: list[Callable[[dict[str, Any]], None]] = []
 
-    def check(where: str, since_loading: bool = False) -> None:
+    def check(where: str, since_loading: bool = False, whole: bool = True) -> None:
         """The machinery as frozen at the start of the session, but for conftest.py files; with
         `since_loading`, also where its functions are bound, as this plugin loaded (before the
-        project's conftest.py files)."""
+        project's conftest.py files); not `whole`, as a test's phase ends: all but the hooks
+        pytest calls only before the tests."""
         if not frozen or tampering:
             return
         replaced = [name for name, function, code in coded if getattr(function, "__code__", None) is not code]
         if since_loading:
             replaced += [name for name, function in machinery().items() if not same(function, loaded[name])]
-        snapshot, before = snapshot_of(frozen["config"]), frozen["snapshot"]
+        kept = "snapshot" if whole else "tests' snapshot"
+        snapshot = snapshot_of(frozen["config"], frozenset() if whole else before_the_tests)
+        before = frozen[kept]
         changed: list[str] = []
         if len(snapshot) != len(before) or not all(map(identical, snapshot, before)):
             changed = changes_of(registry_of(before), registry_of(snapshot), frozen["root"])
-            frozen["snapshot"] = snapshot
+            frozen[kept] = snapshot
         path = path_snapshot(frozen["path"])
         if len(path) != len(frozen["path snapshot"]) or not all(map(identical, path, frozen["path snapshot"])):
             replaced += path_changes(frozen["path"], frozen["path copies"])
@@ -344,6 +347,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             sys.setprofile(watch)
         frozen.update(config=session.config, root=root)
         frozen["snapshot"] = snapshot_of(session.config)
+        frozen["tests' snapshot"] = snapshot_of(session.config, before_the_tests)
         frozen["path"] = call_path(session.config)
         frozen["path snapshot"] = path_snapshot(frozen["path"])
         frozen["path copies"] = [dict(names) for _, names in frozen["path"]]
@@ -465,7 +469,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         that does not say failed is made to, so pytest counts it as gi does."""
         result: Any = yield
         report = result.get_result()
-        check(item.nodeid)
+        check(item.nodeid, whole=False)
         if call.excinfo is not None and report.passed:
             tampering.append(f"{item.nodeid}: its {call.when} raised, yet its report says passed")
         if id(item) in canaries:
