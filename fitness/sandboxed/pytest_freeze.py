@@ -5,7 +5,8 @@ and reports it, recorded as the session starts and compared again, by identity, 
 - `machinery`: the functions that run a test and make its report, each with its code.
 - `snapshot` / `registry` / `changes`: every hook's implementations (plugin, function, code), as
   one flat list cheap to compare, read back into a registry and compared where one differs,
-  conftest.py files collected aside (`a_conftest`).
+  conftest.py files collected aside (`a_conftest`); `BEFORE_THE_TESTS`, the hooks pytest calls
+  only while it configures and collects, which the checks as a test's phases end leave out.
 - `call_path` / `path_snapshot` / `path_changes`: the namespaces of the modules and classes
   between pytest's call of a test's phase and the test function (a test item's `runtest`,
   `CallInfo`'s constructor, a node's hook relay).
