@@ -18,13 +18,29 @@ name of this module changes nothing.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import types
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
+
+
+def _identity() -> Callable[[object, object], bool]:
+    def same(before: object, after: object) -> bool:
+        if type(before) is tuple and type(after) is tuple:
+            return len(before) == len(after) and all(map(same, before, after))
+        return before is after
+
+    return same
+
+
+#: Whether two parts of pytest's machinery as gi's plugin recorded them hold the very same
+#: objects: by identity, never by `==`, since code under test may put there an object that says
+#: it equals anything (the tuples are the plugin's own). A closure, calling itself by its cell.
+same_objects = _identity()
 
 
 def machinery() -> dict[str, object]:
@@ -70,14 +86,50 @@ def call_path(config: pytest.Config) -> list[tuple[object, dict[str, object]]]:
     return [(space, vars(space)) for space in spaces if space is not None]
 
 
-def path_snapshot(path: list[tuple[object, dict[str, object]]]) -> list[object]:
-    """The values of `call_path`'s namespaces in order, flat, with their sizes, to compare by
-    identity (a name bound anew, added or removed changes a value at its place, or the size)."""
+def functions_of(value: object) -> tuple[types.FunctionType, ...]:
+    """The functions whose code `value` runs when called or looked up: itself, a class or static
+    method's function, a property's getter, setter and deleter (by type: no lookup that a
+    missing attribute makes costly)."""
+    kind = type(value)
+    if kind is types.FunctionType:
+        return (cast(types.FunctionType, value),)
+    if kind is classmethod or kind is staticmethod:
+        inner = cast("classmethod[Any, Any, Any]", value).__func__
+        return (inner,) if type(inner) is types.FunctionType else ()
+    if kind is property:
+        accessors = (cast(property, value).fget, cast(property, value).fset, cast(property, value).fdel)
+        return tuple(f for f in accessors if type(f) is types.FunctionType)
+    return ()
+
+
+def path_functions(path: list[tuple[object, dict[str, object]]]) -> list[types.FunctionType]:
+    """The functions `call_path`'s namespaces hold (`functions_of` each value), whose code a
+    check compares."""
+    return [function for _, names in path for value in names.values() for function in functions_of(value)]
+
+
+def path_snapshot(
+    path: list[tuple[object, dict[str, object]]],
+    functions: list[types.FunctionType],
+    code_of: Callable[[Any], object] = operator.attrgetter("__code__"),
+) -> list[object]:
+    """The values of `call_path`'s namespaces in order, flat, with their sizes, then the code of
+    each of `functions` (`path_functions` of the path as frozen), to compare by identity: a name
+    bound anew, added or removed changes a value at its place, or the size; a function whose
+    code was swapped, its code. (`code_of` bound as this module loads.)"""
     flat: list[object] = []
     for _, names in path:
         flat.append(len(names))
         flat += names.values()
+    flat += map(code_of, functions)
     return flat
+
+
+def bindings(path: list[tuple[object, dict[str, object]]]) -> list[dict[str, tuple[object, ...]]]:
+    """Each of `call_path`'s namespaces as a copy: each name with its value and the code of the
+    functions it holds (`functions_of`), as `path_snapshot` compares them."""
+    return [{name: (value, *(function.__code__ for function in functions_of(value))) for name, value in names.items()}
+            for _, names in path]  # fmt: skip
 
 
 #: What pytest itself sets on a test item's class when it makes the first item of it (a flag
@@ -85,17 +137,33 @@ def path_snapshot(path: list[tuple[object, dict[str, object]]]) -> list[object]:
 PYTEST_FLAG = "_pytest_diamond_inheritance_warning_shown"
 
 
-def path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict[str, object]],
-                  flag: str = PYTEST_FLAG) -> list[str]:  # fmt: skip
-    """The names in `call_path`'s namespaces bound otherwise than in `before` (copies of them),
-    but for the flag pytest sets itself."""
+def settle_item_flag() -> None:
+    """Set the flag pytest sets on a test item's class as it makes the first item of it, on its
+    test function's class, before the freeze rather than after: it would warn once there of an
+    item class that is also a collector, which that class is not (else it is left to pytest)."""
+    from _pytest import nodes, python
+
+    item = python.Function
+    if PYTEST_FLAG not in vars(item) and not any(issubclass(base, nodes.Collector) for base in item.__bases__):
+        setattr(item, PYTEST_FLAG, True)
+
+
+def path_changes(path: list[tuple[object, dict[str, object]]], before: list[dict[str, tuple[object, ...]]],
+                 flag: str = PYTEST_FLAG, bindings_of: Callable[..., list[dict[str, tuple[object, ...]]]] = bindings,
+                 same: Callable[[object, object], bool] = same_objects) -> list[str]:  # fmt: skip
+    """The names in `call_path`'s namespaces bound otherwise than in `before` (`bindings` of
+    them), or whose code changed, but for the flag pytest sets itself (what it calls bound as
+    this module loads)."""
     changed = []
-    for (space, names), was in zip(path, before, strict=True):
+    for (space, _), now, was in zip(path, bindings_of(path), before, strict=True):
         label = getattr(space, "__qualname__", getattr(space, "__name__", "?"))
-        for name in sorted(set(names) | set(was)):
-            now = names.get(name)
-            if now is not was.get(name) and not (name == flag and now is True and name not in was):
-                changed.append(f"{label}.{name}")
+        for name in sorted(set(now) | set(was)):
+            value = now.get(name)
+            if value is not None and was.get(name) is not None and same(value, was[name]):
+                continue
+            if name == flag and name not in was and value is not None and value[0] is True:
+                continue
+            changed.append(f"{label}.{name}")
     return changed
 
 
@@ -173,21 +241,6 @@ def project_code(before: set[str], root: str) -> list[str]:
         if in_project and os.path.basename(cast(str, file)) != "conftest.py":
             found.append(name)
     return sorted(found)
-
-
-def _identity() -> Callable[[object, object], bool]:
-    def same(before: object, after: object) -> bool:
-        if type(before) is tuple and type(after) is tuple:
-            return len(before) == len(after) and all(map(same, before, after))
-        return before is after
-
-    return same
-
-
-#: Whether two parts of pytest's machinery as gi's plugin recorded them hold the very same
-#: objects: by identity, never by `==`, since code under test may put there an object that says
-#: it equals anything (the tuples are the plugin's own). A closure, calling itself by its cell.
-same_objects = _identity()
 
 
 def changes(before: dict[str, object], after: dict[str, object], root: str,

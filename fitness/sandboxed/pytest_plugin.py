@@ -260,8 +260,18 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         freeze.same_objects,
         operator.is_,
     )
-    call_path, path_snapshot, path_changes = freeze.call_path, freeze.path_snapshot, freeze.path_changes
-    project_code, before_the_tests = freeze.project_code, freeze.BEFORE_THE_TESTS
+    call_path, path_snapshot, path_changes, bindings, path_functions = (
+        freeze.call_path,
+        freeze.path_snapshot,
+        freeze.path_changes,
+        freeze.bindings,
+        freeze.path_functions,
+    )
+    project_code, before_the_tests, settle_item_flag = (
+        freeze.project_code,
+        freeze.BEFORE_THE_TESTS,
+        freeze.settle_item_flag,
+    )
     tell_inspect = _tell_inspect_module_files
     first = {nodeid: position for position, nodeid in enumerate(_order())}
     selected = _selection()
@@ -292,7 +302,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         """The machinery as frozen at the start of the session, but for conftest.py files; with
         `since_loading`, also where its functions are bound, as this plugin loaded (before the
         project's conftest.py files); not `whole`, as a test's phase ends: all but the hooks
-        pytest calls only before the tests."""
+        pytest calls only before the tests and the code of the call path's functions."""
         if not frozen or tampering:
             return
         replaced = [name for name, function, code in coded if getattr(function, "__code__", None) is not code]
@@ -305,12 +315,23 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         if len(snapshot) != len(before) or not all(map(identical, snapshot, before)):
             changed = changes_of(registry_of(before), registry_of(snapshot), frozen["root"])
             frozen[kept] = snapshot
-        path = path_snapshot(frozen["path"])
-        if len(path) != len(frozen["path snapshot"]) or not all(map(identical, path, frozen["path snapshot"])):
+        # The code of the call path's functions only in the whole checks: a swap that lasts to the
+        # session's end is seen there, and one undone sooner could as well be undone within the
+        # phase it served, which no check sees.
+        kept = "path snapshot" if whole else "tests' path snapshot"
+        path = path_snapshot(frozen["path"], frozen["path functions"] if whole else [])
+        if len(path) != len(frozen[kept]) or not all(map(identical, path, frozen[kept])):
             replaced += path_changes(frozen["path"], frozen["path copies"])
-            frozen["path snapshot"], frozen["path copies"] = path, [dict(names) for _, names in frozen["path"]]
+            freeze_path()
         if changed or replaced:
             tampering.append(f"{where}: pytest's machinery changed during the run ({', '.join(changed + replaced)})")
+
+    def freeze_path() -> None:
+        """Record the call path's namespaces as they are now: what the checks compare them with."""
+        frozen["path functions"] = path_functions(frozen["path"])
+        frozen["path snapshot"] = path_snapshot(frozen["path"], frozen["path functions"])
+        frozen["tests' path snapshot"] = path_snapshot(frozen["path"], [])
+        frozen["path copies"] = bindings(frozen["path"])
 
     def limit_of(item: pytest.Item) -> float:
         return test_limits.get(item.nodeid, default_limit)
@@ -326,7 +347,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         own loader of them runs last): whatever of the project they import runs before the
         session starts, where the path is frozen (after every plugin's configuration)."""
         path = call_path(early_config)
-        frozen["before conftests"] = (path, [dict(names) for _, names in path], set(sys.modules))
+        frozen["before conftests"] = (path, bindings(path), set(sys.modules))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
@@ -348,9 +369,9 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         frozen.update(config=session.config, root=root)
         frozen["snapshot"] = snapshot_of(session.config)
         frozen["tests' snapshot"] = snapshot_of(session.config, before_the_tests)
+        settle_item_flag()
         frozen["path"] = call_path(session.config)
-        frozen["path snapshot"] = path_snapshot(frozen["path"])
-        frozen["path copies"] = [dict(names) for _, names in frozen["path"]]
+        freeze_path()
         check("the start of the session", since_loading=True)
         if "before conftests" in frozen:  # a cold run, or a warm child without a prepared session
             path, copies, modules = frozen.pop("before conftests")
@@ -467,10 +488,13 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         test whose phases took longer than its limit timed out, however it ended (its time went
         where the alarm could not raise, a bare `except:` swallowed it): the first of its reports
         that does not say failed is made to, so pytest counts it as gi does."""
+        # Whether the phase raised, taken before any other report hook runs: one may clear
+        # `call.excinfo` and put back whatever it changed before the check below.
+        raised = call.excinfo is not None
         result: Any = yield
         report = result.get_result()
         check(item.nodeid, whole=False)
-        if call.excinfo is not None and report.passed:
+        if (raised or call.excinfo is not None) and report.passed:
             tampering.append(f"{item.nodeid}: its {call.when} raised, yet its report says passed")
         if id(item) in canaries:
             if report.failed or (call.when == "call" and id(item) not in canary_outcomes):

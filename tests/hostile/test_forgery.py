@@ -356,6 +356,71 @@ for folder in (pathlib.Path("tests"), pathlib.Path(".")):
 def add(a, b):
     return a - b
 """,
+    # The call path's functions are compared by their code too, not only where they are bound.
+    "swap the code of the test item's runtest": """\
+import sys
+
+def add(a, b):
+    return a - b
+
+def runtest(self):
+    try:
+        self.ihook.pytest_pyfunc_call(pyfuncitem=self)
+    except AssertionError:
+        pass
+
+python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
+python.Function.runtest.__code__ = runtest.__code__
+""",
+    # Two that leave pytest's machinery as it was by the time any check runs, and change only what
+    # a test's phase left behind: whether it raised is taken before any other report hook runs.
+    "rebind the report factory for one report, putting it back before any check": """\
+import sys
+
+def add(a, b):
+    f = getattr(sys, "_get" + "frame")(1)
+    if f.f_globals.get("add") is add:
+        _arm()
+    return a - b
+
+def _arm():
+    cls = getattr(sys, "mod" + "ules")["_py" + "test.reports"].TestReport
+    original = vars(cls)["from_item_and_call"]
+    def forged(klass, item, call):
+        setattr(cls, "from_item_and_call", original)   # restored before any check
+        if call.excinfo is not None and call.when == "call":
+            call.excinfo = None
+        return original.__func__(klass, item, call)
+    setattr(cls, "from_item_and_call", classmethod(forged))
+""",
+    "rewrite the report from an object skipping's report hook asks for its truth": """\
+import sys
+
+def _frames():
+    return getattr(sys, "_get" + "frame")
+
+class Evil:
+    def __bool__(self):
+        f = _frames()(1)
+        rep, call = f.f_locals.get("rep"), f.f_locals.get("call")
+        if rep is not None and call is not None and rep.outcome == "failed":
+            call.excinfo = None
+            rep.outcome = "passed"
+            rep.longrepr = None
+        return False
+
+def add(a, b):
+    f = _frames()(1)
+    if f.f_globals.get("add") is add:   # a real test, not a canary clone
+        g = f
+        while g is not None and "item" not in g.f_locals:
+            g = g.f_back
+        if g is not None:
+            item = g.f_locals["item"]
+            key = getattr(sys, "mod" + "ules")["_py" + "test.skipping"].xfailed_key
+            item.stash[key] = Evil()
+    return a - b
+""",
     # A warm worker imports gi's plugin before any child and each child activates it: activating
     # it again, its hooks dropped, with a key of the variant's own on standard input.
     "activate gi's plugin again, with a key of its own": """\
