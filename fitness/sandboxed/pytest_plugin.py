@@ -375,7 +375,8 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         check("the start of the session", since_loading=True)
         if "before conftests" in frozen:  # a cold run, or a warm child without a prepared session
             path, copies, modules = frozen.pop("before conftests")
-            ran = project_code(modules, root)
+            # By file, and the editable modules by name too (a module can say it lies elsewhere).
+            ran = project_code(modules, root) + [name for name in project_modules if name in sys.modules]
             changed = path_changes(path, copies) if ran else []
             if changed:
                 tampering.append(f"the project's code its conftest.py files imported ({', '.join(ran)}) changed "

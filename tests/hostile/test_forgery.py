@@ -4,16 +4,18 @@ failing tests, never as a pass."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from gi.engine.project import pytest_setup
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import WarmPool
 from gi.fitness.outcomes import count_failed
-from gi.fitness.tests import TestRun, run_tests
+from gi.fitness.tests import DEFAULT_SETUP, PytestSetup, TestRun, run_tests
 from gi.model.guard import new_risky_names
 from gi.model.program import Program
 
@@ -456,16 +458,16 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-def run(project: Path, source: str, engine: str = "cold") -> TestRun:
+def run(project: Path, source: str, engine: str = "cold", setup: PytestSetup = DEFAULT_SETUP) -> TestRun:
     """The tests on the variant whose calc.py is `source`: in a cold copy, or in a warm worker."""
     if engine == "warm":
-        pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1)
+        pool = WarmPool(Program.load(project, ["calc.py"]), Limits(), 1, setup=setup)
         try:
             return pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
         finally:
             pool.close()
     with workspace(project, {"calc.py": source}) as space:
-        return run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space))
+        return run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), setup=setup)
 
 
 @pytest.mark.parametrize("engine", ["cold", "warm"])
@@ -520,6 +522,50 @@ def test_code_a_conftest_imports_cannot_change_pytest_before_the_session(project
     forged = run(project, BEFORE_THE_SESSION, engine)
     assert "conftest.py files imported (calc)" in forged.forged and "Function.runtest" in forged.forged
     assert new_risky_names({"calc.py": HONEST}, {"calc.py": BEFORE_THE_SESSION})
+
+
+#: The same, by a module that says it lies outside the project until the tests import from it.
+BEFORE_THE_SESSION_ELSEWHERE = """\
+import sys
+
+_mods = getattr(sys, "mod" + "ules")
+_me = _mods[__name__]
+_real_file = __file__
+
+def _add(a, b):
+    return a - b
+
+def __getattr__(name):
+    if name == "add":
+        _me.__file__ = _real_file
+        _add.__name__ = "add"
+        globals()["add"] = _add
+        return _add
+    raise AttributeError(name)
+
+python = _mods["_py" + "test.python"]
+original = python.Function.runtest
+def runtest(self):
+    try:
+        original(self)
+    except AssertionError:
+        if self.obj.__globals__.get("add") is not _add:
+            raise
+python.Function.runtest = runtest
+_me.__file__ = "/usr/lib/python3/elsewhere.py"
+"""
+
+
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_code_a_conftest_imports_cannot_hide_that_it_ran(project: Path, engine: str) -> None:
+    """gi tells the plugin the editable modules' names: one that a conftest.py imported ran,
+    wherever its `__file__` says it lies."""
+    (project / "tests" / "conftest.py").write_text("import calc\n")
+    setup, _ = pytest_setup(Program.load(project, ["calc.py"]), Path(sys.executable))
+    honest = run(project, HONEST, engine, setup)
+    assert not honest.forged and honest.passed == 3
+    forged = run(project, BEFORE_THE_SESSION_ELSEWHERE, engine, setup)
+    assert "conftest.py files imported (calc)" in forged.forged and "Function.runtest" in forged.forged
 
 
 @pytest.mark.parametrize("name", FORGERIES)
