@@ -7,9 +7,11 @@ and reports it, recorded as the session starts and compared again, by identity, 
   one flat list cheap to compare, read back into a registry and compared where one differs,
   conftest.py files collected aside (`a_conftest`); `BEFORE_THE_TESTS`, the hooks pytest calls
   only while it configures and collects, which the checks as a test's phases end leave out.
-- `call_path` / `path_snapshot` / `path_changes`: the namespaces of the modules and classes
-  between pytest's call of a test's phase and the test function (a test item's `runtest`,
-  `CallInfo`'s constructor, a node's hook relay).
+- `call_path` / `path_functions` / `path_snapshot` / `bindings` / `path_changes`: the namespaces
+  of the modules and classes between pytest's call of a test's phase and the test function (a
+  test item's `runtest`, `CallInfo`'s constructor, a node's hook relay), and the code of the
+  functions they hold; `settle_item_flag`, the one change pytest makes there once the session
+  has started, made before the freeze.
 - `project_code`: the project's modules imported since a point: whether its code ran.
 
 The plugin binds these functions as it loads, before any project code: a variant that rebinds a
