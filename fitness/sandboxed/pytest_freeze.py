@@ -12,7 +12,8 @@ and reports it, recorded as the session starts and compared again, by identity, 
   test item's `runtest`, `CallInfo`'s constructor, a node's hook relay), and the code of the
   functions they hold; `settle_item_flag`, the one change pytest makes there once the session
   has started, made before the freeze.
-- `project_code`: the project's modules imported since a point: whether its code ran.
+- `project_code`: the project's modules imported since a point: whether its code ran;
+  `registered_by_project`, what the variant's code did to the registry meanwhile.
 
 The plugin binds these functions as it loads, before any project code: a variant that rebinds a
 name of this module changes nothing.
@@ -243,6 +244,27 @@ def project_code(before: set[str], root: str) -> list[str]:
         if in_project and os.path.basename(cast(str, file)) != "conftest.py":
             found.append(name)
     return sorted(found)
+
+
+def registered_by_project(before: dict[str, object], after: dict[str, object], editable: set[str]) -> list[str]:
+    """The hooks of `after` (a registry) holding an implementation that `before` held with other
+    code (pytest never swaps a function's code), or a new one whose code lies in one of the
+    `editable` files (real paths): what the variant's code did to the registry in a window where
+    pytest, and the project's own conftest.py files and plugins, register theirs."""
+    found = []
+    for name, hook in after.items():
+        if name[0] == " " or not isinstance(hook, tuple):
+            continue
+        old = before.get(name)
+        kept = old[1] if isinstance(old, tuple) else ()
+        for _, function, code in hook[1]:
+            was = [was_code for _, was_function, was_code in kept if was_function is function]
+            file = getattr(code, "co_filename", "")
+            variants = isinstance(file, str) and os.path.realpath(file) in editable
+            if (was and not any(was_code is code for was_code in was)) or (not was and variants):
+                found.append(name)
+                break
+    return found
 
 
 def changes(before: dict[str, object], after: dict[str, object], root: str,

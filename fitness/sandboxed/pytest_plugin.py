@@ -267,10 +267,11 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         freeze.bindings,
         freeze.path_functions,
     )
-    project_code, before_the_tests, settle_item_flag = (
+    project_code, before_the_tests, settle_item_flag, registered_by_project = (
         freeze.project_code,
         freeze.BEFORE_THE_TESTS,
         freeze.settle_item_flag,
+        freeze.registered_by_project,
     )
     tell_inspect = _tell_inspect_module_files
     first = {nodeid: position for position, nodeid in enumerate(_order())}
@@ -347,7 +348,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         own loader of them runs last): whatever of the project they import runs before the
         session starts, where the path is frozen (after every plugin's configuration)."""
         path = call_path(early_config)
-        frozen["before conftests"] = (path, bindings(path), set(sys.modules))
+        frozen["before conftests"] = (path, bindings(path), set(sys.modules), snapshot_of(early_config))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
@@ -374,10 +375,13 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         freeze_path()
         check("the start of the session", since_loading=True)
         if "before conftests" in frozen:  # a cold run, or a warm child without a prepared session
-            path, copies, modules = frozen.pop("before conftests")
+            path, copies, modules, registered = frozen.pop("before conftests")
             # By file, and the editable modules by name too (a module can say it lies elsewhere).
-            ran = project_code(modules, root) + [name for name in project_modules if name in sys.modules]
+            ran = sorted({*project_code(modules, root), *(name for name in project_modules if name in sys.modules)})
             changed = path_changes(path, copies) if ran else []
+            if ran:
+                editable = set(project_modules.values())
+                changed += registered_by_project(registry_of(registered), registry_of(frozen["snapshot"]), editable)
             if changed:
                 tampering.append(f"the project's code its conftest.py files imported ({', '.join(ran)}) changed "
                                  f"pytest's machinery before the session started ({', '.join(changed)})")  # fmt: skip

@@ -556,16 +556,53 @@ _me.__file__ = "/usr/lib/python3/elsewhere.py"
 """
 
 
+#: And a plugin of the variant's registered as the conftest.py imports it.
+BEFORE_THE_SESSION_REGISTERED = """\
+import sys
+
+def add(a, b):
+    return a - b
+
+_me = add
+
+class Hooks:
+    def pytest_runtest_call(self, item):
+        pass
+
+def _wrap():
+    import pytest
+    class H:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_call(self, item):
+            try:
+                return (yield)
+            except AssertionError:
+                # canary-aware: only the real tests (their 'add' is ours)
+                if getattr(item, "obj", None) is not None and item.obj.__globals__.get("add") is _me:
+                    return None
+                raise
+    return H()
+
+for thing in getattr(sys, "mod" + "ules")["g" + "c"].get_objects():
+    if type(thing).__name__ == "Config" and hasattr(thing, "pluginmanager"):
+        thing.pluginmanager.register(_wrap(), "helper")
+        break
+"""
+
+
 @pytest.mark.parametrize("engine", ["cold", "warm"])
 def test_code_a_conftest_imports_cannot_hide_that_it_ran(project: Path, engine: str) -> None:
-    """gi tells the plugin the editable modules' names: one that a conftest.py imported ran,
-    wherever its `__file__` says it lies."""
+    """gi tells the plugin the editable modules' names and files: one that a conftest.py imported
+    ran, wherever its `__file__` says it lies, and a hook of its code registered then is
+    tampering."""
     (project / "tests" / "conftest.py").write_text("import calc\n")
     setup, _ = pytest_setup(Program.load(project, ["calc.py"]), Path(sys.executable))
     honest = run(project, HONEST, engine, setup)
     assert not honest.forged and honest.passed == 3
     forged = run(project, BEFORE_THE_SESSION_ELSEWHERE, engine, setup)
     assert "conftest.py files imported (calc)" in forged.forged and "Function.runtest" in forged.forged
+    registered = run(project, BEFORE_THE_SESSION_REGISTERED, engine, setup)
+    assert "conftest.py files imported (calc)" in registered.forged and "pytest_runtest_call" in registered.forged
 
 
 @pytest.mark.parametrize("name", FORGERIES)
