@@ -39,6 +39,26 @@ HONEST = "def add(a, b):\n    return a + b\n"
 
 #: Each forgery: `add` is wrong (a - b fails two of the three tests), and the module, imported
 #: by the tests, tries to make the run look as if every test passed.
+#: A variant that wraps pytest's test item's `runtest` so that a failed assertion is swallowed
+#: (the test function's failure never reaches pytest's CallInfo).
+WRAP_RUNTEST = """\
+import sys
+
+def add(a, b):
+    return a - b
+
+python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
+original = python.Function.runtest
+
+def runtest(self):
+    try:
+        original(self)
+    except AssertionError:
+        pass
+
+python.Function.runtest = runtest
+"""
+
 FORGERIES = {
     "rebind the plugin's writer, exit 0 at exit": """\
 import atexit, os, sys
@@ -262,23 +282,7 @@ reports.from_item_and_call = Forged()
 """,
     # Three that leave every hook and report function as it was and swallow the failure on its
     # way from the test to pytest's CallInfo, which then records no exception at all.
-    "wrap the test item's runtest to swallow assertion errors": """\
-import sys
-
-def add(a, b):
-    return a - b
-
-python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
-original = python.Function.runtest
-
-def runtest(self):
-    try:
-        original(self)
-    except AssertionError:
-        pass
-
-python.Function.runtest = runtest
-""",
+    "wrap the test item's runtest to swallow assertion errors": WRAP_RUNTEST,
     "drop an assertion error in CallInfo's constructor": """\
 import sys
 
@@ -319,22 +323,8 @@ nodes.Node.ihook = property(lambda self: Relay(original.fget(self)))
 """,
     # The checks call helpers of the plugin's freeze module: bound when the plugin loads, so
     # rebinding them (here so that the namespaces' check names no change) changes nothing.
-    "rebind the plugin's helpers, then wrap the test item's runtest": """\
-import sys
-
-def add(a, b):
-    return a - b
-
-python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
-original = python.Function.runtest
-
-def runtest(self):
-    try:
-        original(self)
-    except AssertionError:
-        pass
-
-python.Function.runtest = runtest
+    "rebind the plugin's helpers, then wrap the test item's runtest": WRAP_RUNTEST
+    + """\
 getattr(sys, "mod" + "ules")["gi_py" + "test_freeze"].path_changes = lambda *args: []
 """,
     "write a conftest.py that marks every test passed": """\
@@ -491,23 +481,7 @@ def test_a_forgery_never_passes(project: Path, name: str, engine: str) -> None:
 
 
 #: A forgery made as the project's conftest.py imports the variant, before the session starts.
-BEFORE_THE_SESSION = """\
-import sys
-
-def add(a, b):
-    return a - b
-
-python = getattr(sys, "mod" + "ules")["_py" + "test.python"]
-original = python.Function.runtest
-
-def runtest(self):
-    try:
-        original(self)
-    except AssertionError:
-        pass
-
-python.Function.runtest = runtest
-"""
+BEFORE_THE_SESSION = WRAP_RUNTEST
 
 
 @pytest.mark.parametrize("engine", ["cold", "warm"])
