@@ -9,7 +9,8 @@ before gi reads it:
 
 - fork0, fork1: the warm worker's fork of this child (before, in the worker; after, in the child);
 - plugin0, plugin1: the import of gi's plugin, to pytest registering it (in a warm worker's
-  child, from its activation, the worker having imported it);
+  child, from its activation, the worker having imported it; in a child of a session the worker
+  prepared, where the worker registered its hooks, its activation alone);
 - configure0, session0, collect0, collect1, loop0, loop1, finish0, end: pytest's configuration,
   session start, collection, test loop and session end;
 - calls: the seconds of the tests' own code (the call phase of each test);
@@ -120,7 +121,10 @@ def _time_activation() -> None:
 
     def timed_activate() -> None:
         _note("plugin0")
+        registered = hasattr(plugin, "pytest_sessionstart")  # by the worker, for the session it prepared
         activate()
+        if registered:
+            _note("plugin1")
 
     timed_activate.timed = True  # type: ignore[attr-defined]
     plugin.activate = timed_activate  # type: ignore[attr-defined]

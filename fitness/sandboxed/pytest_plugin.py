@@ -155,6 +155,39 @@ def _channel() -> tuple[Channel, dict[str, Any]]:
     return Channel(write, lambda: sequence[0], descriptor), json.loads(plan) if plan.strip() else {}
 
 
+class Inputs:
+    """What gi gives one test run's plugin (`read`): the channel, keyed by what gi writes to the
+    process's standard input, gi's plan, the tests' time limits, which tests run and in what
+    order, and the project's modules. A cold run reads them as pytest loads the plugin, before
+    the hooks over them are made; a warm worker makes the hooks of the session it prepared before
+    its children exist (`prepare`), and each child reads its own as it starts (`activate`)."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.channel = Channel(lambda record, at=None: None, lambda: 0, -1)
+        self.plan: dict[str, Any] = {}
+        self.test_limits: dict[str, float] = {}
+        self.default_limit = 0.0
+        #: Where a warm worker watches this child's deadlines (pytest_limits.WorkerWatch); else
+        #: the session forks a watchdog process of its own.
+        self.worker_watch = -1
+        self.first: dict[str, int] = {}
+        self.selected: set[str] | None = None
+        self.project_modules: dict[str, str] = {}
+
+    def read(self) -> Inputs:
+        """Read them, once: a later call (by code under test, say) changes nothing."""
+        if not self.ready:
+            self.ready = True
+            self.channel, self.plan = _channel()
+            self.test_limits, self.default_limit = _limits()
+            self.worker_watch = int(os.environ.pop("GI_WATCHDOG_FD", "-1"))
+            self.first = {nodeid: position for position, nodeid in enumerate(_order())}
+            self.selected = _selection()
+            self.project_modules = _project_modules()
+        return self
+
+
 def _limits() -> tuple[dict[str, float], float]:
     """Per-test time limits from the JSON file GI_TEST_LIMITS names: {"tests": {...}, "default": s}."""
     path = os.environ.pop("GI_TEST_LIMITS", "")
@@ -240,14 +273,14 @@ def _switch_coverage_context(nodeid: str) -> None:
         current.switch_context(nodeid)
 
 
-def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
-    """The plugin's hooks, as closures over the channel and their state: rebinding a name of
-    this module after pytest registered them changes nothing."""
-    write = channel.write
-    test_limits, default_limit = _limits()
-    #: Where a warm worker watches this child's deadlines (pytest_limits.WorkerWatch); else the
-    #: session forks a watchdog process of its own.
-    worker_watch = int(os.environ.pop("GI_WATCHDOG_FD", "-1"))
+def _hooks(inputs: Inputs) -> dict[str, Any]:
+    """The plugin's hooks, as closures over the run's inputs (read by the time pytest calls them)
+    and their state: rebinding a name of this module after pytest registered them changes
+    nothing. Besides pytest's hooks, `freeze_session`: the freeze of the session's start."""
+
+    def write(record: dict[str, Any], at: int | None = None) -> None:
+        inputs.channel.write(record, at)
+
     places = time_limits.machinery_places(__file__, checks.__file__, freeze.__file__)
     place_canaries, audit = checks.place_canaries, checks.audit
     # What the checks call, bound now, before any project code, as the hooks are: a variant that
@@ -274,13 +307,10 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         freeze.registered_by_project,
     )
     tell_inspect = _tell_inspect_module_files
-    first = {nodeid: position for position, nodeid in enumerate(_order())}
-    selected = _selection()
     loaded = machinery()
     #: The machinery's functions and their code as loaded: once the session starts, the freeze of
     #: the call path watches where each is bound, and a check compares their code.
     coded = [(name, *value) for name, value in loaded.items() if type(value) is tuple]
-    project_modules = _project_modules()
     timed_out: set[str] = set()
     outcomes: dict[str, str] = {}
     durations: dict[str, float] = {}
@@ -335,12 +365,12 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         frozen["path copies"] = bindings(frozen["path"])
 
     def limit_of(item: pytest.Item) -> float:
-        return test_limits.get(item.nodeid, default_limit)
+        return inputs.test_limits.get(item.nodeid, inputs.default_limit)
 
     def arm(item: pytest.Item, at: float) -> None:
         """Tell the watchdog the running test's hard deadline (a time.monotonic() time)."""
         if watchdog:
-            watchdog[0]({"at": at, "sequence": channel.position(), "test": item.nodeid, "limit": limit_of(item),
+            watchdog[0]({"at": at, "sequence": inputs.channel.position(), "test": item.nodeid, "limit": limit_of(item),
                          "canary": running[0] in canaries})  # fmt: skip
 
     def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -350,12 +380,24 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         path = call_path(early_config)
         frozen["before conftests"] = (path, bindings(path), set(sys.modules), snapshot_of(early_config))
 
+    def freeze_session(session: pytest.Session) -> None:
+        """Freeze pytest's machinery as it is now, as the session starts (by the session's start
+        of this plugin, or by a warm worker for the session it prepared, `prepare`)."""
+        frozen.update(config=session.config, root=os.path.realpath(str(session.config.rootpath)))
+        frozen["snapshot"] = snapshot_of(session.config)
+        frozen["tests' snapshot"] = snapshot_of(session.config, before_the_tests)
+        settle_item_flag()
+        frozen["path"] = call_path(session.config)
+        freeze_path()
+        check("the start of the session", since_loading=True)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
         root = os.path.realpath(str(session.config.rootpath))
-        if channel.descriptor >= 0 and (test_limits or default_limit > 0) and worker_watch >= 0:
-            watchdog.append(time_limits.teller(worker_watch))
-        elif channel.descriptor >= 0 and (test_limits or default_limit > 0):
+        channel, timed = inputs.channel, bool(inputs.test_limits) or inputs.default_limit > 0
+        if channel.descriptor >= 0 and timed and inputs.worker_watch >= 0:
+            watchdog.append(time_limits.teller(inputs.worker_watch))
+        elif channel.descriptor >= 0 and timed:
             import warnings
 
             with warnings.catch_warnings():
@@ -363,20 +405,20 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
                     "ignore"
                 )  # (Python warns of a fork beside threads; the watchdog runs none of theirs)
                 watchdog.append(time_limits.start_watchdog(channel.descriptor, channel.write))
-        if plan.get("audit"):
-            watch, found = audit({os.path.realpath(os.path.join(root, file)) for file in plan.get("editable", [])})
+        audited = inputs.plan.get("audit")
+        if audited:
+            editable = inputs.plan.get("editable", [])
+            watch, found = audit({os.path.realpath(os.path.join(root, file)) for file in editable})
             frozen["found"] = found
             sys.setprofile(watch)
-        frozen.update(config=session.config, root=root)
-        frozen["snapshot"] = snapshot_of(session.config)
-        frozen["tests' snapshot"] = snapshot_of(session.config, before_the_tests)
-        settle_item_flag()
-        frozen["path"] = call_path(session.config)
-        freeze_path()
-        check("the start of the session", since_loading=True)
+        # A warm worker's prepared session was frozen before the child existed, but without the
+        # audit's profiler, which the freeze records.
+        if audited or "config" not in frozen:
+            freeze_session(session)
         if "before conftests" in frozen:  # a cold run, or a warm child without a prepared session
             path, copies, modules, registered = frozen.pop("before conftests")
             # By file, and the editable modules by name too (a module can say it lies elsewhere).
+            project_modules = inputs.project_modules
             ran = sorted({*project_code(modules, root), *(name for name in project_modules if name in sys.modules)})
             changed = path_changes(path, copies) if ran else []
             if ran:
@@ -391,6 +433,7 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
         """Only the tests GI_TEST_SELECT names, if it names any (the others deselected, as `-k`
         would); those GI_TEST_ORDER names first, in its order; the others after, as collected;
         then the canaries the plan asks for."""
+        selected, first = inputs.selected, inputs.first
         if selected is not None:
             left_out = [item for item in items if item.nodeid not in selected]
             if left_out:
@@ -398,11 +441,11 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
                 config.hook.pytest_deselected(items=left_out)
         if first:
             items[:] = sorted(items, key=lambda item: first.get(item.nodeid, len(first)))
-        canaries.update(place_canaries(items, plan, str(config.rootpath)))
+        canaries.update(place_canaries(items, inputs.plan, str(config.rootpath)))
 
     def pytest_collection_finish(session: pytest.Session) -> None:
         check("collection")
-        tell_inspect(session.items, project_modules)
+        tell_inspect(session.items, inputs.project_modules)
         write({"collected": [item.nodeid for item in session.items if id(item) not in canaries]})
 
     @pytest.hookimpl(tryfirst=True)
@@ -550,21 +593,62 @@ def _hooks(channel: Channel, plan: dict[str, Any]) -> dict[str, Any]:
             write({"returned": frozen["found"]})
         if tampering:
             write({"tampered": "; ".join(tampering)[:FAILURE_CHARS]})
-        if foreign := _foreign_imports(project_modules):
+        if foreign := _foreign_imports(inputs.project_modules):
             write({"foreign_imports": foreign})
         write({"exitstatus": int(exitstatus)})
 
-    return {name: value for name, value in locals().items() if name.startswith("pytest_")}
+    return {name: value for name, value in locals().items() if name.startswith("pytest_") or name == "freeze_session"}
+
+
+#: The inputs of the hooks a warm worker made for the session it prepared (`prepare`), while it
+#: serves that session: each child reads them as it starts (`activate`).
+_prepared: list[Inputs] = []
+#: Whether `activate` ran in this process.
+_activated: list[bool] = []
 
 
 def activate() -> None:
-    """Read gi's key and plan and make the hooks, as this module's names (pytest registers them
+    """Read gi's key and plan, and make the hooks as this module's names (pytest registers them
     from there): at import, as pytest loads the plugin, unless GI_REPORT_DEFERRED says that a
     warm worker imports it once for all its children; each child then activates it before
-    pytest registers it, before any of the project's code is imported. Once only: the hooks
-    made, a later call (by code under test, say) changes nothing."""
-    if "pytest_sessionstart" not in globals():
-        globals().update(_hooks(*_channel()))
+    pytest registers it, before any of the project's code is imported. A child of a session its
+    worker prepared reads its inputs into the hooks registered there. Once only: a later call
+    (by code under test, say) changes nothing."""
+    if _activated:
+        return
+    _activated.append(True)
+    if _prepared:
+        _prepared.pop().read()
+        return
+    hooks = _hooks(Inputs().read())
+    del hooks["freeze_session"]  # the session's start freezes: nothing else may do so again
+    globals().update(hooks)
+
+
+def prepare(session: pytest.Session, name: str) -> None:
+    """In a warm worker, for the session it prepared, where nothing of the project has run: make
+    the hooks over inputs that each child reads as it starts (`activate`), register them with the
+    session's plugin manager as the plugin `name` (a module holding them alone: pluggy and
+    pytest's fixture manager each go through every name of what they register), and freeze
+    pytest's machinery with them, as the session's start of a cold run does. Each child of the
+    session starts from there."""
+    inputs = Inputs()
+    hooks = _hooks(inputs)
+    freeze_session = hooks.pop("freeze_session")
+    module = types.ModuleType(name, __doc__)
+    vars(module).update(hooks)
+    globals().update(hooks)  # this module's names, as in a cold run
+    session.config.pluginmanager.register(module, name)
+    freeze_session(session)
+    _prepared[:] = [inputs]
+
+
+def release() -> None:
+    """In a warm worker, at the end of the session it prepared: children of other sessions make
+    their own hooks."""
+    _prepared.clear()
+    for name in [name for name in globals() if name.startswith("pytest_")]:
+        del globals()[name]
 
 
 if os.environ.get(DEFERRED) != "1":

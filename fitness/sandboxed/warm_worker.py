@@ -34,13 +34,14 @@ rewriter, every plugin's configuration, the session's start with its fixtures pa
 every plugin) is the same for every variant, and was most of a small suite's child. So where
 nothing of the project runs during it (no conftest.py in the project), the worker starts
 pytest's session itself, for one command line at a time, and serves from inside it: where
-pytest would collect the tests, the worker forks, and each child goes on from there into
-pytest's own collection, test loop and session end (`Prepared`). The child first takes its
-own stdout and stderr where the configuration copied the worker's, loads gi's plugin (which
-has read its key from stdin then, as under `-p`), starts output capturing afresh and runs the
-session start of what is its own: gi's plugin, which freezes pytest's machinery then, and the
-terminal reporter's clock. If preparing imported any module of the project, started a thread
-or failed, the worker drops it and children run `pytest.main` from the start.
+pytest would collect the tests, the worker registers gi's plugin's hooks and freezes pytest's
+machinery with them (as the plugin does at a cold session's start), forks, and each child goes
+on from there into pytest's own collection, test loop and session end (`Prepared`). The child
+first reads its key and plan into the plugin's hooks (from stdin, as under `-p`), takes its own
+stdout and stderr where the configuration copied the worker's, starts output capturing afresh
+and runs the session start of what is its own: gi's plugin's (its time limits' watchdog) and
+the terminal reporter's clock. If preparing imported any module of the project, started a
+thread or failed, the worker drops it and children run `pytest.main` from the start.
 
 The worker waits for the child within the request's limit, kills its process group and every
 process it left behind (the worker is their subreaper), empties every folder a variant may
@@ -70,7 +71,6 @@ import sys
 import threading
 import time
 import traceback
-import types
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -193,25 +193,15 @@ class Session:
 
     def join(self) -> None:
         """In a child: take its own stdout and stderr where the configuration copied the worker's,
-        load gi's plugin (activated already: it read its key from stdin, as under `-p`), start
-        output capturing afresh and run the session start of what is the child's alone: gi's
-        plugin (it freezes pytest's machinery) and the terminal reporter (the session's clock and
+        start output capturing afresh and run the session start of what is the child's alone: gi's
+        plugin (the worker registered its hooks and froze pytest's machinery with them; the child
+        has read its key, as under `-p`) and the terminal reporter (the session's clock and
         header)."""
         for descriptor, standard in self.duplicates.items():
             os.dup2(standard, descriptor)
         manager = self.config.pluginmanager
-        # What `import_plugin` does for the plugin the worker imported, but for marking it for
-        # assertion rewriting, which the worker did (`Prepared`) and which in each child went
-        # through the name of every module imported. What is registered is the plugin's hooks
-        # alone: pluggy and pytest's fixture manager each go through every name of what they
-        # register, and the module holds several times more names than hooks.
-        plugin = sys.modules.get(REPORT_PLUGIN)
-        if plugin is None:  # the worker could not import it: the child does
-            manager.import_plugin(REPORT_PLUGIN)
-        elif not manager.is_blocked(REPORT_PLUGIN) and manager.get_plugin(REPORT_PLUGIN) is None:
-            hooks = types.ModuleType(REPORT_PLUGIN, plugin.__doc__)
-            vars(hooks).update((name, value) for name, value in vars(plugin).items() if name.startswith("pytest_"))
-            manager.register(hooks, REPORT_PLUGIN)
+        if manager.get_plugin(REPORT_PLUGIN) is None and not manager.is_blocked(REPORT_PLUGIN):
+            manager.import_plugin(REPORT_PLUGIN)  # the worker could not prepare it: the child loads it
         capture = manager.getplugin("capturemanager")
         capture.start_global_capturing()
         capture.suspend_global_capture()  # as pytest leaves it after its start-up
@@ -267,7 +257,14 @@ class Prepared:
                 with contextlib.suppress(Exception):
                     importlib.import_module("hypothesis")
             warm_collection_patterns(config)
-            config.pluginmanager.rewrite_hook.mark_rewrite(REPORT_PLUGIN)  # (see `Session.join`)
+            # What `import_plugin` does for gi's plugin, but for marking it for assertion
+            # rewriting, which the worker did and which in each child went through the name of
+            # every module imported: the plugin's hooks registered, and the machinery frozen with
+            # them, once for every child (each reads its own key and plan as it starts).
+            config.pluginmanager.rewrite_hook.mark_rewrite(REPORT_PLUGIN)
+            manager, plugin = config.pluginmanager, sys.modules.get(REPORT_PLUGIN)
+            if plugin is not None and not manager.is_blocked(REPORT_PLUGIN):
+                plugin.prepare(session, REPORT_PLUGIN)
             # Capturing is started afresh in each child: its files must be the child's own.
             config.pluginmanager.getplugin("capturemanager").stop_global_capturing()
             prepared = Session(config, session, stdio_duplicates())
@@ -294,6 +291,8 @@ class Prepared:
                 status = 3
         finally:
             pytest_main._main = real
+            if (plugin := sys.modules.get(REPORT_PLUGIN)) is not None and not state["child"]:
+                plugin.release()
         if state["child"]:
             finish_child(int(status))
         if state["left"] is request:  # nothing served: preparing failed, or may not be used
