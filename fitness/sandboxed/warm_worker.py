@@ -257,10 +257,10 @@ class Prepared:
                 with contextlib.suppress(Exception):
                     importlib.import_module("hypothesis")
             warm_collection_patterns(config)
-            # What `import_plugin` does for gi's plugin, but for marking it for assertion
-            # rewriting, which the worker did and which in each child went through the name of
-            # every module imported: the plugin's hooks registered, and the machinery frozen with
-            # them, once for every child (each reads its own key and plan as it starts).
+            # gi's plugin, loaded as `import_plugin` would (marked for assertion rewriting, which
+            # in each child went through the name of every module imported), its hooks registered
+            # and pytest's machinery frozen with them (`prepare`): once for every child of the
+            # session, each of which reads its own key and plan into them as it starts.
             config.pluginmanager.rewrite_hook.mark_rewrite(REPORT_PLUGIN)
             manager, plugin = config.pluginmanager, sys.modules.get(REPORT_PLUGIN)
             if plugin is not None and not manager.is_blocked(REPORT_PLUGIN):
