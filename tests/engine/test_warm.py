@@ -21,7 +21,7 @@ from gi.engine.sandbox.workspace import workspace
 from gi.engine.warm import CLEANING_NAME, WORKER_NAME, WarmError, WarmPool, third_party_imports
 from gi.fitness.sandboxed.warm_imports import CLEANING_FILE, WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
-from gi.fitness.tests import PLUGIN_MODULE, PytestSetup, run_tests
+from gi.fitness.tests import PLUGIN_MODULE, Checks, PytestSetup, run_tests
 from gi.model.patch import Patch, Variant
 from gi.model.program import Program
 
@@ -97,6 +97,27 @@ def test_each_child_sees_its_own_variant_with_a_prepared_start_up(tmp_path: Path
     (first, variant, again), prepared = outcomes(tmp_path, conftest=False)
     assert prepared == 3, "every child started from the prepared configuration"
     assert set(first.values()) == {"failed"} and set(variant.values()) == {"passed"} and again == first
+
+
+def test_a_prepared_sessions_child_with_the_audit_in_its_plan_freezes_again(tmp_path: Path) -> None:
+    """The worker froze pytest's machinery for its prepared session without the audit's profiler,
+    which a child whose plan asks for the audit sets: that child freezes again at its session's
+    start (its own profiler would otherwise read as tampering) and records the types the variant
+    returned; the children before and after it, without the audit, record none."""
+    project = tmp_path / "audited"
+    (project / "tests").mkdir(parents=True)
+    (project / "calc.py").write_text(ORIGINAL)
+    (project / "tests" / "test_calc.py").write_text(TESTS.split("\n\ndef test_through", maxsplit=1)[0] + "\n")
+    with warm_pool(Program.load(project, ["calc.py"])) as pool:
+        plans = [Checks(editable=("calc.py",), audit=audit) for audit in (False, True, False)]
+        runs = [
+            pool.run_tests({"calc.py": VARIANT}, ["tests"], timeout=60, limits={}, default_limit=0, checks=checks)
+            for checks in plans
+        ]
+    assert pool.prepared_runs == 3
+    assert [run.forged for run in runs] == ["", "", ""]
+    assert [run.outcomes for run in runs] == [{"tests/test_calc.py::test_answer": "passed"}] * 3
+    assert [run.returned for run in runs] == [{}, {"builtins.int": ""}, {}]
 
 
 def test_threads_asking_a_pool_of_one_worker_at_once_share_it(tmp_path: Path) -> None:
