@@ -160,7 +160,9 @@ class Inputs:
     process's standard input, gi's plan, the tests' time limits, which tests run and in what
     order, and the project's modules. A cold run reads them as pytest loads the plugin, before
     the hooks over them are made; a warm worker makes the hooks of the session it prepared before
-    its children exist (`prepare`), and each child reads its own as it starts (`activate`)."""
+    its children exist (`prepare`), and each child reads its own as it starts (`activate`). The
+    hooks never look them up here: each is bound into their variables once read (`attach` in
+    `_hooks`)."""
 
     def __init__(self) -> None:
         self.ready = False
@@ -186,6 +188,15 @@ class Inputs:
             self.selected = _selection()
             self.project_modules = _project_modules()
         return self
+
+    def bound(self) -> tuple[Writer, Callable[[], int], int, dict[str, Any], dict[str, float], float, int,
+                             dict[str, int], set[str] | None, dict[str, str]]:  # fmt: skip
+        """Each input, as the hooks bind them (`attach` in `_hooks`): the channel's writer, its
+        place in the sequence and its descriptor, the plan, the limits, the watchdog's descriptor,
+        the order, the selection and the project's modules."""
+        channel = self.channel
+        return (channel.write, channel.position, channel.descriptor, self.plan, self.test_limits, self.default_limit,
+                self.worker_watch, self.first, self.selected, self.project_modules)  # fmt: skip
 
 
 def _limits() -> tuple[dict[str, float], float]:
@@ -274,12 +285,20 @@ def _switch_coverage_context(nodeid: str) -> None:
 
 
 def _hooks(inputs: Inputs) -> dict[str, Any]:
-    """The plugin's hooks, as closures over the run's inputs (read by the time pytest calls them)
-    and their state: rebinding a name of this module after pytest registered them changes
-    nothing. Besides pytest's hooks, `freeze_session`: the freeze of the session's start."""
+    """The plugin's hooks, as closures over the run's inputs and their state: rebinding a name of
+    this module after pytest registered them changes nothing. Besides pytest's hooks,
+    `freeze_session` (the freeze of the session's start) and `attach`, which binds the inputs
+    once read into the hooks' own variables, before any project code runs: changing the
+    `Inputs` or its `Channel` later (code under test can find them) changes nothing either."""
+    write, position, descriptor, plan, test_limits, default_limit, worker_watch, first, selected, project_modules = (
+        inputs.bound()
+    )
 
-    def write(record: dict[str, Any], at: int | None = None) -> None:
-        inputs.channel.write(record, at)
+    def attach() -> None:
+        nonlocal write, position, descriptor, plan, test_limits, default_limit, worker_watch
+        nonlocal first, selected, project_modules
+        (write, position, descriptor, plan, test_limits, default_limit, worker_watch, first, selected,
+         project_modules) = inputs.bound()  # fmt: skip
 
     places = time_limits.machinery_places(__file__, checks.__file__, freeze.__file__)
     place_canaries, audit = checks.place_canaries, checks.audit
@@ -365,12 +384,12 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
         frozen["path copies"] = bindings(frozen["path"])
 
     def limit_of(item: pytest.Item) -> float:
-        return inputs.test_limits.get(item.nodeid, inputs.default_limit)
+        return test_limits.get(item.nodeid, default_limit)
 
     def arm(item: pytest.Item, at: float) -> None:
         """Tell the watchdog the running test's hard deadline (a time.monotonic() time)."""
         if watchdog:
-            watchdog[0]({"at": at, "sequence": inputs.channel.position(), "test": item.nodeid, "limit": limit_of(item),
+            watchdog[0]({"at": at, "sequence": position(), "test": item.nodeid, "limit": limit_of(item),
                          "canary": running[0] in canaries})  # fmt: skip
 
     def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -394,20 +413,20 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(session: pytest.Session) -> None:
         root = os.path.realpath(str(session.config.rootpath))
-        channel, timed = inputs.channel, bool(inputs.test_limits) or inputs.default_limit > 0
-        if channel.descriptor >= 0 and timed and inputs.worker_watch >= 0:
-            watchdog.append(time_limits.teller(inputs.worker_watch))
-        elif channel.descriptor >= 0 and timed:
+        timed = bool(test_limits) or default_limit > 0
+        if descriptor >= 0 and timed and worker_watch >= 0:
+            watchdog.append(time_limits.teller(worker_watch))
+        elif descriptor >= 0 and timed:
             import warnings
 
             with warnings.catch_warnings():
                 warnings.simplefilter(
                     "ignore"
                 )  # (Python warns of a fork beside threads; the watchdog runs none of theirs)
-                watchdog.append(time_limits.start_watchdog(channel.descriptor, channel.write))
-        audited = inputs.plan.get("audit")
+                watchdog.append(time_limits.start_watchdog(descriptor, write))
+        audited = plan.get("audit")
         if audited:
-            editable = inputs.plan.get("editable", [])
+            editable = plan.get("editable", [])
             watch, found = audit({os.path.realpath(os.path.join(root, file)) for file in editable})
             frozen["found"] = found
             sys.setprofile(watch)
@@ -418,7 +437,6 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
         if "before conftests" in frozen:  # a cold run, or a warm child without a prepared session
             path, copies, modules, registered = frozen.pop("before conftests")
             # By file, and the editable modules by name too (a module can say it lies elsewhere).
-            project_modules = inputs.project_modules
             ran = sorted({*project_code(modules, root), *(name for name in project_modules if name in sys.modules)})
             changed = path_changes(path, copies) if ran else []
             if ran:
@@ -433,7 +451,6 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
         """Only the tests GI_TEST_SELECT names, if it names any (the others deselected, as `-k`
         would); those GI_TEST_ORDER names first, in its order; the others after, as collected;
         then the canaries the plan asks for."""
-        selected, first = inputs.selected, inputs.first
         if selected is not None:
             left_out = [item for item in items if item.nodeid not in selected]
             if left_out:
@@ -441,11 +458,11 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
                 config.hook.pytest_deselected(items=left_out)
         if first:
             items[:] = sorted(items, key=lambda item: first.get(item.nodeid, len(first)))
-        canaries.update(place_canaries(items, inputs.plan, str(config.rootpath)))
+        canaries.update(place_canaries(items, plan, str(config.rootpath)))
 
     def pytest_collection_finish(session: pytest.Session) -> None:
         check("collection")
-        tell_inspect(session.items, inputs.project_modules)
+        tell_inspect(session.items, project_modules)
         write({"collected": [item.nodeid for item in session.items if id(item) not in canaries]})
 
     @pytest.hookimpl(tryfirst=True)
@@ -593,16 +610,18 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
             write({"returned": frozen["found"]})
         if tampering:
             write({"tampered": "; ".join(tampering)[:FAILURE_CHARS]})
-        if foreign := _foreign_imports(inputs.project_modules):
+        if foreign := _foreign_imports(project_modules):
             write({"foreign_imports": foreign})
         write({"exitstatus": int(exitstatus)})
 
-    return {name: value for name, value in locals().items() if name.startswith("pytest_") or name == "freeze_session"}
+    hooks = {name: value for name, value in locals().items() if name.startswith("pytest_")}
+    return {**hooks, "freeze_session": freeze_session, "attach": attach}
 
 
-#: The inputs of the hooks a warm worker made for the session it prepared (`prepare`), while it
-#: serves that session: each child reads them as it starts (`activate`).
-_prepared: list[Inputs] = []
+#: The inputs of the hooks a warm worker made for the session it prepared (`prepare`), with what
+#: binds them into the hooks, while it serves that session: each child reads them and binds them
+#: as it starts (`activate`), and drops them.
+_prepared: list[tuple[Inputs, Callable[[], None]]] = []
 #: Whether `activate` ran in this process.
 _activated: list[bool] = []
 
@@ -612,15 +631,18 @@ def activate() -> None:
     from there): at import, as pytest loads the plugin, unless GI_REPORT_DEFERRED says that a
     warm worker imports it once for all its children; each child then activates it before
     pytest registers it, before any of the project's code is imported. A child of a session its
-    worker prepared reads its inputs into the hooks registered there. Once only: a later call
-    (by code under test, say) changes nothing."""
+    worker prepared reads its inputs and binds them into the hooks registered there. Once only:
+    a later call (by code under test, say) changes nothing."""
     if _activated:
         return
     _activated.append(True)
     if _prepared:
-        _prepared.pop().read()
+        inputs, attach = _prepared.pop()
+        inputs.read()
+        attach()
         return
     hooks = _hooks(Inputs().read())
+    hooks.pop("attach")()
     del hooks["freeze_session"]  # the session's start freezes: nothing else may do so again
     globals().update(hooks)
 
@@ -634,13 +656,13 @@ def prepare(session: pytest.Session, name: str) -> None:
     session starts from there."""
     inputs = Inputs()
     hooks = _hooks(inputs)
-    freeze_session = hooks.pop("freeze_session")
+    freeze_session, attach = hooks.pop("freeze_session"), hooks.pop("attach")
     module = types.ModuleType(name, __doc__)
     vars(module).update(hooks)
     globals().update(hooks)  # this module's names, as in a cold run
     session.config.pluginmanager.register(module, name)
     freeze_session(session)
-    _prepared[:] = [inputs]
+    _prepared[:] = [(inputs, attach)]
 
 
 def release() -> None:

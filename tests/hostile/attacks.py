@@ -195,7 +195,7 @@ VERDICT = {
         cells = operator.attrgetter("_" + "_closure__")(plugin.pytest_runtest_logfinish)
         write = [cell.cell_contents for cell in cells if getattr(cell.cell_contents, "__name__", "") == "write"][0]
         inner = operator.attrgetter("_" + "_closure__")(write)
-        channel = [cell.cell_contents for cell in inner if hasattr(cell.cell_contents, "channel")][0].channel.descriptor
+        channel = [cell.cell_contents for cell in inner if type(cell.cell_contents) is int][0]
         """
         + FORGE,
     ),
@@ -212,7 +212,7 @@ VERDICT = {
         plugin = modules["gi_py" + "test_report"]
         found = modules["insp" + "ect"].getclosurevars(plugin.pytest_runtest_logfinish).nonlocals
         write = found["write"]
-        channel = modules["insp" + "ect"].getclosurevars(write).nonlocals["inputs"].channel.descriptor
+        channel = modules["insp" + "ect"].getclosurevars(write).nonlocals["descriptor"]
         """
         + FORGE,
     ),

@@ -436,6 +436,35 @@ for name, hook in vars(plugin).items():
         manager.register(plugin, "gi-again")
         break
 """,
+    # A red team's: gi's plugin looked its writer up on its channel object at each record; found by
+    # the garbage collector, the writer wrapped to turn failed tests' records into passes (signed
+    # and sequenced by gi's own writer), and pytest's count and summary made to agree.
+    "gi's writer swapped on its channel object": """import sys
+
+def add(a, b):
+    return a - b
+
+channels = [o for o in __import__("gc").get_objects() if type(o).__name__ == "Channel"]
+frame = sys._getframe(0)
+while frame is not None and not hasattr(frame.f_locals.get("session"), "testsfailed"):
+    frame = frame.f_back
+session = frame.f_locals["session"] if frame is not None else None
+
+def agree():
+    session.testsfailed = 0
+    reporter = session.config.pluginmanager.getplugin("terminalreporter")
+    for report in reporter.stats.pop("failed", []):
+        report.outcome = "passed"
+        reporter.stats.setdefault("passed", []).append(report)
+
+for channel in channels:
+    def forged(record, at=None, real=channel.write):
+        if "finish" in record and record.get("outcome") != "passed" and session is not None:
+            record = {"finish": record["finish"], "outcome": "passed", "duration": record.get("duration", 0.0)}
+            agree()
+        real(record, at)
+    channel.write = forged
+""",
 }
 
 
