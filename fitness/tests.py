@@ -125,6 +125,7 @@ PLUGIN_FILES = (
     ("gi_pytest_limits.py", "pytest_limits.py"),
     ("gi_pytest_checks.py", "pytest_checks.py"),
     ("gi_pytest_freeze.py", "pytest_freeze.py"),
+    ("gi_pytest_inputs.py", "pytest_inputs.py"),
 )
 
 

@@ -1,8 +1,10 @@
 """gi's pytest plugin, loaded into every test run gi starts (`-p gi_pytest_report`).
 
-gi copies this file into the workspace's read-only tools folder, with the two beside it
-(pytest_limits.py, the per-test time limits; pytest_checks.py, the canaries and the audit of
-returned values), so the plugin needs nothing but the standard library and pytest. It reports
+gi copies this file into the workspace's read-only tools folder, with those beside it
+(pytest_inputs.py, the signed channel and what else gi hands the run; pytest_limits.py, the
+per-test time limits; pytest_checks.py, the canaries and the audit of returned values;
+pytest_freeze.py, the freeze of pytest's machinery), so the plugin needs nothing but the
+standard library and pytest. It reports
 every event as one line on a pipe that gi reads while the tests run (GI_CHANNEL_FD names it),
 so the outcomes of the tests that finished survive a run killed at its time limit; no report
 file exists that a variant could append to.
@@ -38,10 +40,7 @@ so the verdict does not rest on the signature alone:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import importlib
-import json
 import operator
 import os
 import sys
@@ -52,7 +51,6 @@ from typing import Any
 
 import pytest
 
-KEY_BYTES = 64
 #: Set while a warm worker imports this plugin: its hooks are made later, in each child (`activate`).
 DEFERRED = "GI_REPORT_DEFERRED"
 #: The per-test time limits' module, as gi installs it beside this one (gi.fitness.tests).
@@ -61,182 +59,24 @@ LIMITS_MODULE = "gi_pytest_limits"
 CHECKS_MODULE = "gi_pytest_checks"
 #: The freeze of pytest's machinery (pytest_freeze.py), installed beside this file.
 FREEZE_MODULE = "gi_pytest_freeze"
+#: What gi hands a run: the signed channel, the plan, the limits (pytest_inputs.py), beside this file.
+INPUTS_MODULE = "gi_pytest_inputs"
 #: Characters of one failing test's report that are kept (its end: the assertion and where).
 FAILURE_CHARS = 2000
-
-
-def _serialiser() -> Callable[[object], str]:
-    """JSON text of a record, by the interpreter's own C encoder taken now: what it calls is
-    code no module attribute leads to, so code under test that rebinds `json.dumps` (through
-    `functools.update_wrapper`, say) or a method of `json.JSONEncoder` changes nothing here."""
-    try:
-        from _json import encode_basestring_ascii, make_encoder
-    except ImportError:  # an interpreter without the accelerator: the encoder's method, bound now
-        return json.JSONEncoder(separators=(",", ":")).encode
-
-    def unknown(value: object) -> object:
-        raise TypeError(f"not JSON: {type(value).__name__}")
-
-    encoder = make_encoder(None, unknown, encode_basestring_ascii, None, ":", ",", False, False, True)
-    join = "".join
-    return lambda record: join(encoder(record, 0))
-
-
-def _signer(key: bytes) -> Callable[[bytes], str]:
-    """The HMAC-SHA256 of a message under `key`, by OpenSSL's HMAC object made now (its methods
-    are the C type's, which no code can rebind); `hmac.new` bound now where OpenSSL is missing."""
-    try:
-        from _hashlib import hmac_new
-    except ImportError:
-        new, digest = hmac.new, hashlib.sha256
-        return lambda message: new(key, message, digest).hexdigest()
-    copy = hmac_new(key, b"", "sha256").copy
-
-    def sign(message: bytes) -> str:
-        mac = copy()
-        mac.update(message)
-        return str(mac.hexdigest())
-
-    return sign
 
 
 if __package__:  # imported from gi's package (by gi's own tests)
     from . import pytest_checks as checks
     from . import pytest_freeze as freeze
+    from . import pytest_inputs as run_inputs
     from . import pytest_limits as time_limits
 else:  # a test run's tools folder, where gi copies them beside this file
     time_limits = importlib.import_module(LIMITS_MODULE)  # type: ignore[assignment,unused-ignore]
     checks = importlib.import_module(CHECKS_MODULE)  # type: ignore[assignment,unused-ignore]
     freeze = importlib.import_module(FREEZE_MODULE)  # type: ignore[assignment,unused-ignore]
+    run_inputs = importlib.import_module(INPUTS_MODULE)  # type: ignore[assignment,unused-ignore]
 
-Writer = time_limits.Writer
-
-
-class Channel:
-    """The signed records' pipe to gi: its writer, the place in the sequence of the next record,
-    its descriptor (-1 when gi did not start us: the writer drops the records)."""
-
-    def __init__(self, write: Writer, position: Callable[[], int], descriptor: int) -> None:
-        self.write = write
-        self.position = position
-        self.descriptor = descriptor
-
-
-def _channel() -> tuple[Channel, dict[str, Any]]:
-    """The channel of signed records, and gi's plan.
-
-    Everything the writer calls is taken here, as pytest loads the plugin and before any
-    project code is imported: the serialiser, the signer and `os.write` are held, never looked
-    up through a module when a record is written (by this process or by the watchdog forked
-    from it)."""
-    descriptor = int(os.environ.pop("GI_CHANNEL_FD", "-1"))
-    if descriptor < 0:
-        return Channel(lambda record, at=None: None, lambda: 0, -1), {}
-    data = b""
-    while chunk := os.read(0, 65536):
-        data += chunk
-    key, plan = data[:KEY_BYTES], data[KEY_BYTES:]
-    nothing = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(nothing, 0)
-    os.close(nothing)
-    sequence = [0]
-    serialise, sign, send = _serialiser(), _signer(key), os.write
-
-    def write(record: dict[str, Any], at: int | None = None) -> None:
-        if at is not None:
-            sequence[0] = at
-        text = serialise(record)
-        mac = sign(f"{sequence[0]}:{text}".encode())
-        sequence[0] += 1
-        data = f"{mac} {text}\n".encode()
-        while data:
-            data = data[send(descriptor, data) :]
-
-    return Channel(write, lambda: sequence[0], descriptor), json.loads(plan) if plan.strip() else {}
-
-
-class Inputs:
-    """What gi gives one test run's plugin (`read`): the channel, keyed by what gi writes to the
-    process's standard input, gi's plan, the tests' time limits, which tests run and in what
-    order, and the project's modules. A cold run reads them as pytest loads the plugin, before
-    the hooks over them are made; a warm worker makes the hooks of the session it prepared before
-    its children exist (`prepare`), and each child reads its own as it starts (`activate`). The
-    hooks never look them up here: each is bound into their variables once read (`attach` in
-    `_hooks`)."""
-
-    def __init__(self) -> None:
-        self.ready = False
-        self.channel = Channel(lambda record, at=None: None, lambda: 0, -1)
-        self.plan: dict[str, Any] = {}
-        self.test_limits: dict[str, float] = {}
-        self.default_limit = 0.0
-        #: Where a warm worker watches this child's deadlines (pytest_limits.WorkerWatch); else
-        #: the session forks a watchdog process of its own.
-        self.worker_watch = -1
-        self.first: dict[str, int] = {}
-        self.selected: set[str] | None = None
-        self.project_modules: dict[str, str] = {}
-
-    def read(self) -> Inputs:
-        """Read them, once: a later call (by code under test, say) changes nothing."""
-        if not self.ready:
-            self.ready = True
-            self.channel, self.plan = _channel()
-            self.test_limits, self.default_limit = _limits()
-            self.worker_watch = int(os.environ.pop("GI_WATCHDOG_FD", "-1"))
-            self.first = {nodeid: position for position, nodeid in enumerate(_order())}
-            self.selected = _selection()
-            self.project_modules = _project_modules()
-        return self
-
-    def bound(self) -> tuple[Writer, Callable[[], int], int, dict[str, Any], dict[str, float], float, int,
-                             dict[str, int], set[str] | None, dict[str, str]]:  # fmt: skip
-        """Each input, as the hooks bind them (`attach` in `_hooks`): the channel's writer, its
-        place in the sequence and its descriptor, the plan, the limits, the watchdog's descriptor,
-        the order, the selection and the project's modules."""
-        channel = self.channel
-        return (channel.write, channel.position, channel.descriptor, self.plan, self.test_limits, self.default_limit,
-                self.worker_watch, self.first, self.selected, self.project_modules)  # fmt: skip
-
-
-def _limits() -> tuple[dict[str, float], float]:
-    """Per-test time limits from the JSON file GI_TEST_LIMITS names: {"tests": {...}, "default": s}."""
-    path = os.environ.pop("GI_TEST_LIMITS", "")
-    if not path:
-        return {}, 0.0
-    with open(path, encoding="utf-8") as stream:
-        data = json.load(stream)
-    return {str(k): float(v) for k, v in data.get("tests", {}).items()}, float(data.get("default", 0.0))
-
-
-def _order() -> list[str]:
-    """The node ids to run first, in order, from the JSON list GI_TEST_ORDER names (the tests
-    that failed most recently first, when gi stops at the first failure)."""
-    path = os.environ.pop("GI_TEST_ORDER", "")
-    if not path:
-        return []
-    with open(path, encoding="utf-8") as stream:
-        return [str(nodeid) for nodeid in json.load(stream)]
-
-
-def _selection() -> set[str] | None:
-    """The node ids to run, from the JSON list GI_TEST_SELECT names (the training tests that can
-    see a variant's edits); None: every collected test."""
-    path = os.environ.pop("GI_TEST_SELECT", "")
-    if not path:
-        return None
-    with open(path, encoding="utf-8") as stream:
-        return {str(nodeid) for nodeid in json.load(stream)}
-
-
-def _project_modules() -> dict[str, str]:
-    """The editable files by the module name the tests import them as (from the JSON file
-    GI_PROJECT_MODULES names), as absolute paths in this copy of the project."""
-    path = os.environ.pop("GI_PROJECT_MODULES", "")
-    if not path:
-        return {}
-    with open(path, encoding="utf-8") as stream:
-        return {str(name): os.path.realpath(str(file)) for name, file in json.load(stream).items()}
+Inputs = run_inputs.Inputs
 
 
 def _foreign_imports(expected: dict[str, str]) -> dict[str, str]:
@@ -300,7 +140,7 @@ def _hooks(inputs: Inputs) -> dict[str, Any]:
         (write, position, descriptor, plan, test_limits, default_limit, worker_watch, first, selected,
          project_modules) = inputs.bound()  # fmt: skip
 
-    places = time_limits.machinery_places(__file__, checks.__file__, freeze.__file__)
+    places = time_limits.machinery_places(__file__, checks.__file__, freeze.__file__, run_inputs.__file__)
     place_canaries, audit = checks.place_canaries, checks.audit
     # What the checks call, bound now, before any project code, as the hooks are: a variant that
     # rebinds a name of this module or of the freeze's (or `operator.is_`) changes nothing.

@@ -480,7 +480,7 @@ def add_to_report(report: bytearray, chunk: bytes) -> bool:
 
 
 #: The report key's characters at the start of a request's "key" (the plan follows them; the
-#: plugin's KEY_BYTES).
+#: plugin's inputs' KEY_BYTES).
 KEY_CHARACTERS = 64
 WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("TMPDIR", "")).split(":") if folder]
 #: The files and folders a variant may add to each of its folders that is a file system of its
