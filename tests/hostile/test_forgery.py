@@ -439,7 +439,8 @@ for name, hook in vars(plugin).items():
     # A red team's: gi's plugin looked its writer up on its channel object at each record; found by
     # the garbage collector, the writer wrapped to turn failed tests' records into passes (signed
     # and sequenced by gi's own writer), and pytest's count and summary made to agree.
-    "gi's writer swapped on its channel object": """import sys
+    "gi's writer swapped on its channel object": """\
+import sys
 
 def add(a, b):
     return a - b
