@@ -126,6 +126,7 @@ def instrument() -> None:
     timed(evaluation.Evaluator, "refusal", "the guard")
     timed(evaluation, "static_measures", "static measures")
     timed(warm.WarmPool, "run_tests", "warm run")
+    timed(warm.WarmWorker, "settled", "waiting for the worker to settle")
     timed(warm, "read_report", "reading the report")
     timed(warm, "plugin_files", "the request's files")
     timed_context(RunStore, "transaction", "the store")

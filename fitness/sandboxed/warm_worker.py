@@ -43,11 +43,14 @@ and runs the session start of what is its own: gi's plugin's (its time limits' w
 the terminal reporter's clock. If preparing imported any module of the project, started a
 thread or failed, the worker drops it and children run `pytest.main` from the start.
 
-The worker waits for the child within the request's limit, kills its process group and every
-process it left behind (the worker is their subreaper), empties every folder a variant may
-write and removes the System V objects of its IPC namespace (`clean_slate`: the next variant
-finds nothing of this one), and answers with the exit status, the tails of stdout and stderr
-and the signed report, exactly what gi reads from a cold run. It needs only the standard
+The worker waits for the child within the request's limit (a child that ends closes its pipes
+and says its exit status first, `finish_child`), kills its process group and answers with the
+exit status, the tails of stdout and stderr and the signed report, exactly what gi reads from a
+cold run. Then, while gi takes the answer in, it settles the run (`Finished`): it waits for the
+child's end, kills and reaps every process the child left behind (the worker is their
+subreaper), empties every folder a variant may write and removes the System V objects of its
+IPC namespace (`clean_slate`: the next variant finds nothing of this one), and says it has
+settled; gi sends the next variant only to a worker that has. It needs only the standard
 library and pytest. What it imports and compiles once, and how a child imports its variant
 (`preload`, `CompiledOriginals`, `cache_rewrites`, `import_deferred`, `warm_source_lookups`,
 `warm_collection_patterns`, `VariantFinder`, `serve_spawned`), is
@@ -225,9 +228,9 @@ class Prepared:
             left = self._in_session(request)
             if left is not request:
                 return left
-        answer = serve(request, None)  # (a child without a prepared session never returns)
-        assert answer is not None
-        send(RESPONSE, answer)
+        finished = serve(request, None)  # (a child without a prepared session never returns)
+        assert finished is not None
+        finished.answer_and_settle()
         return receive(REQUEST)
 
     def _in_session(self, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -272,11 +275,11 @@ class Prepared:
             gc.freeze()
             current: dict[str, Any] | None = request
             while current is not None and current["argv"] == argv:
-                answer = serve(current, prepared)
-                if answer is None:  # the child, joined: its session goes on into pytest's own
+                finished = serve(current, prepared)
+                if finished is None:  # the child, joined: its session goes on into pytest's own
                     state["child"] = True
                     return real(config, session)
-                send(RESPONSE, answer)
+                finished.answer_and_settle()
                 current = receive(REQUEST)
             state["left"] = current
             return 0
@@ -305,19 +308,42 @@ class Prepared:
 
 
 def finish_child(status: int) -> NoReturn:
-    """End a child with pytest's exit status, its output flushed; never returns."""
+    """End a child with pytest's exit status, its output flushed; never returns.
+
+    It closes every descriptor but the one on which it then tells the worker its status
+    (`ENDING`): the worker sees its pipes end and answers now, not after the kernel has torn
+    down the child's copy of the worker's memory (a few milliseconds, which the worker spends
+    after its answer, while gi takes in the result)."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
+    if ENDING >= 0:
+        with contextlib.suppress(OSError):
+            os.closerange(0, ENDING)
+            os.closerange(ENDING + 1, os.sysconf("SC_OPEN_MAX"))
+            os.write(ENDING, f"{status}\n".encode())
     os._exit(status)
 
 
+#: In a child: the pipe on which `finish_child` tells the worker its exit status (-1: none).
+ENDING = -1
+
+
 def child(
-    request: dict[str, Any], key_read: int, out: int, err: int, channel: int, watch: int, prepared: Session | None
+    request: dict[str, Any],
+    key_read: int,
+    out: int,
+    err: int,
+    channel: int,
+    watch: int,
+    ending: int,
+    prepared: Session | None,
 ) -> None:
     """In the forked child: become a fresh pytest run of the variant. Without a prepared session
     it runs `pytest.main` and never returns; with one, it joins it and returns (to go on with
     the session's collection, in `Prepared._in_session`)."""
+    global ENDING
+    ENDING = ending
     os.setpgid(0, 0)
     os.dup2(key_read, 0)
     os.dup2(out, 1)
@@ -369,13 +395,14 @@ def clean_slate() -> None:
         remove_ipc()
 
 
-def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] | None:
-    """Run one request in a forked child; return what gi reads from a run (None in the child,
-    which goes on with the `prepared` session)."""
+def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
+    """Run one request in a forked child; return what gi reads from a run and what is left to
+    settle after it (None in the child, which goes on with the `prepared` session)."""
     key_read, key_write = os.pipe()
     os.write(key_write, request["key"].encode())
     os.close(key_write)
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
+    ending_read, ending_write = os.pipe()  # the child's exit status, as it ends (finish_child)
     watch_read, watch_write = os.pipe()  # the child's deadlines (WorkerWatch)
     # What the worker wrote and has not flushed (a prepared session's end prints its summary)
     # must not reach the child's output with the copy of the buffers it inherits.
@@ -385,24 +412,21 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:
-        for reading, _ in pipes:
-            os.close(reading)
-        for descriptor in (REQUEST, RESPONSE, watch_read):
+        for descriptor in (*(reading for reading, _ in pipes), ending_read, REQUEST, RESPONSE, watch_read):
             os.close(descriptor)
-        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], watch_write, prepared)
+        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], watch_write, ending_write, prepared)
         return None
-    os.close(key_read)
-    for _, writing in pipes:
-        os.close(writing)
-    os.close(watch_write)
+    for descriptor in (key_read, *(writing for _, writing in pipes), ending_write, watch_write):
+        os.close(descriptor)
     watch = WorkerWatch(watch_read)
     watching = True
     kept = {reading: bytearray() for reading, _ in pipes}
     limits = {pipes[0][0]: OUTPUT_BYTES, pipes[1][0]: OUTPUT_BYTES, pipes[2][0]: CHANNEL_BYTES}
     overflow = False
     deadline = started + float(request["timeout"])
-    open_pipes = set(kept)
-    status: int | None = None
+    open_pipes = {*kept, ending_read}
+    ending = bytearray()
+    status: int | None = None  # from waitpid: the child was reaped
     timed_out = False
     over = ""
     held = {folder: files_in(folder) for folder in COUNTED}
@@ -429,6 +453,11 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
                 watching = False
         for reading in ready:
             chunk = os.read(reading, 65536)
+            if reading == ending_read:
+                ending += chunk[:16]
+                if not chunk or b"\n" in ending:  # said, or never will be: the child is gone
+                    open_pipes.discard(reading)
+                continue
             if not chunk:
                 open_pipes.discard(reading)
                 continue
@@ -447,19 +476,18 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
                 reap_everything(OWN_PIDS)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
-    if status is None:
+    said = ending.split(b"\n")[0]
+    if status is None and (timed_out or over or not (said.isdigit() and int(said) < 256)):
         try:
             _, code = os.waitpid(pid, 0)
             status = os.waitstatus_to_exitcode(code)
         except ChildProcessError:
             status = -9
-    reap_everything(OWN_PIDS)
-    for reading in (*kept, watch_read):
-        os.close(reading)
-    unserved = started_without_variant()
-    clean_slate()
-    return {
-        "returncode": -9 if timed_out or over else (128 - status if status < 0 else status),
+    # Else the child said its status as it ended (or was reaped): what is left of its end is
+    # waited for after the answer (`Finished.settle`).
+    returned = int(said) if status is None else status
+    answer = {
+        "returncode": -9 if timed_out or over else (128 - returned if returned < 0 else returned),
         "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
         "stderr": bytes(kept[pipes[1][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace") + (f"\n{over}\n" if over else ""),
         "resource": over,
@@ -468,8 +496,37 @@ def serve(request: dict[str, Any], prepared: Session | None) -> dict[str, Any] |
         "timed_out": timed_out,
         "seconds": time.perf_counter() - started,
         "prepared": prepared is not None,
-        "started_without_variant": unserved,
+        "started_without_variant": started_without_variant(),
     }
+    return Finished(answer, None if status is not None else pid, [*kept, ending_read, watch_read])
+
+
+class Finished:
+    """A child's answer, and what is left of its run: the end of the child (when it said its
+    status as it ended), every process it left, and what it wrote."""
+
+    def __init__(self, answer: dict[str, Any], unreaped: int | None, descriptors: list[int]) -> None:
+        self.answer = answer
+        self.unreaped = unreaped
+        self.descriptors = descriptors
+
+    def answer_and_settle(self) -> None:
+        """Answer gi, then settle, then tell gi the worker is ready for the next variant: the
+        child's end (the kernel freeing its memory), its processes killed and reaped, the
+        writable folders emptied, gi's next steps meanwhile."""
+        send(RESPONSE, self.answer)
+        if self.unreaped is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.unreaped, 0)
+        reap_everything(OWN_PIDS)
+        for descriptor in self.descriptors:
+            os.close(descriptor)
+        clean_slate()
+        send(RESPONSE, SETTLED)
+
+
+#: What the worker sends once it has settled a run (`Finished.answer_and_settle`).
+SETTLED = {"settled": True}
 
 
 def add_to_report(report: bytearray, chunk: bytes) -> bool:

@@ -65,6 +65,9 @@ CLEANING_NAME = "gi_warm_cleaning.py"
 START_TIMEOUT = 120.0
 #: Seconds gi waits past a request's own limit before it gives up on the worker.
 ANSWER_MARGIN = 10.0
+#: Seconds a worker may take to settle a run after answering it (the child's end, its processes
+#: reaped, the folders it wrote emptied) before gi replaces it.
+SETTLE_TIMEOUT = 120.0
 
 #: Code in the tests or the editable files that reads a module's file from disk itself, or
 #: starts a Python that ignores PYTHONPATH (-I, -E): a warm worker keeps the original on disk
@@ -166,6 +169,8 @@ class WarmWorker:
             raise WarmError(f"the warm worker did not start: {self.live.stderr.text()[-500:]}")
         #: The runs whose child started from the worker's prepared pytest configuration.
         self.prepared_runs = 0
+        #: Whether the worker has answered a run and not yet said it has settled it.
+        self.unsettled = False
 
     def _answer(self, timeout: float, refused: int = 0) -> dict[str, Any] | None:
         """The worker's next answer; None if it died, ran past `timeout`, or its processes
@@ -189,6 +194,7 @@ class WarmWorker:
         answer = self._answer(timeout + ANSWER_MARGIN, refused)
         if answer is None or "returncode" not in answer:
             return None
+        self.unsettled = True
         self.prepared_runs += bool(answer.get("prepared"))
         return ProcessOutcome(
             returncode=int(answer["returncode"]),
@@ -201,6 +207,15 @@ class WarmWorker:
             resource=str(answer.get("resource", "")),
             started_without_variant=str(answer.get("started_without_variant", "")),
         )
+
+    def settled(self) -> bool:
+        """Whether the worker is ready for the next variant: it answers a run before it settles
+        it (the child's end, the processes it left, the folders it wrote), and says when it has.
+        False when it died or did not settle within SETTLE_TIMEOUT."""
+        if self.unsettled:
+            self.unsettled = False
+            self.broken = self._answer(SETTLE_TIMEOUT, self.live.cgroups.refused_forks()) != {"settled": True}
+        return not self.broken
 
     def close(self) -> None:
         self.live.stop()
@@ -306,6 +321,9 @@ class WarmPool:
     @contextmanager
     def _worker(self) -> Iterator[WarmWorker]:
         entry = self._take()
+        while not entry[0].settled():  # what its last variant left could not be undone: a new one
+            self._retire(entry)
+            entry = self._take()
         healthy = True
         try:
             yield entry[0]

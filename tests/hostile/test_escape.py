@@ -369,6 +369,11 @@ def test_a_variant_that_kills_its_warm_worker_is_a_crash_and_the_worker_is_repla
 
 @pytest.mark.parametrize("isolate", [pytest.param(True, marks=needs_bubblewrap), False], ids=["sandbox", "none"])
 def test_nothing_a_warm_child_leaves_behind_reaches_the_next(tmp_path: Path, isolate: bool) -> None:
+    """The worker answers as the child ends and settles the run after (kills what it left, empties
+    its folders), before it takes the next variant: each variant's test finds nothing of the one
+    before, neither a file nor a process, and the last one's sleeper dies without the pool's
+    close."""
+    marker = f"{MARKER}-{secrets.token_hex(4)}"  # this test's own, whatever else runs beside it
     tests = f"""\
 import os
 import pathlib
@@ -376,10 +381,15 @@ import subprocess
 
 
 def test_leave_things():
-    marker = pathlib.Path(os.environ["TMPDIR"]) / "cached"
-    assert not marker.exists(), "a file from the previous variant survived"
-    marker.write_text("x")
-    subprocess.Popen(["sh", "-c", "sleep 600 # {MARKER}"], start_new_session=True)
+    cached = pathlib.Path(os.environ["TMPDIR"]) / "cached"
+    assert not cached.exists(), "a file from the previous variant survived"
+    cached.write_text("x")
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            assert b"{marker}" not in (entry / "cmdline").read_bytes(), "a process of the previous variant survived"
+        except OSError:
+            pass
+    subprocess.Popen(["sh", "-c", "sleep 600 # {marker}"], start_new_session=True)
 """
     folder = project(tmp_path, "def run():\n    pass\n", tests)
     pool = WarmPool(Program.load(folder, ["victim.py"]), Limits(isolate=isolate), 1)
@@ -387,7 +397,9 @@ def test_leave_things():
         for _ in range(2):
             run = pool.run_tests({}, ["tests"], timeout=30, limits={}, default_limit=0)
             assert run.passed == 1, run.failure_report()
-            time.sleep(0.2)
-            assert sleepers() == []
+        deadline = time.monotonic() + 30
+        while processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker) == [], "the worker did not kill what the last variant left"
     finally:
         pool.close()
