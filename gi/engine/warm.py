@@ -184,7 +184,10 @@ class WarmWorker:
         return None if body is None else dict(json.loads(body))
 
     def run(self, request: dict[str, Any], timeout: float) -> ProcessOutcome | None:
-        """Send one request; its outcome, or None when the worker died or stopped answering."""
+        """Send one request; its outcome, or None when the worker died or stopped answering (or
+        never settled its last run)."""
+        if not self.settled():
+            return None
         data = json.dumps(request).encode()
         refused = self.live.cgroups.refused_forks()
         try:
