@@ -1,8 +1,8 @@
 """What gi's warm test worker (warm_worker.py) does between two children so that the next
 variant finds nothing of the last: kill and reap every process the child left (`reap_everything`),
 empty every folder a variant may write (`empty`), and remove the System V objects of the
-sandbox's IPC namespace (`remove_ipc`). Installed beside the worker as gi_warm_cleaning.py; only
-the standard library.
+sandbox's IPC namespace (`remove_ipc`) and the keys of its keyrings (`clear_keyrings`).
+Installed beside the worker as gi_warm_cleaning.py; only the standard library.
 
 A variant is free to make this hard: processes that fork anew as each is killed, folders nested
 deeper than Python's recursion limit and than the longest path the kernel takes, folders it made
@@ -15,11 +15,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import platform
 import signal
 import stat
+import time
 
 #: How a folder is opened to be emptied: never through a link.
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+#: Seconds `reap_everything` may take before the worker gives up settling a run (and ends, for
+#: gi to start another).
+REAP_SECONDS = 10.0
 
 
 def descendants() -> set[int]:
@@ -35,26 +42,31 @@ def descendants() -> set[int]:
     return found
 
 
-def reap_everything(own_pid_namespace: bool) -> None:
-    """Kill and reap every process the child left behind.
+def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS) -> bool:
+    """Kill and reap every process the child left, and the child itself if it has not been
+    reaped; whether all were gone within `seconds`.
 
     In a PID namespace of the worker's own (the sandbox's, where the worker's parent is the
     namespace's init and nothing else of gi's runs), one signal reaches every process but the
     init and the worker at once: a chain that forks a new process as each of its own is killed
-    cannot outrun it, as it outran the rounds of killing the children found one by one."""
+    cannot outrun it, as it outran the rounds of killing the children found one by one. No wait
+    blocks on one process: a child held by a tracer among its own processes ends only once the
+    tracer is killed too, and the worker inherits the tracer only as the child ends."""
     if own_pid_namespace and os.getppid() == 1:
         with contextlib.suppress(OSError):
             os.kill(-1, signal.SIGKILL)
-    for _ in range(100):
-        left = descendants()
-        if not left:
-            return
+    deadline = time.monotonic() + seconds
+    while left := descendants():
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        for pid in left:
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0005)
+    return True
 
 
 def _names(folder: int) -> list[str]:
@@ -143,3 +155,31 @@ def remove_ipc() -> None:
                     getattr(libc, control)(int(fields[1]), 0, IPC_RMID)
                 else:
                     getattr(libc, control)(int(fields[1]), IPC_RMID, None)
+
+
+#: keyctl(2)'s system call number by machine (the C library has no wrapper for it).
+_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
+#: The session, user and user-session keyrings of the calling process.
+KEYRINGS = (-3, -4, -5)
+
+
+def _keyctl(*arguments: int | None) -> int:
+    number = _KEYCTL.get(platform.machine())
+    if number is None:
+        return -1
+    return int(ctypes.CDLL(None, use_errno=True).syscall(number, *arguments))
+
+
+def own_session_keyring() -> None:
+    """Give the worker, and so every child, a session keyring of its own (the one it inherited
+    is gi's): `clear_keyrings` empties it with the user keyrings, which are the sandbox's user
+    namespace's own."""
+    _keyctl(KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def clear_keyrings() -> None:
+    """Remove every key a variant added to its session, user or user-session keyring: the next
+    variant finds none of them."""
+    for keyring in KEYRINGS:
+        _keyctl(KEYCTL_CLEAR, keyring)

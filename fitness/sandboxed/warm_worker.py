@@ -79,7 +79,7 @@ from typing import Any, NoReturn
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
     from .pytest_limits import WorkerWatch
-    from .warm_cleaning import empty, reap_everything, remove_ipc
+    from .warm_cleaning import clear_keyrings, empty, own_session_keyring, reap_everything, remove_ipc
     from .warm_imports import (
         REWRITTEN,
         VariantFinder,
@@ -97,6 +97,7 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     WorkerWatch = importlib.import_module("gi_pytest_limits").WorkerWatch  # type: ignore[misc]  # the same class
     _cleaning = importlib.import_module("gi_warm_cleaning")
     empty, reap_everything, remove_ipc = _cleaning.empty, _cleaning.reap_everything, _cleaning.remove_ipc
+    clear_keyrings, own_session_keyring = _cleaning.clear_keyrings, _cleaning.own_session_keyring
     _imports = importlib.import_module("gi_warm_imports")
     VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
@@ -388,11 +389,13 @@ def activate_report_plugin() -> None:
 def clean_slate() -> None:
     """Between variants: empty every folder a variant may write (GI_WRITABLE: TMPDIR and HOME,
     outputs/, and in the sandbox /tmp, /dev/shm and /dev/mqueue) and, in the sandbox's own IPC
-    namespace (GI_OWN_IPC), remove System V objects: the next variant finds nothing of this one."""
+    and user namespaces (GI_OWN_IPC), remove System V objects and the keys of its keyrings: the
+    next variant finds nothing of this one."""
     for folder in WRITABLE:
         empty(folder)
     if OWN_IPC:
         remove_ipc()
+        clear_keyrings()
 
 
 def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
@@ -478,13 +481,12 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
         os.killpg(pid, signal.SIGKILL)
     said = ending.split(b"\n")[0]
     if status is None and (timed_out or over or not (said.isdigit() and int(said) < 256)):
-        try:
-            _, code = os.waitpid(pid, 0)
-            status = os.waitstatus_to_exitcode(code)
-        except ChildProcessError:
+        status = ended(pid, END_SECONDS)
+        if status is None:  # something holds its end (a tracer among its processes): all go
+            reap_everything(OWN_PIDS)
             status = -9
     # Else the child said its status as it ended (or was reaped): what is left of its end is
-    # waited for after the answer (`Finished.settle`).
+    # waited for after the answer (`Finished.answer_and_settle`).
     returned = int(said) if status is None else status
     answer = {
         "returncode": -9 if timed_out or over else (128 - returned if returned < 0 else returned),
@@ -498,16 +500,36 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
         "prepared": prepared is not None,
         "started_without_variant": started_without_variant(),
     }
-    return Finished(answer, None if status is not None else pid, [*kept, ending_read, watch_read])
+    return Finished(answer, [*kept, ending_read, watch_read])
+
+
+def ended(pid: int, seconds: float) -> int | None:
+    """The exit code of the child `pid` once it has ended, within `seconds`; None if it has not
+    (or was reaped already)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            done, code = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(code)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.0005)
+
+
+#: Seconds the worker waits for a child it killed, or whose pipes all closed, to end before it
+#: kills every process of the variant's (one may hold the child's end).
+END_SECONDS = 2.0
 
 
 class Finished:
     """A child's answer, and what is left of its run: the end of the child (when it said its
     status as it ended), every process it left, and what it wrote."""
 
-    def __init__(self, answer: dict[str, Any], unreaped: int | None, descriptors: list[int]) -> None:
+    def __init__(self, answer: dict[str, Any], descriptors: list[int]) -> None:
         self.answer = answer
-        self.unreaped = unreaped
         self.descriptors = descriptors
 
     def answer_and_settle(self) -> None:
@@ -515,10 +537,10 @@ class Finished:
         child's end (the kernel freeing its memory), its processes killed and reaped, the
         writable folders emptied, gi's next steps meanwhile."""
         send(RESPONSE, self.answer)
-        if self.unreaped is not None:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self.unreaped, 0)
-        reap_everything(OWN_PIDS)
+        # Every process of the variant's first, then the child (its end is reaped with them): a
+        # process it left can hold the child's end (a tracer), and nothing of it may run on.
+        if not reap_everything(OWN_PIDS):
+            os._exit(1)  # what the variant left cannot be undone here: gi starts another worker
         for descriptor in self.descriptors:
             os.close(descriptor)
         clean_slate()
@@ -566,6 +588,8 @@ def main() -> None:
     libc = ctypes.CDLL(None)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a child cannot reach the worker's pipes via /proc
+    if OWN_IPC:
+        own_session_keyring()
     sys.path.insert(0, os.getcwd())
     preload(sys.argv[1:])
     cache_rewrites()
