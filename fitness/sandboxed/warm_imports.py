@@ -26,7 +26,7 @@ import linecache
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
@@ -258,10 +258,11 @@ def rewriting_as_pytest_does() -> Any:
     return config
 
 
-def preload(modules: Sequence[str]) -> None:
-    """Import pytest, its plugins and the project's third-party dependencies, once, each as a
-    cold run imports it (`rewriting_as_pytest_does`); where pytest cannot be asked how, only
-    pytest's own plugins (the children import the rest, as a cold run does)."""
+def preload(modules: Sequence[str], blocked: Collection[str] = ()) -> None:
+    """Import pytest, its plugins (but those the runs block, `-p no:NAME`) and the project's
+    third-party dependencies, once, each as a cold run imports it (`rewriting_as_pytest_does`);
+    where pytest cannot be asked how, only pytest's own plugins (the children import the rest,
+    as a cold run does)."""
     import pytest  # noqa: F401
     from _pytest import config
 
@@ -279,6 +280,8 @@ def preload(modules: Sequence[str]) -> None:
         return
     try:
         for entry in importlib.metadata.entry_points(group="pytest11"):
+            if entry.name in blocked:  # (what it imports would be every child's memory to copy)
+                continue
             with contextlib.suppress(BaseException):  # a broken plugin is pytest's to report in the child
                 entry.load()
         for name in modules:

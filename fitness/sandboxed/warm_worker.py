@@ -591,7 +591,7 @@ def main() -> None:
     if OWN_IPC:
         own_session_keyring()
     sys.path.insert(0, os.getcwd())
-    preload(sys.argv[1:])
+    preload(sys.argv[1:], blocked=os.environ.pop("GI_BLOCKED_PLUGINS", "").split(","))
     cache_rewrites()
     editable = filter(None, os.environ.pop("GI_EDITABLE", "").split(os.pathsep))
     serve_compiled_originals([*editable, *tool_files()])

@@ -19,10 +19,13 @@ or project folder first on the path and strips the original's); gi does the same
 - **pytest's own settings** (the ini file pytest finds from the rootdir: pytest.ini,
   pyproject.toml, tox.ini, setup.cfg) stay in force; `pytest_options` adds only what makes a run
   gi's: no coverage plugin writing its data where the tests stand (pytest-cov's `--no-cov`), no
-  distribution over xdist workers (`-n 0`), no random order (`-p no:randomly`). In a project
-  that never names Hypothesis (its sources, tests and settings), Hypothesis's plugin is left
-  out (`-p no:hypothesispytest`): installed with gi, it imports all of Hypothesis at every
-  session's end, its asserts rewritten, most of a small project's test run.
+  distribution over xdist workers (`-n 0`), no random order (`-p no:randomly`). A plugin that
+  only a project naming it uses is left out of a project that never names it (its sources,
+  tests and settings; `OPTIONAL_PLUGINS`): Hypothesis's (`-p no:hypothesispytest`), which,
+  installed with gi, imports all of Hypothesis at every session's end, its asserts rewritten,
+  most of a small project's test run; and AnyIO's (`-p no:anyio`), which comes with gi's model
+  client, imports every async back-end installed (Trio) as pytest starts and wraps the
+  collection of every test, each fixture's set-up and each test's call.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -66,6 +69,13 @@ print(json.dumps({
 """
 
 
+#: Plugins that distributions installed beside pytest (gi's own dependencies, where the tests run
+#: in gi's interpreter) bring to every test run, and that only a project naming them uses:
+#: (distribution, pytest's name for the plugin, the word such a project says somewhere).
+OPTIONAL_PLUGINS = (("hypothesis", "hypothesispytest", "hypothesis"), ("anyio", "anyio", "anyio"))
+OPTIONAL_WORDS = frozenset(word for _, _, word in OPTIONAL_PLUGINS)
+
+
 @dataclass(frozen=True)
 class Interpreter:
     """The Python a project's tests run in, as it answered `probe`."""
@@ -79,11 +89,13 @@ class Interpreter:
     has_pytest: bool
     has_coverage: bool
 
-    def pytest_options(self, uses_hypothesis: bool = True) -> tuple[str, ...]:
-        """What every test run adds to the project's own pytest settings (see the module doc)."""
+    def pytest_options(self, named: Collection[str] = OPTIONAL_WORDS) -> tuple[str, ...]:
+        """What every test run adds to the project's own pytest settings (see the module doc);
+        `named`: the words of `OPTIONAL_PLUGINS` the project says (`named_plugins`)."""
         options = ["-p", "no:randomly"]
-        if "hypothesis" in self.plugins and not uses_hypothesis:
-            options += ["-p", "no:hypothesispytest"]
+        for distribution, plugin, word in OPTIONAL_PLUGINS:
+            if distribution in self.plugins and word not in named:
+                options += ["-p", f"no:{plugin}"]
         if "pytest-cov" in self.plugins:
             options.append("--no-cov")
         if "pytest-xdist" in self.plugins:
@@ -195,20 +207,23 @@ def module_names(files: Sequence[str], roots: Sequence[str]) -> dict[str, str]:
 _SETTINGS_SUFFIXES = (".py", ".toml", ".cfg", ".ini")
 
 
-def names_hypothesis(root: Path) -> bool:
-    """Whether a file of the project (code, tests or settings; caches and environments aside)
-    says "hypothesis"."""
+def named_plugins(root: Path) -> set[str]:
+    """The words of `OPTIONAL_PLUGINS` ("hypothesis", "anyio") that a file of the project (code,
+    tests or settings; caches and environments aside) says, in any case."""
+    words = set(OPTIONAL_WORDS)
+    found: set[str] = set()
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = [name for name in subfolders if name not in IGNORED_DIRS and name not in ENVIRONMENT_NAMES]
         for name in names:
             if name.endswith(_SETTINGS_SUFFIXES):
                 try:
-                    text = (Path(folder) / name).read_bytes()
+                    text = (Path(folder) / name).read_bytes().lower()
                 except OSError:
                     continue
-                if b"hypothesis" in text.lower():
-                    return True
-    return False
+                found.update(word for word in words - found if word.encode() in text)
+                if found == words:
+                    return found
+    return found
 
 
 def pytest_setup(program: Program, python: Path) -> tuple[PytestSetup, Interpreter]:
@@ -218,7 +233,7 @@ def pytest_setup(program: Program, python: Path) -> tuple[PytestSetup, Interpret
     roots = import_roots(program.root, program.files)
     setup = PytestSetup(
         python=str(python),
-        options=interpreter.pytest_options(names_hypothesis(program.root)),
+        options=interpreter.pytest_options(named_plugins(program.root)),
         import_roots=roots,
         modules=tuple(sorted(module_names(program.files, roots).items())),
         lend_coverage=not interpreter.has_coverage,

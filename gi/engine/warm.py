@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import base64
 import contextlib
+import itertools
 import json
 import os
 import queue
@@ -157,6 +158,7 @@ class WarmWorker:
                "GI_OWN_IPC": "1" if self.sandbox.isolated else "",
                "GI_OWN_PIDS": "1" if self.sandbox.isolated else "",
                "GI_DISK_FILES": str(limits.disk_files),
+               "GI_BLOCKED_PLUGINS": ",".join(blocked_plugins(setup.options)),
                "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
@@ -222,6 +224,11 @@ class WarmWorker:
 
     def close(self) -> None:
         self.live.stop()
+
+
+def blocked_plugins(options: Sequence[str]) -> list[str]:
+    """The plugins pytest's `options` block (`-p no:NAME`): the worker need not import them."""
+    return [option[3:] for flag, option in itertools.pairwise(options) if flag == "-p" and option.startswith("no:")]
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

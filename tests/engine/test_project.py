@@ -93,3 +93,39 @@ def test_hypothesis_plugin_is_left_out_only_where_the_project_never_names_it(tmp
         finally:
             evaluator.close()
         assert (evaluation.measures["failed_tests"], evaluation.measures["passed_tests"]) == (0, 1 if left_out else 2)
+
+
+ANYIO_PLUGIN_OFF = "no:anyio"
+
+
+@pytest.mark.parametrize("engine", ["cold", "warm"])
+def test_anyio_plugin_is_left_out_only_where_the_project_never_names_it(tmp_path: Path, engine: str) -> None:
+    """AnyIO's plugin comes with gi's model client, imports every async back-end installed and
+    wraps each test's collection, set-up and call: a project that never names AnyIO runs
+    without it (nor does a warm worker import it), and one whose async tests need it keeps it
+    and passes them."""
+    # (The plain project's test asks for the module by a name it never writes whole.)
+    sees = "import sys\n\n\ndef test_double():\n    assert double(2) == 4\n    assert 'any' + 'io' not in sys.modules\n"
+    plain = tmp_path / "plain"
+    (plain / "tests").mkdir(parents=True)
+    (plain / "mod.py").write_text("def double(x):\n    return 2 * x\n")
+    (plain / "tests" / "test_mod.py").write_text("from mod import double\n" + sees)
+    uses = tmp_path / "uses"
+    (uses / "tests").mkdir(parents=True)
+    shutil.copy(plain / "mod.py", uses / "mod.py")
+    (uses / "tests" / "test_async.py").write_text(
+        "import pytest\n\nfrom mod import double\n\n\n@pytest.mark.anyio\n"
+        "async def test_double_awaited():\n    assert double(2) == 4\n\n\n"
+        "@pytest.fixture\ndef anyio_backend():\n    return 'asyncio'\n"
+    )
+    for folder, left_out in ((plain, True), (uses, False)):
+        program = Program.load(folder, ["mod.py"], protected=["tests"])
+        setup, interpreter = pytest_setup(program, Path(sys.executable))
+        assert "anyio" in interpreter.plugins
+        assert (ANYIO_PLUGIN_OFF in setup.options) is left_out, setup.options
+        evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, pytest=setup, engine=engine))
+        try:
+            evaluation = evaluator.evaluate(apply(program, Patch()))
+        finally:
+            evaluator.close()
+        assert (evaluation.measures["failed_tests"], evaluation.measures["passed_tests"]) == (0, 1), evaluation
