@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import os
 import platform
+import select
 import signal
 import stat
 import time
@@ -63,10 +64,33 @@ def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS) -> b
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
-        if time.monotonic() > deadline:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
             return False
-        time.sleep(0.0005)
+        _wait_for_one(left, min(remaining, ROUND_SECONDS))
     return True
+
+
+#: The longest wait for one of the processes killed before they are looked for again (a chain
+#: outside a PID namespace of the worker's own forks anew as each is killed).
+ROUND_SECONDS = 0.05
+
+
+def _wait_for_one(pids: set[int], seconds: float) -> None:
+    """Wait until one of `pids` has ended, for at most `seconds`: on their pidfds, so the wait
+    ends as the kernel has freed one; a short sleep where there are none (an older Python or
+    kernel), or where one of them has been reaped already."""
+    opened: list[int] = []
+    try:
+        for pid in pids:
+            opened.append(os.pidfd_open(pid))
+    except (AttributeError, OSError):
+        time.sleep(min(seconds, 0.0005))
+    else:
+        select.select(opened, [], [], seconds)
+    finally:
+        for descriptor in opened:
+            os.close(descriptor)
 
 
 def _names(folder: int) -> list[str]:
