@@ -159,7 +159,7 @@ GI_PARTS = (
     ("the store (batch writes)", "the store"),
     ("tell, teaching, checkpoint", ("tell", "teaching the operators", "checkpoint")),
     ("held-out runs of new front members", "held-out runs"),
-    ("waiting for the worker to settle (the last child's end, reaping, cleaning)", "waiting for the worker to settle"),
+    ("waiting for the worker to settle", "waiting for the worker to settle"),
 )
 
 

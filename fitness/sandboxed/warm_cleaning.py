@@ -1,8 +1,9 @@
 """What gi's warm test worker (warm_worker.py) does between two children so that the next
 variant finds nothing of the last: kill and reap every process the child left (`reap_everything`),
 empty every folder a variant may write (`empty`), and remove the System V objects of the
-sandbox's IPC namespace (`remove_ipc`) and the keys of its keyrings (`clear_keyrings`).
-Installed beside the worker as gi_warm_cleaning.py; only the standard library.
+sandbox's IPC namespace (`remove_ipc`) and the keys of its keyrings (`clear_keyrings`); and what
+it watches of a child's end and of its folders meanwhile (`ended`, `files_in`). Installed
+beside the worker as gi_warm_cleaning.py; only the standard library.
 
 A variant is free to make this hard: processes that fork anew as each is killed, folders nested
 deeper than Python's recursion limit and than the longest path the kernel takes, folders it made
@@ -16,9 +17,11 @@ import contextlib
 import ctypes
 import os
 import platform
+import re
 import select
 import signal
 import stat
+import sys
 import time
 
 #: How a folder is opened to be emptied: never through a link.
@@ -71,6 +74,27 @@ def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS) -> b
     return True
 
 
+def ended(pid: int, seconds: float) -> int | None:
+    """The exit code of the child `pid` once it has ended, within `seconds`; None if it has not
+    (or was reaped already)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            done, code = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(code)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.0005)
+
+
+#: Seconds the worker waits for a child it killed, or whose pipes all closed, to end before it
+#: kills every process of the variant's (one may hold the child's end).
+END_SECONDS = 2.0
+
+
 #: The longest wait for one of the processes killed before they are looked for again (a chain
 #: outside a PID namespace of the worker's own forks anew as each is killed).
 ROUND_SECONDS = 0.05
@@ -78,19 +102,31 @@ ROUND_SECONDS = 0.05
 
 def _wait_for_one(pids: set[int], seconds: float) -> None:
     """Wait until one of `pids` has ended, for at most `seconds`: on their pidfds, so the wait
-    ends as the kernel has freed one; a short sleep where there are none (an older Python or
-    kernel), or where one of them has been reaped already."""
+    ends as the kernel has freed one; not at all where one is gone already (reaped since it was
+    found), and a short sleep where there are no pidfds (an older Python or kernel)."""
     opened: list[int] = []
     try:
         for pid in pids:
             opened.append(os.pidfd_open(pid))
+    except ProcessLookupError:
+        return
     except (AttributeError, OSError):
         time.sleep(min(seconds, 0.0005))
+        return
     else:
         select.select(opened, [], [], seconds)
     finally:
         for descriptor in opened:
             os.close(descriptor)
+
+
+def files_in(folder: str) -> int:
+    """The files and folders of the file system at `folder` (its inodes in use)."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return 0
+    return found.f_files - found.f_ffree
 
 
 def _names(folder: int) -> list[str]:
@@ -181,29 +217,45 @@ def remove_ipc() -> None:
                     getattr(libc, control)(int(fields[1]), IPC_RMID, None)
 
 
-#: keyctl(2)'s system call number by machine (the C library has no wrapper for it).
+#: keyctl(2)'s system call number by machine, for a 64-bit interpreter (the C library has no
+#: wrapper for it).
 _KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280}
-KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
-#: The session, user and user-session keyrings of the calling process.
-KEYRINGS = (-3, -4, -5)
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 5, 7, 22
+KEY_SPEC_PROCESS_KEYRING = -2
+#: Every permission for the keyring's possessor and its owner (a variant may take some away).
+KEYRING_PERMISSIONS = 0x3F3F0000
+#: The user and user-session keyrings of the calling process.
+USER_KEYRINGS = (-4, -5)
+#: The first kernel whose user keyrings belong to a user namespace (before it, they were the
+#: host user's own, whatever the namespace: never cleared there).
+USER_KEYRINGS_OWN = (5, 3)
 
 
-def _keyctl(*arguments: int | None) -> int:
+def _keyctl(*arguments: int | None) -> int | None:
+    """keyctl(2), or None where its number is not known here."""
     number = _KEYCTL.get(platform.machine())
-    if number is None:
-        return -1
+    if number is None or sys.maxsize <= 2**32:
+        return None
     return int(ctypes.CDLL(None, use_errno=True).syscall(number, *arguments))
 
 
 def own_session_keyring() -> None:
-    """Give the worker, and so every child, a session keyring of its own (the one it inherited
-    is gi's): `clear_keyrings` empties it with the user keyrings, which are the sandbox's user
-    namespace's own."""
+    """In a child: a session keyring of its own, new and empty (the one it inherits is gi's), which
+    ends with it."""
     _keyctl(KEYCTL_JOIN_SESSION_KEYRING, None)
 
 
-def clear_keyrings() -> None:
-    """Remove every key a variant added to its session, user or user-session keyring: the next
-    variant finds none of them."""
-    for keyring in KEYRINGS:
-        _keyctl(KEYCTL_CLEAR, keyring)
+def clear_keyrings() -> bool:
+    """Remove every key a variant added to the user, user-session or persistent keyring of the
+    sandbox's user namespace, where the kernel keeps them apart from the host's; whether none
+    was left (a variant may have taken away the permission to clear one)."""
+    release = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
+    if release < USER_KEYRINGS_OWN:
+        return True
+    persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)
+    for keyring in (*USER_KEYRINGS, *([persistent] if persistent is not None and persistent > 0 else [])):
+        _keyctl(KEYCTL_SETPERM, keyring, KEYRING_PERMISSIONS)  # (rights a variant took away, where it can)
+        cleared = _keyctl(KEYCTL_CLEAR, keyring)
+        if cleared is not None and cleared < 0:
+            return False
+    return True

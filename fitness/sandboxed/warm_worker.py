@@ -46,8 +46,8 @@ thread or failed, the worker drops it and children run `pytest.main` from the st
 The worker waits for the child within the request's limit (a child that ends closes its pipes
 and says its exit status first, `finish_child`), kills its process group and answers with the
 exit status, the tails of stdout and stderr and the signed report, exactly what gi reads from a
-cold run. Then, while gi takes the answer in, it settles the run (`Finished`): it waits for the
-child's end, kills and reaps every process the child left behind (the worker is their
+cold run. Then, while gi takes the answer in, it settles the run (`Finished`): it kills every
+process of the variant and reaps them, the child's end with them (the worker is their
 subreaper), empties every folder a variant may write and removes the System V objects of its
 IPC namespace (`clean_slate`: the next variant finds nothing of this one), and says it has
 settled; gi sends the next variant only to a worker that has. It needs only the standard
@@ -79,7 +79,16 @@ from typing import Any, NoReturn
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
     from .pytest_limits import WorkerWatch
-    from .warm_cleaning import clear_keyrings, empty, own_session_keyring, reap_everything, remove_ipc
+    from .warm_cleaning import (
+        END_SECONDS,
+        clear_keyrings,
+        empty,
+        ended,
+        files_in,
+        own_session_keyring,
+        reap_everything,
+        remove_ipc,
+    )
     from .warm_imports import (
         REWRITTEN,
         VariantFinder,
@@ -98,6 +107,7 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     _cleaning = importlib.import_module("gi_warm_cleaning")
     empty, reap_everything, remove_ipc = _cleaning.empty, _cleaning.reap_everything, _cleaning.remove_ipc
     clear_keyrings, own_session_keyring = _cleaning.clear_keyrings, _cleaning.own_session_keyring
+    END_SECONDS, ended, files_in = _cleaning.END_SECONDS, _cleaning.ended, _cleaning.files_in
     _imports = importlib.import_module("gi_warm_imports")
     VariantFinder = _imports.VariantFinder  # type: ignore[misc]  # the same class, by another import
     cache_rewrites, preload, tool_files = _imports.cache_rewrites, _imports.preload, _imports.tool_files
@@ -107,6 +117,8 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     warm_collection_patterns, warm_source_lookups = _imports.warm_collection_patterns, _imports.warm_source_lookups
 
 OUTPUT_BYTES = 256 * 1024
+#: In a child: the pipe on which `finish_child` tells the worker its exit status (-1: none).
+ENDING = -1
 CHANNEL_BYTES = 8 * 1024 * 1024
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
@@ -311,23 +323,21 @@ class Prepared:
 def finish_child(status: int) -> NoReturn:
     """End a child with pytest's exit status, its output flushed; never returns.
 
-    It closes every descriptor but the one on which it then tells the worker its status
+    It closes every descriptor it holds but the one on which it then tells the worker its status
     (`ENDING`): the worker sees its pipes end and answers now, not after the kernel has torn
-    down the child's copy of the worker's memory (a few milliseconds, which the worker spends
-    after its answer, while gi takes in the result)."""
+    down the child's copy of the worker's memory, which the worker waits for after its answer,
+    while gi takes the answer in."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
     if ENDING >= 0:
         with contextlib.suppress(OSError):
-            os.closerange(0, ENDING)
-            os.closerange(ENDING + 1, os.sysconf("SC_OPEN_MAX"))
+            for name in os.listdir("/proc/self/fd"):  # (the few it holds: the limit may be a billion)
+                if int(name) != ENDING:
+                    with contextlib.suppress(OSError):
+                        os.close(int(name))
             os.write(ENDING, f"{status}\n".encode())
     os._exit(status)
-
-
-#: In a child: the pipe on which `finish_child` tells the worker its exit status (-1: none).
-ENDING = -1
 
 
 def child(
@@ -346,6 +356,8 @@ def child(
     global ENDING
     ENDING = ending
     os.setpgid(0, 0)
+    if OWN_IPC:
+        own_session_keyring()
     os.dup2(key_read, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
@@ -386,16 +398,18 @@ def activate_report_plugin() -> None:
         plugin.activate()
 
 
-def clean_slate() -> None:
+def clean_slate() -> bool:
     """Between variants: empty every folder a variant may write (GI_WRITABLE: TMPDIR and HOME,
     outputs/, and in the sandbox /tmp, /dev/shm and /dev/mqueue) and, in the sandbox's own IPC
-    and user namespaces (GI_OWN_IPC), remove System V objects and the keys of its keyrings: the
-    next variant finds nothing of this one."""
+    and user namespaces (GI_OWN_IPC), remove System V objects and the keys of its keyrings (each
+    child has a session keyring of its own): the next variant finds nothing of this one. False
+    when a keyring could not be cleared."""
     for folder in WRITABLE:
         empty(folder)
     if OWN_IPC:
         remove_ipc()
-        clear_keyrings()
+        return clear_keyrings()
+    return True
 
 
 def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
@@ -457,8 +471,8 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
         for reading in ready:
             chunk = os.read(reading, 65536)
             if reading == ending_read:
-                ending += chunk[:16]
-                if not chunk or b"\n" in ending:  # said, or never will be: the child is gone
+                ending += chunk[: STATUS_BYTES - len(ending)]
+                if not chunk or b"\n" in ending or len(ending) >= STATUS_BYTES:  # said, or never will be
                     open_pipes.discard(reading)
                 continue
             if not chunk:
@@ -475,15 +489,16 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
             done, code = os.waitpid(pid, os.WNOHANG)
             if done:
                 status = os.waitstatus_to_exitcode(code)
-                # What it left running (daemons holding its pipes) goes with it.
-                reap_everything(OWN_PIDS)
+                open_pipes.discard(ending_read)  # (its status is known)
+                if open_pipes:  # what it left running (daemons holding its pipes) goes with it
+                    reap_everything(OWN_PIDS, END_SECONDS)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
     said = ending.split(b"\n")[0]
     if status is None and (timed_out or over or not (said.isdigit() and int(said) < 256)):
         status = ended(pid, END_SECONDS)
         if status is None:  # something holds its end (a tracer among its processes): all go
-            reap_everything(OWN_PIDS)
+            reap_everything(OWN_PIDS, END_SECONDS)
             status = -9
     # Else the child said its status as it ended (or was reaped): what is left of its end is
     # waited for after the answer (`Finished.answer_and_settle`).
@@ -501,27 +516,6 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
         "started_without_variant": started_without_variant(),
     }
     return Finished(answer, [*kept, ending_read, watch_read])
-
-
-def ended(pid: int, seconds: float) -> int | None:
-    """The exit code of the child `pid` once it has ended, within `seconds`; None if it has not
-    (or was reaped already)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            done, code = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if done:
-            return os.waitstatus_to_exitcode(code)
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.0005)
-
-
-#: Seconds the worker waits for a child it killed, or whose pipes all closed, to end before it
-#: kills every process of the variant's (one may hold the child's end).
-END_SECONDS = 2.0
 
 
 class Finished:
@@ -543,12 +537,15 @@ class Finished:
             os._exit(1)  # what the variant left cannot be undone here: gi starts another worker
         for descriptor in self.descriptors:
             os.close(descriptor)
-        clean_slate()
+        if not clean_slate():
+            os._exit(1)
         send(RESPONSE, SETTLED)
 
 
 #: What the worker sends once it has settled a run (`Finished.answer_and_settle`).
 SETTLED = {"settled": True}
+#: The most of a child's status the worker reads ("0\n" to "255\n").
+STATUS_BYTES = 16
 
 
 def add_to_report(report: bytearray, chunk: bytes) -> bool:
@@ -568,15 +565,6 @@ WRITABLE = [folder for folder in os.environ.pop("GI_WRITABLE", os.environ.get("T
 DISK_FILES = int(os.environ.pop("GI_DISK_FILES", "100000"))
 
 
-def files_in(folder: str) -> int:
-    """The files and folders of the file system at `folder` (its inodes in use)."""
-    try:
-        found = os.statvfs(folder)
-    except OSError:
-        return 0
-    return found.f_files - found.f_ffree
-
-
 COUNTED = [folder for folder in WRITABLE if os.path.ismount(folder) and files_in(folder) > 0]
 OWN_IPC = os.environ.pop("GI_OWN_IPC", "") == "1"
 OWN_PIDS = os.environ.pop("GI_OWN_PIDS", "") == "1"
@@ -588,8 +576,6 @@ def main() -> None:
     libc = ctypes.CDLL(None)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a child cannot reach the worker's pipes via /proc
-    if OWN_IPC:
-        own_session_keyring()
     sys.path.insert(0, os.getcwd())
     preload(sys.argv[1:], blocked=os.environ.pop("GI_BLOCKED_PLUGINS", "").split(","))
     cache_rewrites()

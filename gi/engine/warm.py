@@ -218,7 +218,7 @@ class WarmWorker:
         it (the child's end, the processes it left, the folders it wrote), and says when it has.
         False when it died or did not settle within SETTLE_TIMEOUT."""
         if self.unsettled:
-            self.unsettled = False
+            self.unsettled, self.broken = False, True  # (until it says so)
             self.broken = self._answer(SETTLE_TIMEOUT, self.live.cgroups.refused_forks()) != {"settled": True}
         return not self.broken
 

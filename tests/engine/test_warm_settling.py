@@ -41,13 +41,26 @@ def project(root: Path) -> Program:
     return Program.load(root, ["calc.py"])
 
 
+#: A variant that leaves many files for the worker to remove: its settling takes a while.
+LEAVES_FILES = """import os
+
+
+def answer():
+    folder = os.environ["TMPDIR"]
+    for number in range(30000):
+        open(os.path.join(folder, str(number)), "w").close()
+    return 1
+"""
+
+
 def test_a_worker_that_dies_after_its_answer_is_replaced_and_the_next_variant_is_not_charged(tmp_path: Path) -> None:
     pool = WarmPool(project(tmp_path), Limits(), 1)
     try:
-        first = pool.run_tests({"calc.py": ORIGINAL}, ["tests"], timeout=60, limits={}, default_limit=0)
+        first = pool.run_tests({"calc.py": LEAVES_FILES}, ["tests"], timeout=60, limits={}, default_limit=0)
         assert first.outcomes == {"tests/test_calc.py::test_answer": "failed"}
         ((worker, _),) = pool._all
-        os.kill(worker.live.process.pid, signal.SIGKILL)  # between its answer and the next request
+        assert worker.unsettled, "it answered before it settled"
+        os.kill(worker.live.process.pid, signal.SIGKILL)  # while it removes the files
         worker.live.process.wait(timeout=30)
         second = pool.run_tests({"calc.py": RIGHT}, ["tests"], timeout=60, limits={}, default_limit=0)
     finally:

@@ -1,7 +1,8 @@
 """A variant that leaves folders nested deeper than Python's recursion limit and than the longest
-path the kernel takes: the warm worker empties them all the same, before it answers, and the
-next variant finds nothing of them. Found by a red team twice: when the worker answered first,
-the next, honest variant was scored tampered, then crashed; when the worker emptied folders by
+path the kernel takes: the warm worker empties them all the same, before it takes the next
+variant, which finds nothing of them. Found by a red team twice: when the worker answered first
+and its cleaning then failed, the next, honest variant was scored tampered, then crashed (now
+the worker settles a run before it says it is ready); when the worker emptied folders by
 recursion, the variant that made them was scored crashed and the prepared session could serve a
 stale request. Real evaluator, warm worker and sandbox."""
 

@@ -32,8 +32,9 @@ def add(a, b):
 """
 #: Right only where no process of an earlier variant still runs.
 HONEST = ORIGINAL.replace("return a - b", "return a + b")
-#: A chain deeper than the worker's rounds of killing (two calls of 100 rounds, a link each),
-#: within the sandbox's 256 processes; its last link marks the folder after the worker cleaned it.
+#: A chain that forks a new link as each is killed, within the sandbox's 256 processes: outside a
+#: PID namespace of the worker's own, rounds of killing the children found would chase it; its
+#: last link marks the folder after the worker cleaned it.
 CHAIN = HONEST.replace(
     "def add(a, b):\n",
     "def add(a, b):\n"

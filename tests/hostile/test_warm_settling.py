@@ -3,7 +3,9 @@ worker answers as the child ends and settles the run after (kills and reaps ever
 variant left, the child included, empties its folders, its keyrings). Found by a red team: a
 process the child left that holds the child's end (a tracer) stalled the settling for gi's
 whole wait, with the next variant's worker; a key one variant added to a keyring, the next one
-found. Real warm workers, in the sandbox where bubblewrap is present."""
+found; a variant can lock its user keyring for good, and the worker, which cannot clear it
+then, ends (gi starts another, in a user namespace of its own). Real warm workers, in the
+sandbox where bubblewrap is present."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def answer():
 KEYS = """import ctypes
 
 libc = ctypes.CDLL(None, use_errno=True)
-SYS_ADD_KEY, SYS_KEYCTL, KEYCTL_SEARCH = {add_key}, {keyctl}, 10
+SYS_ADD_KEY, SYS_KEYCTL, KEYCTL_SETPERM, KEYCTL_SEARCH = {add_key}, {keyctl}, 5, 10
 KEYRINGS = (-3, -4, -5)  # the session, user and user-session keyrings
 
 
@@ -65,6 +67,9 @@ def test_leave_keys():
         assert found < 0, f"a key the previous variant added to keyring {{keyring}} is still there"
         added = libc.syscall(SYS_ADD_KEY, b"user", b"gi-left-%d" % -keyring, b"left", 4, keyring)
         assert added > 0, ctypes.get_errno()
+    # The user keyring's owner (the variant, as the worker) may take every right but viewing it
+    # away, for good: no process of the namespace can clear it, or give the rights back.
+    assert libc.syscall(SYS_KEYCTL, KEYCTL_SETPERM, -4, 0x01010000, 0) == 0, ctypes.get_errno()
 """
 #: add_key(2) and keyctl(2) by machine.
 KEY_CALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}
@@ -109,4 +114,4 @@ def test_a_key_one_variant_adds_to_a_keyring_the_next_does_not_find(tmp_path: Pa
         pool.close()
     for run in runs:
         assert run.outcomes == {"tests/test_calc.py::test_leave_keys": "passed"}, run.failure_report()
-    assert pool.started == 1
+    assert (pool.started, pool.replaced) == (2, 1), "the worker that could not clear the keyring ended"
