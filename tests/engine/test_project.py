@@ -3,6 +3,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,26 @@ def test_probe_of_gis_own_interpreter() -> None:
     assert str(Path(sys.prefix).resolve()) in found.folders
 
 
+def with_and_without(distribution: str, plugin_off: str, projects: Sequence[tuple[Path, bool]],
+                     engine: str = "cold") -> list[tuple[float, float]]:  # fmt: skip
+    """Each project's original scored (failed and passed tests), after checking that this
+    interpreter has `distribution`'s plugin and that gi leaves it out (`plugin_off`) exactly
+    where the project's flag says."""
+    scored = []
+    for folder, left_out in projects:
+        program = Program.load(folder, ["mod.py"], protected=["tests"])
+        setup, interpreter = pytest_setup(program, Path(sys.executable))
+        assert distribution in interpreter.plugins
+        assert (plugin_off in setup.options) is left_out, setup.options
+        evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, pytest=setup, engine=engine))
+        try:
+            evaluation = evaluator.evaluate(apply(program, Patch()))
+        finally:
+            evaluator.close()
+        scored.append((evaluation.measures["failed_tests"], evaluation.measures["passed_tests"]))
+    return scored
+
+
 HYPOTHESIS_PLUGIN_OFF = "no:hypothesispytest"
 
 
@@ -82,17 +103,8 @@ def test_hypothesis_plugin_is_left_out_only_where_the_project_never_names_it(tmp
         "from hypothesis import given, strategies as st\n\nfrom mod import double\n\n\n"
         "@given(st.integers())\ndef test_even(x):\n    assert double(x) % 2 == 0\n"
     )
-    for folder, left_out in ((plain, True), (uses, False)):
-        program = Program.load(folder, ["mod.py"], protected=["tests"])
-        setup, interpreter = pytest_setup(program, Path(sys.executable))
-        assert "hypothesis" in interpreter.plugins
-        assert (HYPOTHESIS_PLUGIN_OFF in setup.options) is left_out, setup.options
-        evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, pytest=setup))
-        try:
-            evaluation = evaluator.evaluate(apply(program, Patch()))
-        finally:
-            evaluator.close()
-        assert (evaluation.measures["failed_tests"], evaluation.measures["passed_tests"]) == (0, 1 if left_out else 2)
+    scored = with_and_without("hypothesis", HYPOTHESIS_PLUGIN_OFF, ((plain, True), (uses, False)))
+    assert scored == [(0, 1), (0, 2)]
 
 
 ANYIO_PLUGIN_OFF = "no:anyio"
@@ -118,14 +130,5 @@ def test_anyio_plugin_is_left_out_only_where_the_project_never_names_it(tmp_path
         "async def test_double_awaited():\n    assert double(2) == 4\n\n\n"
         "@pytest.fixture\ndef anyio_backend():\n    return 'asyncio'\n"
     )
-    for folder, left_out in ((plain, True), (uses, False)):
-        program = Program.load(folder, ["mod.py"], protected=["tests"])
-        setup, interpreter = pytest_setup(program, Path(sys.executable))
-        assert "anyio" in interpreter.plugins
-        assert (ANYIO_PLUGIN_OFF in setup.options) is left_out, setup.options
-        evaluator = Evaluator(program, EvaluationSettings(("tests",), timeout=60, pytest=setup, engine=engine))
-        try:
-            evaluation = evaluator.evaluate(apply(program, Patch()))
-        finally:
-            evaluator.close()
-        assert (evaluation.measures["failed_tests"], evaluation.measures["passed_tests"]) == (0, 1), evaluation
+    scored = with_and_without("anyio", ANYIO_PLUGIN_OFF, ((plain, True), (uses, False)), engine)
+    assert scored == [(0, 1), (0, 1)], scored
