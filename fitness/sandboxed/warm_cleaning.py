@@ -226,17 +226,17 @@ KEY_SPEC_PROCESS_KEYRING = -2
 KEYRING_PERMISSIONS = 0x3F3F0000
 #: The user and user-session keyrings of the calling process.
 USER_KEYRINGS = (-4, -5)
-#: The first kernel whose user keyrings belong to a user namespace (before it, they were the
-#: host user's own, whatever the namespace: never cleared there).
-USER_KEYRINGS_OWN = (5, 3)
+#: Whether this kernel's user keyrings belong to a user namespace (from Linux 5.3; before, they
+#: were the host user's own, whatever the namespace: never cleared there).
+USER_KEYRINGS_OWN = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2]) >= (5, 3)
+#: keyctl(2)'s number here, or None (another machine, or a 32-bit interpreter).
+_KEYCTL_NUMBER = _KEYCTL.get(platform.machine()) if sys.maxsize > 2**32 else None
+_syscall = ctypes.CDLL(None, use_errno=True).syscall
 
 
 def _keyctl(*arguments: int | None) -> int | None:
     """keyctl(2), or None where its number is not known here."""
-    number = _KEYCTL.get(platform.machine())
-    if number is None or sys.maxsize <= 2**32:
-        return None
-    return int(ctypes.CDLL(None, use_errno=True).syscall(number, *arguments))
+    return None if _KEYCTL_NUMBER is None else int(_syscall(_KEYCTL_NUMBER, *arguments))
 
 
 def own_session_keyring() -> None:
@@ -249,8 +249,7 @@ def clear_keyrings() -> bool:
     """Remove every key a variant added to the user, user-session or persistent keyring of the
     sandbox's user namespace, where the kernel keeps them apart from the host's; whether none
     was left (a variant may have taken away the permission to clear one)."""
-    release = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
-    if release < USER_KEYRINGS_OWN:
+    if not USER_KEYRINGS_OWN:
         return True
     persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)
     for keyring in (*USER_KEYRINGS, *([persistent] if persistent is not None and persistent > 0 else [])):
