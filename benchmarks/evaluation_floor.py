@@ -118,6 +118,8 @@ PHASES = {
     ("sent", "fork0"): ("the request, to the fork", "gi", None),
     ("fork0", "fork1"): ("the fork", "fork", None),
     ("fork1", "plugin0"): ("the child's set-up (the variant's modules)", "gi", None),
+    ("sent", "handed"): ("the request, to the spare child", "gi", None),
+    ("handed", "plugin0"): ("the child's set-up (the variant's modules)", "gi", None),
     ("plugin0", "plugin1"): ("importing gi's plugin", "gi", None),
     ("plugin1", "configure0"): ("pytest's start (capture, command line)", "pytest", None),
     ("plugin1", "collect0"): ("the child's own session start (capture, terminal)", "pytest", "session"),
@@ -130,14 +132,23 @@ PHASES = {
     ("finish0", "end"): ("pytest's session end and summary", "pytest", "finish"),
     ("end", "answered"): ("the child's end, reaping, cleaning, the answer", "gi", None),
 }
-MARKS = ("sent", "fork0", "fork1", "plugin0", "plugin1", "configure0", "session0", "collect0", "collect1", "loop0",
-         "loop1", "finish0", "end", "answered")  # fmt: skip
+MARKS = ("sent", "fork0", "fork1", "handed", "plugin0", "plugin1", "configure0", "session0", "collect0", "collect1",
+         "loop0", "loop1", "finish0", "end", "answered")  # fmt: skip
+
+
+#: A spare child's parts before its request, beside the last child's run.
+AHEAD = ("a spare's fork, ahead (overlaps the above)", "a spare populating pages, ahead (overlaps the above)")
 
 
 def child_parts(child: dict[str, Any]) -> dict[str, tuple[str, float]]:
-    """One test run's parts in seconds, with their owners, from the timestamps it has."""
-    marks = [mark for mark in MARKS if mark in child]
+    """One test run's parts in seconds, with their owners, from the timestamps it has. A spare
+    child's fork and populating come before its request, beside the last child's run."""
+    ahead = ("fork0", "fork1") if "handed" in child else ()
+    marks = [mark for mark in MARKS if mark in child and mark not in ahead]
     parts: dict[str, tuple[str, float]] = {}
+    if ahead:
+        parts[AHEAD[0]] = ("overlaps", child["fork1"] - child["fork0"])
+        parts[AHEAD[1]] = ("overlaps", child.get("populate", 0.0))
     for start, end in itertools.pairwise(marks):
         name, owner, hooks = PHASES.get((start, end), (f"{start} to {end}", "gi", None))
         seconds = child[end] - child[start] - (child["gi"].get(hooks, 0.0) if hooks else 0.0)
@@ -171,13 +182,14 @@ def breakdown(result: dict[str, Any]) -> dict[str, tuple[str, float]]:
     children = result["children"]
     per = 1000 / evaluations
     parts: dict[str, tuple[str, float]] = {name: (owner, 0.0) for name, owner, _ in PHASES.values()}
+    parts.update({name: ("overlaps", 0.0) for name in AHEAD})
     for child in children:
         for name, (owner, seconds) in child_parts(child).items():
             parts[name] = (owner, parts.get(name, (owner, 0.0))[1] + seconds * per)
     for name, names in GI_PARTS:
         keys = (names,) if isinstance(names, str) else names
         parts[name] = ("gi", sum(totals.get(key, 0.0) for key in keys) * per)
-    accounted = sum(seconds for _, seconds in parts.values()) / per
+    accounted = sum(seconds for owner, seconds in parts.values() if owner != "overlaps") / per
     rest = result["search_seconds"] * result.get("workers", 1) - accounted
     parts["the rest of gi's loop (waiting for breeding, threads)"] = ("gi", rest * per)
     parts["breeding, in a thread of its own (overlaps the above)"] = ("overlaps", totals.get("breeding", 0.0) * per)

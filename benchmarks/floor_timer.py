@@ -8,6 +8,9 @@ line to stderr, `GI-FLOOR-TIMES {json}`, which the benchmark takes out of the ru
 before gi reads it:
 
 - fork0, fork1: the warm worker's fork of this child (before, in the worker; after, in the child);
+  a spare child is forked ahead of its variant, and then also has
+- populate: the seconds it spent populating the pages children write, and
+- handed: when it was handed its request (gi_warm_spare.py);
 - plugin0, plugin1: the import of gi's plugin, to pytest registering it (in a warm worker's
   child, from its activation, the worker having imported it; in a child of a session the worker
   prepared, where the worker registered its hooks, its activation alone);
@@ -59,6 +62,33 @@ def _after_fork() -> None:
 
 
 os.register_at_fork(before=_before_fork, after_in_child=_after_fork)
+
+
+def _time_spares() -> None:
+    """Note when a spare child is handed its request, and the seconds it populated pages."""
+    spares = sys.modules.get("gi_warm_spare")
+    if spares is None or hasattr(spares.receive, "timed"):
+        return
+    receive, populate = spares.receive, spares.populate
+
+    def received(stream: int) -> Any:
+        found = receive(stream)
+        if os.getpid() != _worker:
+            _note("handed")
+        return found
+
+    def populated(*args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return populate(*args)
+        finally:
+            _times["populate"] = time.perf_counter() - started
+
+    received.timed = populated.timed = True  # type: ignore[attr-defined]
+    spares.receive, spares.populate = received, populated
+
+
+_time_spares()
 
 
 def _spend(seconds: float) -> None:

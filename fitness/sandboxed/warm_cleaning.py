@@ -18,6 +18,7 @@ import ctypes
 import os
 import platform
 import re
+import resource
 import select
 import signal
 import stat
@@ -46,32 +47,56 @@ def descendants() -> set[int]:
     return found
 
 
-def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS) -> bool:
+def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS, spare: int | None = None) -> bool:
     """Kill and reap every process the child left, and the child itself if it has not been
-    reaped; whether all were gone within `seconds`.
+    reaped, but the worker's `spare` child (warm_pages.py); whether all were gone within
+    `seconds`.
 
     In a PID namespace of the worker's own (the sandbox's, where the worker's parent is the
     namespace's init and nothing else of gi's runs), one signal reaches every process but the
     init and the worker at once: a chain that forks a new process as each of its own is killed
-    cannot outrun it, as it outran the rounds of killing the children found one by one. No wait
-    blocks on one process: a child held by a tracer among its own processes ends only once the
-    tracer is killed too, and the worker inherits the tracer only as the child ends."""
+    cannot outrun it, as it outran the rounds of killing the children found one by one. With a
+    spare, that signal stops them all (the spare is then let go on), and every process of the
+    namespace but those three is killed: stopped, none can fork meanwhile. No wait blocks on one
+    process: a child held by a tracer among its own processes ends only once the tracer is killed
+    too, and the worker inherits the tracer only as the child ends."""
     if own_pid_namespace and os.getppid() == 1:
         with contextlib.suppress(OSError):
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, signal.SIGKILL if spare is None else signal.SIGSTOP)
+        if spare is not None:
+            with contextlib.suppress(OSError):
+                os.kill(spare, signal.SIGCONT)
+            kept = {1, os.getpid(), spare}
+            for name in _names("/proc"):
+                if name.isdigit() and int(name) not in kept:
+                    with contextlib.suppress(OSError):
+                        os.kill(int(name), signal.SIGKILL)
     deadline = time.monotonic() + seconds
-    while left := descendants():
+    while left := descendants() - {spare}:
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
+        for pid in left:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
         _wait_for_one(left, min(remaining, ROUND_SECONDS))
     return True
+
+
+def resources(pid: int = 0) -> tuple[object, ...]:
+    """What a process may run with that another process of the same user can lower for it: its
+    nice value, the CPUs it may use and its limits. A variant's process could lower them for
+    the worker or its spare, and so for the variants after it."""
+    limits = sorted(name for name in dir(resource) if name.startswith("RLIMIT_"))
+    found: list[object] = []
+    with contextlib.suppress(OSError, AttributeError):
+        found.append(os.getpriority(os.PRIO_PROCESS, pid))
+        found.append(sorted(os.sched_getaffinity(pid)))
+        found.extend(resource.prlimit(pid, getattr(resource, name)) for name in limits)
+    return tuple(found)
 
 
 def ended(pid: int, seconds: float) -> int | None:
@@ -129,7 +154,7 @@ def files_in(folder: str) -> int:
     return found.f_files - found.f_ffree
 
 
-def _names(folder: int) -> list[str]:
+def _names(folder: int | str) -> list[str]:
     try:
         return os.listdir(folder)
     except OSError:

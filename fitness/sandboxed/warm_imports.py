@@ -36,6 +36,8 @@ from typing import Any
 WORKER_FILE = "gi_warm_worker.py"
 #: What the worker cleans with between children (gi.engine.warm.CLEANING_NAME): the worker's too.
 CLEANING_FILE = "gi_warm_cleaning.py"
+#: How the worker forks its children ahead (gi.engine.warm.SPARE_NAME): the worker's too.
+SPARE_FILE = "gi_warm_spare.py"
 
 
 class CompiledOriginals:
@@ -358,7 +360,7 @@ def tool_files() -> list[str]:
     """gi's own modules in the tools folder beside this file (its report plugin and what that
     imports), the worker's aside: the same for every variant, like the project's tests."""
     folder = os.path.dirname(os.path.abspath(__file__))
-    own = {WORKER_FILE, CLEANING_FILE, os.path.basename(__file__)}
+    own = {WORKER_FILE, CLEANING_FILE, SPARE_FILE, os.path.basename(__file__)}
     return sorted(os.path.join(folder, name) for name in os.listdir(folder)
                   if name.endswith(".py") and name not in own)  # fmt: skip
 

@@ -4,7 +4,9 @@ gi copies this file into a workspace's read-only tools folder and starts it in t
 with the original program's copy as its working directory. It imports pytest, pytest's
 plugins and the project's third-party dependencies once (never the project's own modules),
 then serves requests on GI_REQUEST_FD and answers on GI_RESPONSE_FD, both framed as a 4-byte
-length and JSON. For each request it forks a child that:
+length and JSON. Each request goes to a child forked ahead of it while the last variant's tests
+ran, which meanwhile copied the pages of the worker's memory that children write (a spare,
+warm_spare.py); given its request, the child:
 
 - closes the worker's pipes, starts its own process group, takes the report key on stdin and
   its own stdout/stderr pipes, exactly as a cold `python -m pytest` run would;
@@ -48,13 +50,15 @@ and says its exit status first, `finish_child`), kills its process group and ans
 exit status, the tails of stdout and stderr and the signed report, exactly what gi reads from a
 cold run. Then, while gi takes the answer in, it settles the run (`Finished`): it kills every
 process of the variant and reaps them, the child's end with them (the worker is their
-subreaper), empties every folder a variant may write and removes the System V objects of its
-IPC namespace (`clean_slate`: the next variant finds nothing of this one), and says it has
-settled; gi sends the next variant only to a worker that has. It needs only the standard
-library and pytest. What it imports and compiles once, and how a child imports its variant
-(`preload`, `CompiledOriginals`, `cache_rewrites`, `import_deferred`, `warm_source_lookups`,
-`warm_collection_patterns`, `VariantFinder`, `serve_spawned`), is
-warm_imports.py, which gi installs beside it as gi_warm_imports.py.
+subreaper), but the spare, empties every folder a variant may write and removes the System V
+objects of its IPC namespace (`clean_slate`: the next variant finds nothing of this one), lets
+the spare go on or drops it (`Spares.settle`), and says it has settled; gi sends the next
+variant only to a worker that has. It needs only the standard library and pytest. What it
+imports and compiles once, and how a child imports its variant (`preload`, `CompiledOriginals`,
+`cache_rewrites`, `import_deferred`, `warm_source_lookups`, `warm_collection_patterns`,
+`VariantFinder`, `serve_spawned`), is warm_imports.py, which gi installs beside it as
+gi_warm_imports.py; how a spare is forked, handed its request and learns the pages it writes
+ahead, warm_spare.py (gi_warm_spare.py); the settling, warm_cleaning.py (gi_warm_cleaning.py).
 """
 
 from __future__ import annotations
@@ -64,12 +68,10 @@ import contextlib
 import ctypes
 import gc
 import importlib
-import json
 import linecache
 import os
 import select
 import signal
-import struct
 import sys
 import threading
 import time
@@ -102,6 +104,7 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
         warm_collection_patterns,
         warm_source_lookups,
     )
+    from .warm_spare import PAGES_BYTES, ChildEnds, Spare, Spares, own_pages, receive, send, write_all
 else:  # a workspace's tools folder, where gi copies it beside this file
     WorkerWatch = importlib.import_module("gi_pytest_limits").WorkerWatch  # type: ignore[misc]  # the same class
     _cleaning = importlib.import_module("gi_warm_cleaning")
@@ -115,39 +118,19 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     started_without_variant = _imports.started_without_variant
     REWRITTEN, import_deferred = _imports.REWRITTEN, _imports.import_deferred
     warm_collection_patterns, warm_source_lookups = _imports.warm_collection_patterns, _imports.warm_source_lookups
+    _spare = importlib.import_module("gi_warm_spare")
+    ChildEnds, Spare, Spares = _spare.ChildEnds, _spare.Spare, _spare.Spares  # type: ignore[misc]  # the same classes
+    own_pages, receive, send, write_all = _spare.own_pages, _spare.receive, _spare.send, _spare.write_all
+    PAGES_BYTES = _spare.PAGES_BYTES
 
 OUTPUT_BYTES = 256 * 1024
-#: In a child: the pipe on which `finish_child` tells the worker its exit status (-1: none).
+#: In a child: the pipe on which `finish_child` tells the worker its exit status (-1: none), and
+#: the one on which it then lists the pages it wrote (-1: the worker does not learn from it).
 ENDING = -1
+PAGES = -1
 CHANNEL_BYTES = 8 * 1024 * 1024
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_DUMPABLE = 4
-
-
-def receive(stream: int) -> dict[str, Any] | None:
-    """One framed request, or None when gi closed the pipe."""
-    header = _exactly(stream, 4)
-    if header is None:
-        return None
-    body = _exactly(stream, struct.unpack(">I", header)[0])
-    return None if body is None else dict(json.loads(body))
-
-
-def _exactly(stream: int, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = os.read(stream, size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
-def send(stream: int, message: dict[str, Any]) -> None:
-    data = json.dumps(message).encode()
-    data = struct.pack(">I", len(data)) + data
-    while data:
-        data = data[os.write(stream, data) :]
 
 
 #: gi's report plugin (gi.fitness.tests.PLUGIN_MODULE): imported in the worker, its hooks made
@@ -231,8 +214,9 @@ class Prepared:
     docstring); unusable when the project has a conftest.py, or when preparing imported the
     project's code, started a thread or failed."""
 
-    def __init__(self) -> None:
+    def __init__(self, spares: Spares) -> None:
         self.usable = not any("conftest.py" in files for _, _, files in os.walk(os.getcwd()))
+        self.spares = spares
 
     def serve(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """Serve `request` and those after it with the same command line; return the first one
@@ -241,7 +225,7 @@ class Prepared:
             left = self._in_session(request)
             if left is not request:
                 return left
-        finished = serve(request, None)  # (a child without a prepared session never returns)
+        finished = serve(request, None, self.spares)  # (a child without a prepared session never returns)
         assert finished is not None
         finished.answer_and_settle()
         return receive(REQUEST)
@@ -288,12 +272,13 @@ class Prepared:
             gc.freeze()
             current: dict[str, Any] | None = request
             while current is not None and current["argv"] == argv:
-                finished = serve(current, prepared)
+                finished = serve(current, prepared, self.spares)
                 if finished is None:  # the child, joined: its session goes on into pytest's own
                     state["child"] = True
                     return real(config, session)
                 finished.answer_and_settle()
                 current = receive(REQUEST)
+            self.spares.discard()  # (forked in this session)
             state["left"] = current
             return 0
 
@@ -333,37 +318,31 @@ def finish_child(status: int) -> NoReturn:
     if ENDING >= 0:
         with contextlib.suppress(OSError):
             for name in os.listdir("/proc/self/fd"):  # (the few it holds: the limit may be a billion)
-                if int(name) != ENDING:
+                if int(name) not in (ENDING, PAGES):
                     with contextlib.suppress(OSError):
                         os.close(int(name))
+            if PAGES >= 0:  # before its status: the worker kills what is left of the child then
+                write_all(PAGES, own_pages())
+                os.close(PAGES)
             os.write(ENDING, f"{status}\n".encode())
     os._exit(status)
 
 
-def child(
-    request: dict[str, Any],
-    key_read: int,
-    out: int,
-    err: int,
-    channel: int,
-    watch: int,
-    ending: int,
-    prepared: Session | None,
-) -> None:
-    """In the forked child: become a fresh pytest run of the variant. Without a prepared session
-    it runs `pytest.main` and never returns; with one, it joins it and returns (to go on with
-    the session's collection, in `Prepared._in_session`)."""
-    global ENDING
-    ENDING = ending
+def child(request: dict[str, Any], ends: ChildEnds, prepared: Session | None) -> None:
+    """In a spare handed its request: become a fresh pytest run of the variant. Without a
+    prepared session it runs `pytest.main` and never returns; with one, it joins it and returns
+    (to go on with the session's collection, in `Prepared._in_session`)."""
+    global ENDING, PAGES
+    ENDING, PAGES = ends.ending, ends.pages
     os.setpgid(0, 0)
     if OWN_IPC:
         own_session_keyring()
-    os.dup2(key_read, 0)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
+    os.dup2(ends.key, 0)
+    os.dup2(ends.out, 1)
+    os.dup2(ends.err, 2)
     os.environ.update(request["env"])
-    os.environ["GI_CHANNEL_FD"] = str(channel)
-    os.environ["GI_WATCHDOG_FD"] = str(watch)
+    os.environ["GI_CHANNEL_FD"] = str(ends.channel)
+    os.environ["GI_WATCHDOG_FD"] = str(ends.watch)
     activate_report_plugin()
     sources = {os.path.abspath(name): text for name, text in request["sources"].items()}
     for filename, text in sources.items():
@@ -412,36 +391,35 @@ def clean_slate() -> bool:
     return True
 
 
-def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
-    """Run one request in a forked child; return what gi reads from a run and what is left to
-    settle after it (None in the child, which goes on with the `prepared` session)."""
-    key_read, key_write = os.pipe()
-    os.write(key_write, request["key"].encode())
-    os.close(key_write)
-    pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, channel
-    ending_read, ending_write = os.pipe()  # the child's exit status, as it ends (finish_child)
-    watch_read, watch_write = os.pipe()  # the child's deadlines (WorkerWatch)
-    # What the worker wrote and has not flushed (a prepared session's end prints its summary)
-    # must not reach the child's output with the copy of the buffers it inherits.
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
+def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> Finished | None:
+    """Run one request in a spare child (warm_spare.py), forking the next one meanwhile; return
+    what gi reads from a run and what is left to settle after it (None in a child, which goes on
+    with the `prepared` session)."""
+
+    def become(request: dict[str, Any], ends: ChildEnds) -> None:
+        child(request, ends, prepared)
+
+    spare = spares.take(prepared, become)
+    if spare is not None and not spare.hand(request):  # a variant's process killed it
+        spare.discard()
+        spare = spares.fork(prepared, [], become)
+        if spare is not None and not spare.hand(request):
+            raise OSError("a child forked for its request could not be handed it")
     started = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        for descriptor in (*(reading for reading, _ in pipes), ending_read, REQUEST, RESPONSE, watch_read):
-            os.close(descriptor)
-        child(request, key_read, pipes[0][1], pipes[1][1], pipes[2][1], watch_write, ending_write, prepared)
+    if spare is None or not spares.fork_next(prepared, spare.descriptors(), become):
         return None
-    for descriptor in (key_read, *(writing for _, writing in pipes), ending_write, watch_write):
-        os.close(descriptor)
+    pid = spare.pid
+    pipes = [(reading, -1) for reading in spare.reading[1:4]]  # stdout, stderr, channel
+    watch_read, ending_read = spare.reading.watch, spare.reading.ending
     watch = WorkerWatch(watch_read)
     watching = True
     kept = {reading: bytearray() for reading, _ in pipes}
     limits = {pipes[0][0]: OUTPUT_BYTES, pipes[1][0]: OUTPUT_BYTES, pipes[2][0]: CHANNEL_BYTES}
     overflow = False
     deadline = started + float(request["timeout"])
-    open_pipes = {*kept, ending_read}
+    pages_read = spare.reading.pages
+    open_pipes = {*kept, ending_read, *([pages_read] if pages_read >= 0 else [])}
+    listed = bytearray()  # the pages a learning child wrote
     ending = bytearray()
     status: int | None = None  # from waitpid: the child was reaped
     timed_out = False
@@ -475,8 +453,12 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
                 if not chunk or b"\n" in ending or len(ending) >= STATUS_BYTES:  # said, or never will be
                     open_pipes.discard(reading)
                 continue
+            if reading == pages_read:
+                listed += chunk[: PAGES_BYTES - len(listed)]
             if not chunk:
                 open_pipes.discard(reading)
+                continue
+            if reading == pages_read:
                 continue
             buffer = kept[reading]
             if reading == pipes[2][0]:
@@ -491,14 +473,14 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
                 status = os.waitstatus_to_exitcode(code)
                 open_pipes.discard(ending_read)  # (its status is known)
                 if open_pipes:  # what it left running (daemons holding its pipes) goes with it
-                    reap_everything(OWN_PIDS, END_SECONDS)
+                    reap_everything(OWN_PIDS, END_SECONDS, spares.pid)
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
     said = ending.split(b"\n")[0]
     if status is None and (timed_out or over or not (said.isdigit() and int(said) < 256)):
         status = ended(pid, END_SECONDS)
         if status is None:  # something holds its end (a tracer among its processes): all go
-            reap_everything(OWN_PIDS, END_SECONDS)
+            reap_everything(OWN_PIDS, END_SECONDS, spares.pid)
             status = -9
     # Else the child said its status as it ended (or was reaped): what is left of its end is
     # waited for after the answer (`Finished.answer_and_settle`).
@@ -515,30 +497,35 @@ def serve(request: dict[str, Any], prepared: Session | None) -> Finished | None:
         "prepared": prepared is not None,
         "started_without_variant": started_without_variant(),
     }
-    return Finished(answer, [*kept, ending_read, watch_read])
+    return Finished(answer, spare.descriptors(), spares, bytes(listed) if pages_read >= 0 else None)
 
 
 class Finished:
     """A child's answer, and what is left of its run: the end of the child (when it said its
-    status as it ended), every process it left, and what it wrote."""
+    status as it ended), every process it left, what it wrote, and the list of the pages it
+    wrote when the worker learns from it (`pages`)."""
 
-    def __init__(self, answer: dict[str, Any], descriptors: list[int]) -> None:
+    def __init__(self, answer: dict[str, Any], descriptors: list[int], spares: Spares, pages: bytes | None) -> None:
         self.answer = answer
         self.descriptors = descriptors
+        self.spares = spares
+        self.pages = pages
 
     def answer_and_settle(self) -> None:
         """Answer gi, then settle, then tell gi the worker is ready for the next variant: the
         child's end (the kernel freeing its memory), its processes killed and reaped, the
         writable folders emptied, gi's next steps meanwhile."""
         send(RESPONSE, self.answer)
+        if self.pages is not None:
+            self.spares.written.learn(self.pages)
         # Every process of the variant's first, then the child (its end is reaped with them): a
         # process it left can hold the child's end (a tracer), and nothing of it may run on.
-        if not reap_everything(OWN_PIDS):
+        if not reap_everything(OWN_PIDS, spare=self.spares.pid):
             os._exit(1)  # what the variant left cannot be undone here: gi starts another worker
         for descriptor in self.descriptors:
             os.close(descriptor)
-        if not clean_slate():
-            os._exit(1)
+        if not clean_slate() or not self.spares.settle():
+            os._exit(1)  # (or it lowered the worker's limits)
         send(RESPONSE, SETTLED)
 
 
@@ -587,11 +574,13 @@ def main() -> None:
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()
     gc.freeze()
-    prepared = Prepared()
+    spares = Spares([REQUEST, RESPONSE])
+    prepared = Prepared(spares)
     send(RESPONSE, {"ready": True})
     request = receive(REQUEST)
     while request is not None:
         request = prepared.serve(request)
+    spares.discard()
 
 
 if __name__ == "__main__":

@@ -62,6 +62,9 @@ WORKER_NAME = "gi_warm_worker.py"
 IMPORTS_NAME = "gi_warm_imports.py"
 #: How the worker cleans between children, installed beside it (fitness/sandboxed/warm_cleaning.py).
 CLEANING_NAME = "gi_warm_cleaning.py"
+#: How the worker forks its children ahead of their variants, installed beside it
+#: (fitness/sandboxed/warm_spare.py).
+SPARE_NAME = "gi_warm_spare.py"
 #: Seconds a new worker may take to import pytest and the project's dependencies.
 START_TIMEOUT = 120.0
 #: Seconds gi waits past a request's own limit before it gives up on the worker.
@@ -146,6 +149,7 @@ class WarmWorker:
         install_plugin(self.sandbox.install_tool)
         self.sandbox.install_tool(IMPORTS_NAME, (SANDBOXED / "warm_imports.py").read_text(encoding="utf-8"))
         self.sandbox.install_tool(CLEANING_NAME, (SANDBOXED / "warm_cleaning.py").read_text(encoding="utf-8"))
+        self.sandbox.install_tool(SPARE_NAME, (SANDBOXED / "warm_spare.py").read_text(encoding="utf-8"))
         script = self.sandbox.install_tool(WORKER_NAME, (SANDBOXED / "warm_worker.py")
                                            .read_text(encoding="utf-8"))  # fmt: skip
         # What the worker empties between variants: what a variant may write, and in the sandbox

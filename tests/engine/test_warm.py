@@ -18,8 +18,8 @@ from gi.engine.held_out import HeldOut
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
-from gi.engine.warm import CLEANING_NAME, WORKER_NAME, WarmError, WarmPool, third_party_imports
-from gi.fitness.sandboxed.warm_imports import CLEANING_FILE, WORKER_FILE, CompiledOriginals
+from gi.engine.warm import CLEANING_NAME, SPARE_NAME, WORKER_NAME, WarmError, WarmPool, third_party_imports
+from gi.fitness.sandboxed.warm_imports import CLEANING_FILE, SPARE_FILE, WORKER_FILE, CompiledOriginals
 from gi.fitness.sandboxed.warm_worker import REPORT_PLUGIN, without_report_plugin
 from gi.fitness.tests import PLUGIN_MODULE, Checks, PytestSetup, run_tests
 from gi.model.patch import Patch, Variant
@@ -66,6 +66,7 @@ def test_the_worker_loads_the_plugin_gi_names() -> None:
     assert REPORT_PLUGIN == PLUGIN_MODULE
     assert WORKER_FILE == WORKER_NAME, "the worker's imports leave the worker's file out of the tools they cache"
     assert CLEANING_FILE == CLEANING_NAME, "and its cleaning's"
+    assert SPARE_FILE == SPARE_NAME, "and its spares'"
     argv = ["-p", PLUGIN_MODULE, "-p", "no:cacheprovider", "-q", "tests"]
     assert without_report_plugin(argv) == ["-p", "no:cacheprovider", "-q", "tests"]
 
