@@ -88,12 +88,13 @@ def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS, spar
 
 def resources(pid: int = 0) -> tuple[object, ...]:
     """What a process may run with that another process of the same user can lower for it: its
-    nice value, the CPUs it may use and its limits. A variant's process could lower them for
-    the worker or its spare, and so for the variants after it."""
+    nice value, scheduling policy, the CPUs it may use and its limits. A variant's process could
+    lower them for the worker or its spare, and so for the variants after it."""
     limits = sorted(name for name in dir(resource) if name.startswith("RLIMIT_"))
     found: list[object] = []
     with contextlib.suppress(OSError, AttributeError):
         found.append(os.getpriority(os.PRIO_PROCESS, pid))
+        found.append((os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority))
         found.append(sorted(os.sched_getaffinity(pid)))
         found.extend(resource.prlimit(pid, getattr(resource, name)) for name in limits)
     return tuple(found)

@@ -1,9 +1,9 @@
 """What a variant can do to the spare child a warm worker forks for the next variant while the
 variant's tests run (fitness/sandboxed/warm_spare.py): the spare is the child's sibling, of the
-same user, so the variant can kill it, stop it, or lower its limits and priority. None of it may
-reach the next variant: a killed spare is replaced by a child forked then, a stopped one is let
-go on, and one whose limits changed is dropped. Real warm workers, in the sandbox where
-bubblewrap is present, and with process limits only."""
+same user, so the variant can kill it, stop it, lower its limits and priority or change its
+scheduling policy. None of it may reach the next variant: a killed spare is replaced by a child
+forked then, a stopped one is let go on, and one whose limits or scheduling changed is dropped.
+Real warm workers, in the sandbox where bubblewrap is present, and with process limits only."""
 
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ ATTACKS = {
     "killed": "os.kill(pid, signal.SIGKILL)",
     "stopped": "os.kill(pid, signal.SIGSTOP)",
     "limited": "resource.prlimit(pid, resource.RLIMIT_NOFILE, (32, 32)); os.setpriority(os.PRIO_PROCESS, pid, 15)",
+    "idled": "os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))",
 }
 
 #: The next variant: right, and running with the worker's limits and priority.
@@ -65,7 +66,8 @@ import resource
 def answer():
     same_files = resource.getrlimit(resource.RLIMIT_NOFILE) == resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE)
     same_priority = os.getpriority(os.PRIO_PROCESS, 0) == os.getpriority(os.PRIO_PROCESS, os.getppid())
-    return 2 if same_files and same_priority else 4
+    same_policy = os.sched_getscheduler(0) == os.sched_getscheduler(os.getppid())
+    return 2 if same_files and same_priority and same_policy else 4
 """
 
 
