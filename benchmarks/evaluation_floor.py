@@ -20,7 +20,8 @@ operators), warm, in the sandbox. It prints:
    whole.
 2. The floor: the same tests on the same variants in a warm forked interpreter with nothing
    else (benchmarks/floor_harness.py), and pytest in a warm fork for comparison.
-3. Side by side: `gi run` of each tree on each seed, alternating which goes first, 1 worker:
+3. Side by side: `gi run` of each tree on each seed, alternating which goes first, 1 worker
+   (or each of --side-by-side-workers):
    the search's evaluations per second (the generations, from breeding to checkpoint; the
    same count of evaluations on both), the whole command's, the ratio, and whether the two
    made the same front.
@@ -243,8 +244,8 @@ def floor(program: str, result: dict[str, Any], count: int) -> dict[str, float]:
             "pytest median": 1000 * statistics.median(out["pytest"])}  # fmt: skip
 
 
-def side_by_side(program: str, seeds: list[int], baseline: Path, args: argparse.Namespace) -> None:
-    print(f"\n{program}, 1 worker, side by side ({load()} at the start)")
+def side_by_side(program: str, seeds: list[int], baseline: Path, args: argparse.Namespace, workers: int = 1) -> None:
+    print(f"\n{program}, {workers} worker{'s' if workers > 1 else ''}, side by side ({load()} at the start)")
     print(f"{'seed':>4} {'first':>8} {'before/s':>9} {'after/s':>9} {'ratio':>6}"
           f" {'whole before/s':>15} {'whole after/s':>14} {'same front':>11}")  # fmt: skip
     ratios, wholes = [], []
@@ -252,7 +253,7 @@ def side_by_side(program: str, seeds: list[int], baseline: Path, args: argparse.
         order = [("before", baseline), ("after", TREE)]
         if index % 2:
             order.reverse()
-        results = {label: gi_run(tree, program, seed, 1, args) for label, tree in order}
+        results = {label: gi_run(tree, program, seed, workers, args) for label, tree in order}
         before, after = results["before"], results["after"]
         rate = {label: r["evaluations"] / r["search_seconds"] for label, r in results.items()}
         whole = {label: r["evaluations"] / r["wall_seconds"] for label, r in results.items()}
@@ -275,6 +276,7 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=9, help="after generation 0 (20 + 9 x 20 candidates)")
     parser.add_argument("--population", type=int, default=20)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="the breakdown's workers")
+    parser.add_argument("--side-by-side-workers", type=int, nargs="+", default=[1], help="the side by side's workers")
     parser.add_argument("--floor-variants", type=int, default=50, help="the variants the floor is measured on")
     parser.add_argument("--skip", nargs="*", default=[], choices=["breakdown", "side-by-side"])
     args = parser.parse_args()
@@ -299,7 +301,8 @@ def main() -> None:
                   f" {measured['pytest']:.1f} ms (median {measured['pytest median']:.1f}); gi, 1 worker:"
                   f" {one:.1f} ms a evaluation, {one / measured['floor']:.1f}x the floor")  # fmt: skip
         if "side-by-side" not in args.skip:
-            side_by_side(program, args.seeds, baseline, args)
+            for workers in args.side_by_side_workers:
+                side_by_side(program, args.seeds, baseline, args, workers)
 
 
 if __name__ == "__main__":

@@ -248,9 +248,11 @@ class Spares:
     """The worker's spare: one forked for the next variant while a variant's tests run, and the
     pages its children write (`written`)."""
 
-    def __init__(self, closed: Sequence[int]) -> None:
-        """`closed`: descriptors of the worker's that no child may hold (its pipes to gi)."""
+    def __init__(self, closed: Sequence[int], populating: bool = True) -> None:
+        """`closed`: descriptors of the worker's that no child may hold (its pipes to gi);
+        `populating`: whether spares populate pages (gi says so where a core is free for it)."""
         self.closed = list(closed)
+        self.populating = populating
         self.spare: Spare | None = None
         self.written = WrittenPages()
         self.resources = resources()
@@ -285,7 +287,7 @@ class Spares:
         go_read, go_write = os.pipe()
         out, err, channel, watch, ending = (os.pipe() for _ in range(5))
         pipes = (out, err, channel, watch, ending)
-        pages = os.pipe() if self.written.learning() else (-1, -1)
+        pages = os.pipe() if self.populating and self.written.learning() else (-1, -1)
         # What the worker wrote and has not flushed (a prepared session's end prints its summary)
         # must not reach the child's output with the copy of the buffers it inherits.
         with contextlib.suppress(Exception):

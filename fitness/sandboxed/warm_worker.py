@@ -574,7 +574,7 @@ def main() -> None:
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()
     gc.freeze()
-    spares = Spares([REQUEST, RESPONSE])
+    spares = Spares([REQUEST, RESPONSE], populating=os.environ.pop("GI_POPULATE", "1") == "1")
     prepared = Prepared(spares)
     send(RESPONSE, {"ready": True})
     request = receive(REQUEST)

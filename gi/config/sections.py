@@ -616,6 +616,13 @@ class EvaluationSection(_Section):
             " failure); false runs every training test of every variant, the reference"
         ),
     ] = True
+    spare_pages: Annotated[
+        Literal["auto"] | bool,
+        Field(
+            description="a warm worker's spare child copies ahead the memory a test run writes, on a core the"
+            " running tests leave free; 'auto': where the runs' workers leave a core free"
+        ),
+    ] = "auto"
 
 
 class ArmSection(_Section):

@@ -3,6 +3,7 @@ its timing settings, and how the project's tests run (gi.engine.evaluation)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,9 @@ class EvaluationSettings:
     test_timeout: float = 10.0
     limits: Limits = field(default_factory=Limits)
     workers: int = 1
+    #: evaluation.spare_pages: whether warm workers' spare children copy ahead the memory a test
+    #: run writes (None: where the workers leave a core free, `spare_pages`).
+    spare_pages: bool | None = None
     workload: Workload | None = None
     check_output: bool = True
     #: Time variants that fail training tests too (repair runs); else only passing ones.
@@ -70,3 +74,8 @@ class EvaluationSettings:
     #: The static measures taken of each variant (`gi.fitness.objectives.measures_read` of the
     #: run's objectives); None: every registered one.
     measures: frozenset[str] | None = None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

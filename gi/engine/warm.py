@@ -142,9 +142,12 @@ class WarmWorker:
         preload: Sequence[str],
         setup: PytestSetup = DEFAULT_SETUP,
         editable: Sequence[str] = (),
+        populate: bool = True,
     ) -> None:
         """Start a worker in `space` (the original's copy); it imports `preload` and compiles the
-        `editable` files (relative paths) once."""
+        `editable` files (relative paths) once. With `populate`, each spare child copies ahead
+        the pages children write (fitness/sandboxed/warm_spare.py), on a core the running tests
+        leave free: where every core runs a worker's tests, that work only competes with them."""
         self.sandbox = Sandbox(limits, space)
         install_plugin(self.sandbox.install_tool)
         self.sandbox.install_tool(IMPORTS_NAME, (SANDBOXED / "warm_imports.py").read_text(encoding="utf-8"))
@@ -163,7 +166,8 @@ class WarmWorker:
                "GI_OWN_PIDS": "1" if self.sandbox.isolated else "",
                "GI_DISK_FILES": str(limits.disk_files),
                "GI_BLOCKED_PLUGINS": ",".join(blocked_plugins(setup.options)),
-               "GI_EDITABLE": os.pathsep.join(editable)}  # fmt: skip
+               "GI_EDITABLE": os.pathsep.join(editable),
+               "GI_POPULATE": "1" if populate else ""}  # fmt: skip
         self.live: LiveCommand = self.sandbox.start([setup.python, str(script), *preload], env=env)
         self.broken = False
         #: Why gi stopped waiting for the worker's last answer ("" for no reason of its own: it
@@ -245,9 +249,11 @@ class WarmPool:
 
     def __init__(self, program: Program, limits: Limits, size: int, *, preload: Sequence[str] = (),
                  exclude: Sequence[Path] = (), scratch: Path | None = None,
-                 setup: PytestSetup = DEFAULT_SETUP, files: Mapping[str, str] | None = None) -> None:  # fmt: skip
+                 setup: PytestSetup = DEFAULT_SETUP, files: Mapping[str, str] | None = None,
+                 spare_pages: bool = True) -> None:  # fmt: skip
         """`files`: written into every worker's copy over the project's (test files without the
-        held-out tests split off within them)."""
+        held-out tests split off within them); `spare_pages`: the workers' `populate`."""
+        self.spare_pages = spare_pages
         self.files = dict(files or {})
         self.program = program
         self.limits = limits
@@ -292,7 +298,8 @@ class WarmPool:
         stack = ExitStack()
         space = stack.enter_context(workspace(self.program.root, self.files, parent=self.scratch, exclude=self.exclude))
         try:
-            worker = WarmWorker(self.limits, space, self.preload, self.setup, self.program.files)
+            worker = WarmWorker(self.limits, space, self.preload, self.setup, self.program.files,
+                                populate=self.spare_pages)  # fmt: skip
         except BaseException:
             stack.close()
             raise

@@ -172,6 +172,7 @@ class Experiment:
             test_timeout=one_test_limit(config.tests.test_timeout, config.tests.timeout),
             limits=limits,
             workers=section.workers,
+            spare_pages=None if section.spare_pages == "auto" else section.spare_pages,
             exclude=tuple(path for path in inside if path.is_relative_to(self.program.root)),
             secrets=_secrets(config),
             fail_fast=config.tests.fail_fast,

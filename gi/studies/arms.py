@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gi.config import Config
+from gi.engine.evaluation_settings import usable_cores
 from gi.engine.progress import Progress
 from gi.engine.run_folder import STORE_NAME, SUMMARY_NAME
 from gi.engine.store import RunStore
@@ -59,8 +60,16 @@ def parallel_runs(config: Config) -> int:
         return wanted
     if "runtime" in config.objectives.names():
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cores // config.evaluation.workers)
+    return max(1, usable_cores() // config.evaluation.workers)
+
+
+def sharing_cores(run: Config, at_once: int) -> Config:
+    """`run` as one of `at_once` runs at a time: `evaluation.spare_pages = "auto"` counts the
+    other runs' workers too (a spare child's work only helps on a core no test run needs)."""
+    if run.evaluation.spare_pages != "auto":
+        return run
+    free = run.evaluation.workers * at_once < usable_cores()
+    return run.model_copy(update={"evaluation": run.evaluation.model_copy(update={"spare_pages": free})})
 
 
 def finished(run: Config) -> bool:
@@ -151,6 +160,7 @@ def run_arms(
     if at_once <= 1:
         _run_here(pending, fresh, offline, say, outcomes)
     else:
+        pending = [sharing_cores(run, at_once) for run in pending]
         _run_in_processes(pending, fresh, offline, at_once, on_line is not None, outcomes)
     ordered = [outcomes[run.run_folder] for run in runs if run.run_folder in outcomes]
     failed = [outcome for outcome in ordered if outcome.status == "failed"]

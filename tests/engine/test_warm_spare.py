@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gi.fitness.sandboxed.warm_spare import PAGE, WrittenPages, own_pages, populate, runs
+from gi.fitness.sandboxed.warm_spare import PAGE, Spares, WrittenPages, own_pages, populate, runs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pagemap and madvise are Linux's")
 
@@ -84,3 +84,14 @@ def test_a_forged_page_list_is_kept_to_the_pages_the_worker_holds() -> None:
 def test_page_runs() -> None:
     assert runs([3, 4, 5, 9, 11, 12]) == [(3, 3), (9, 1), (11, 2)]
     assert runs([]) == []
+
+
+@pytest.mark.parametrize("populating", [True, False])
+def test_a_spare_lists_its_pages_only_where_spares_populate(populating: bool) -> None:
+    spares = Spares([], populating)
+    spare = spares.fork(None, [], lambda request, ends: os._exit(0))
+    assert spare is not None, "(the spare never returns here: it ends when dropped)"
+    try:
+        assert (spare.reading.pages >= 0) is populating, "a pipe for its page list"
+    finally:
+        spare.discard()

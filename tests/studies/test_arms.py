@@ -16,7 +16,7 @@ import pytest
 from gi.cli.main import main
 from gi.config import load_config
 from gi.model.errors import ConfigError
-from gi.studies.arms import finished, parallel_runs
+from gi.studies.arms import finished, parallel_runs, sharing_cores
 from tests.runs import start_run
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -124,6 +124,18 @@ def test_parallel_runs_follow_the_cores_and_the_workers(tmp_path: Path) -> None:
     cores = len(os.sched_getaffinity(0))
     assert parallel_runs(config) == max(1, cores // 1)
     assert parallel_runs(load_config(write(tmp_path, parallel=3))) == 3
+
+
+def test_runs_at_once_copy_ahead_only_where_their_workers_leave_a_core_free(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, parallel='"auto"'))
+    assert config.evaluation.spare_pages == "auto"
+    crowded = sharing_cores(config, at_once=4096)  # more runs than any machine here has cores
+    assert crowded.evaluation.spare_pages is False and crowded.evaluation.workers == 1
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert sharing_cores(config, at_once=1).evaluation.spare_pages is True
+    told_text = ARMS.replace("workers = 1", "workers = 1\nspare_pages = true")
+    told = load_config(write(tmp_path, told_text, parallel='"auto"'))
+    assert sharing_cores(told, at_once=4096).evaluation.spare_pages is True, "what the config says stands"
 
 
 def summaries(folder: Path) -> dict[str, dict[str, Any]]:
