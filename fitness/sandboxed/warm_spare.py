@@ -250,7 +250,8 @@ class Spares:
 
     def __init__(self, closed: Sequence[int], populating: bool = True) -> None:
         """`closed`: descriptors of the worker's that no child may hold (its pipes to gi);
-        `populating`: whether spares populate pages (gi says so where a core is free for it)."""
+        `populating`: whether spares are forked ahead and populate pages (gi says so where a
+        core is free for it)."""
         self.closed = list(closed)
         self.populating = populating
         self.spare: Spare | None = None
@@ -273,8 +274,11 @@ class Spares:
 
     def fork_next(self, context: object, busy: Sequence[int], become: Become) -> bool:
         """Fork the spare for the next variant of `context` while a child runs (`busy`: the
-        worker's ends of that child's pipes, which the spare closes); False in that spare, once
-        its variant has run."""
+        worker's ends of that child's pipes, which the spare closes), where spares populate
+        (else the next child is forked as its variant comes: forked ahead, it would only compete
+        with the tests); False in that spare, once its variant has run."""
+        if not self.populating:
+            return True
         spare = self.fork(context, busy, become)
         self.spare = spare
         return spare is not None
