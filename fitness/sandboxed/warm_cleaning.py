@@ -49,28 +49,29 @@ def descendants() -> set[int]:
 
 def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS, spare: int | None = None) -> bool:
     """Kill and reap every process the child left, and the child itself if it has not been
-    reaped, but the worker's `spare` child (warm_pages.py); whether all were gone within
+    reaped, but the worker's `spare` child (warm_spare.py); whether all were gone within
     `seconds`.
 
     In a PID namespace of the worker's own (the sandbox's, where the worker's parent is the
     namespace's init and nothing else of gi's runs), one signal reaches every process but the
     init and the worker at once: a chain that forks a new process as each of its own is killed
     cannot outrun it, as it outran the rounds of killing the children found one by one. With a
-    spare, that signal stops them all (the spare is then let go on), and every process of the
-    namespace but those three is killed: stopped, none can fork meanwhile. No wait blocks on one
+    spare, that signal stops them all, and every process of the namespace but those three is
+    killed while the spare too is stopped (none can fork meanwhile); then the spare goes on. No
+    wait blocks on one
     process: a child held by a tracer among its own processes ends only once the tracer is killed
     too, and the worker inherits the tracer only as the child ends."""
     if own_pid_namespace and os.getppid() == 1:
         with contextlib.suppress(OSError):
             os.kill(-1, signal.SIGKILL if spare is None else signal.SIGSTOP)
-        if spare is not None:
-            with contextlib.suppress(OSError):
-                os.kill(spare, signal.SIGCONT)
+        if spare is not None:  # every process but the spare killed while it too is stopped
             kept = {1, os.getpid(), spare}
             for name in _names("/proc"):
                 if name.isdigit() and int(name) not in kept:
                     with contextlib.suppress(OSError):
                         os.kill(int(name), signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(spare, signal.SIGCONT)
     deadline = time.monotonic() + seconds
     while left := descendants() - {spare}:
         for pid in left:
@@ -86,13 +87,21 @@ def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS, spar
     return True
 
 
+#: ioprio_get(2) by machine, and whose priority it reads.
+_IOPRIO_GET = {"x86_64": 252, "aarch64": 31, "riscv64": 31}.get(platform.machine()) if sys.maxsize > 2**32 else None
+IOPRIO_WHO_PROCESS = 1
+
+
 def resources(pid: int = 0) -> tuple[object, ...]:
     """What a process may run with that another process of the same user can lower for it: its
-    nice value, scheduling policy, the CPUs it may use and its limits. A variant's process could
-    lower them for the worker or its spare, and so for the variants after it."""
+    nice value, scheduling policy, I/O priority (on the machines whose ioprio_get(2) gi knows),
+    the CPUs it may use and its limits. A variant's process could lower them for the worker or
+    its spare, and so for the variants after it."""
     limits = sorted(name for name in dir(resource) if name.startswith("RLIMIT_"))
     found: list[object] = []
     with contextlib.suppress(OSError, AttributeError):
+        if _IOPRIO_GET is not None:
+            found.append(_syscall(_IOPRIO_GET, IOPRIO_WHO_PROCESS, pid))
         found.append(os.getpriority(os.PRIO_PROCESS, pid))
         found.append((os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority))
         found.append(sorted(os.sched_getaffinity(pid)))

@@ -97,30 +97,33 @@ def own_pages() -> bytes:
 
 class WrittenPages:
     """The pages of the worker's memory its children write, as runs of (first page, pages),
-    learned from the first LEARNING_CHILDREN children of a worker (or of its prepared session)."""
+    learned from the first LEARNING_CHILDREN children of a worker (or of its prepared session):
+    the pages at least two of them listed. A list is the variant's to forge; one forged list
+    adds nothing, and a page must be the worker's own to count."""
 
     def __init__(self) -> None:
         self.runs: list[tuple[int, int]] = []
         self.children = 0
-        self._pages: set[int] = set()
+        self._listed: dict[int, int] = {}
 
     def learning(self) -> bool:
+        """Whether the worker still learns from its children's lists."""
         return self.children < LEARNING_CHILDREN
 
     def forget(self) -> None:
         """Learn anew (the worker's memory changed: another prepared session)."""
-        self.__init__()  # type: ignore[misc]
+        self.runs, self.children, self._listed = [], 0, {}
 
     def learn(self, listed: bytes) -> None:
-        """Add a child's page list (`own_pages`), kept to the pages the worker holds: a list is
-        the variant's to forge, and may only cost a spare's time."""
+        """Count a child's page list (`own_pages`; empty where it ended without one)."""
         self.children += 1
         claimed = array.array("Q")
         claimed.frombytes(listed[: len(listed) - len(listed) % 8])
         if not claimed:
             return
-        self._pages.update(set(claimed).intersection(_pages_where(_PRESENT)))
-        self.runs = runs(sorted(self._pages))
+        for page in set(claimed).intersection(_pages_where(_PRESENT)):
+            self._listed[page] = self._listed.get(page, 0) + 1
+        self.runs = runs(sorted(page for page, times in self._listed.items() if times >= 2))
 
 
 def runs(pages: list[int]) -> list[tuple[int, int]]:
@@ -197,16 +200,18 @@ class ChildEnds(NamedTuple):
 
 
 class Spare:
-    """A spare, seen from the worker: its pid, the prepared session it was forked in (None for
-    none), and the worker's ends of its pipes (`reading`: stdout, stderr, channel, deadlines,
-    status, page list)."""
+    """A spare or a child, seen from the worker: its pid, the prepared session it was forked in
+    (None for none), the worker's ends of its pipes (`key` and `go` until it is handed its
+    request, -1 after; `reading`: the child's ends, read by the worker: stdout, stderr, channel,
+    deadlines, status, page list, its `key` -1) and the pages it was forked to populate."""
 
-    def __init__(self, pid: int, context: object, key: int, go: int, reading: ChildEnds) -> None:
+    def __init__(self, pid: int, context: object, key: int, go: int, reading: ChildEnds, pages: int) -> None:
         self.pid = pid
         self.context = context
         self.key = key
         self.go = go
         self.reading = reading
+        self.pages = pages
 
     def hand(self, request: dict[str, Any]) -> bool:
         """Give the spare its request; False if it is gone (a variant's process may kill it)."""
@@ -245,8 +250,8 @@ Become = Callable[[dict[str, Any], ChildEnds], None]
 
 
 class Spares:
-    """The worker's spare: one forked for the next variant while a variant's tests run, and the
-    pages its children write (`written`)."""
+    """The worker's spare: one forked for the next variant while a variant's tests run, where a
+    core is free for it (`populating`), and the pages its children write (`written`)."""
 
     def __init__(self, closed: Sequence[int], populating: bool = True) -> None:
         """`closed`: descriptors of the worker's that no child may hold (its pipes to gi);
@@ -260,72 +265,128 @@ class Spares:
 
     @property
     def pid(self) -> int | None:
+        """The spare's pid, if there is one."""
         return None if self.spare is None else self.spare.pid
 
-    def take(self, context: object, become: Become) -> Spare | None:
-        """The spare forked for `context` (a prepared session, or None), or one forked now; None
-        in that spare, once its variant has run (`become`)."""
+    def take(self, context: object, become: Become, request: dict[str, Any]) -> Spare | None:
+        """The child of `request`: the spare forked for `context` (a prepared session, or None),
+        handed it, or a child forked now with it (no spare, or a variant's process killed it).
+        None in that child, once its variant has run (`become`)."""
         spare, self.spare = self.spare, None
         if spare is not None and spare.context is not context:
             spare.discard()
             self.written.forget()
-            spare = None
-        return spare if spare is not None else self.fork(context, [], become)
+        elif spare is not None and spare.hand(request):
+            return spare
+        elif spare is not None:
+            spare.discard()
+        return self.fork(context, [], become, request)
 
     def fork_next(self, context: object, busy: Sequence[int], become: Become) -> bool:
         """Fork the spare for the next variant of `context` while a child runs (`busy`: the
         worker's ends of that child's pipes, which the spare closes), where spares populate
         (else the next child is forked as its variant comes: forked ahead, it would only compete
-        with the tests); False in that spare, once its variant has run."""
+        with the tests); False in that spare, once its variant has run. A fork that fails (the
+        variant's processes fill the limit) leaves the next child to be forked then."""
         if not self.populating:
             return True
-        spare = self.fork(context, busy, become)
+        try:
+            spare = self.fork(context, busy, become)
+        except OSError:
+            return True
         self.spare = spare
         return spare is not None
 
-    def fork(self, context: object, busy: Sequence[int], become: Become) -> Spare | None:
-        """Fork a spare: it populates the pages children write, then waits for its request and
-        becomes its child (`become`). The Spare in the worker; None in the spare, once its
-        variant has run."""
-        key_read, key_write = os.pipe()
-        go_read, go_write = os.pipe()
-        out, err, channel, watch, ending = (os.pipe() for _ in range(5))
-        pipes = (out, err, channel, watch, ending)
+    def fork(self, context: object, busy: Sequence[int], become: Become,
+             request: dict[str, Any] | None = None) -> Spare | None:  # fmt: skip
+        """Fork a child for `request`, or a spare: it populates the pages children write, then
+        waits for its request. Either becomes that request's child (`become`). The Spare in the
+        worker; None in the child, once its variant has run."""
+        pipes = [os.pipe() for _ in range(7)]  # stdin (the key), the request, stdout, stderr, ...
+        key, go, out, err, channel, watch, ending = pipes
         pages = os.pipe() if self.populating and self.written.learning() else (-1, -1)
-        # What the worker wrote and has not flushed (a prepared session's end prints its summary)
-        # must not reach the child's output with the copy of the buffers it inherits.
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            for descriptor in (*busy, *self.closed, go_write, key_write, pages[0], *(read for read, _ in pipes)):
-                with contextlib.suppress(OSError):
+        learned = sum(count for _, count in self.written.runs)
+        try:
+            if request is not None:
+                write_all(key[1], request["key"].encode())
+            # What the worker wrote and has not flushed (a prepared session's end prints its
+            # summary) must not reach the child's output with the copy of the buffers it inherits.
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            pid = os.fork()
+        except OSError:
+            for descriptor in (*(end for pipe in pipes for end in pipe), *pages):
+                if descriptor >= 0:
                     os.close(descriptor)
-            populate(self.written.runs, go_read)
-            request = receive(go_read)
-            os.close(go_read)
-            if request is None:  # dropped by the worker
-                os._exit(0)
-            become(request, ChildEnds(key_read, out[1], err[1], channel[1], watch[1], ending[1], pages[1]))
+            raise
+        if pid == 0:
+            try:  # nothing of the worker's own code may run on here, whatever befalls the spare
+                interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (another's to send it)
+                for descriptor in (*busy, *self.closed, go[1], key[1], pages[0], *(pipe[0] for pipe in pipes[2:])):
+                    with contextlib.suppress(OSError):
+                        os.close(descriptor)
+                if request is None:
+                    populate(self.written.runs, go[0])
+                    request = receive(go[0])
+                os.close(go[0])
+                if request is None:  # dropped by the worker
+                    os._exit(0)
+                signal.signal(signal.SIGINT, interrupt)
+                become(request, ChildEnds(key[0], out[1], err[1], channel[1], watch[1], ending[1], pages[1]))
+            except BaseException:
+                os._exit(70)
             return None
-        for descriptor in (key_read, go_read, pages[1], *(write for _, write in pipes)):
+        for descriptor in (key[0], go[0], pages[1], *(pipe[1] for pipe in pipes[2:])):
             if descriptor >= 0:
                 os.close(descriptor)
         reading = ChildEnds(-1, out[0], err[0], channel[0], watch[0], ending[0], pages[0])
-        return Spare(pid, context, key_write, go_write, reading)
+        if request is not None:  # handed it already
+            os.close(key[1])
+            os.close(go[1])
+            return Spare(pid, context, -1, -1, reading, 0)
+        return Spare(pid, context, key[1], go[1], reading, learned)
 
     def settle(self) -> bool:
-        """After a run's processes are all gone: let the spare go on if one of them stopped it,
-        and drop it if they lowered what it may run with; False if they did so to the worker."""
-        if self.spare is not None:
-            with contextlib.suppress(OSError):
-                os.kill(self.spare.pid, signal.SIGCONT)
-            if resources(self.spare.pid) != self.resources:
-                self.discard()
+        """After a run's processes are all gone but the spare: let it go on if one of them
+        stopped it, and drop it if they lowered what it may run with, or if it has a process of
+        its own (it never starts one: what it started would have outlived the run's). Whether
+        it was dropped (then what it started must be reaped too)."""
+        if self.spare is None:
+            return False
+        with contextlib.suppress(OSError):
+            os.kill(self.spare.pid, signal.SIGCONT)
+        if resources(self.spare.pid) == self.resources and not _children(self.spare.pid):
+            return False
+        self.discard()
+        return True
+
+    def unchanged(self) -> bool:
+        """Whether the worker runs with what it started with (a variant's process may lower it)."""
         return resources() == self.resources
 
     def discard(self) -> None:
+        """End the spare, if there is one."""
         if self.spare is not None:
             self.spare.discard()
             self.spare = None
+
+
+def _children(pid: int) -> bool:
+    """Whether the process `pid` has a child (or /proc cannot say)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return False  # (gone: a zombie's tasks are not listed)
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                if listed.read().strip():
+                    return True
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False

@@ -4,12 +4,13 @@ gi copies this file into a workspace's read-only tools folder and starts it in t
 with the original program's copy as its working directory. It imports pytest, pytest's
 plugins and the project's third-party dependencies once (never the project's own modules),
 then serves requests on GI_REQUEST_FD and answers on GI_RESPONSE_FD, both framed as a 4-byte
-length and JSON. Each request goes to a child forked ahead of it while the last variant's tests
-ran, which meanwhile copied the pages of the worker's memory that children write (a spare,
-warm_spare.py); given its request, the child:
+length and JSON. Each request goes to a child: where a core is free for it, one forked ahead
+while the last variant's tests ran, which meanwhile copied the pages of the worker's memory that
+children write (a spare, warm_spare.py), else one forked as the request comes. The child:
 
-- closes the worker's pipes, starts its own process group, takes the report key on stdin and
-  its own stdout/stderr pipes, exactly as a cold `python -m pytest` run would;
+- closes the worker's pipes, starts a session of its own (its own process group and scheduling
+  autogroup), takes the report key on stdin and its own stdout/stderr pipes, exactly as a cold
+  `python -m pytest` run would;
 - imports the variant's editable modules from the sources in the request (a finder ahead of
   the file system serves them, under their real file names, so tracebacks show the variant),
   and so does every Python process its tests start (a subprocess, a multiprocessing spawn):
@@ -278,7 +279,8 @@ class Prepared:
                     return real(config, session)
                 finished.answer_and_settle()
                 current = receive(REQUEST)
-            self.spares.discard()  # (forked in this session)
+            self.spares.discard()  # (forked in this session, whose memory the next one's is not)
+            self.spares.written.forget()
             state["left"] = current
             return 0
 
@@ -311,7 +313,8 @@ def finish_child(status: int) -> NoReturn:
     It closes every descriptor it holds but the one on which it then tells the worker its status
     (`ENDING`): the worker sees its pipes end and answers now, not after the kernel has torn
     down the child's copy of the worker's memory, which the worker waits for after its answer,
-    while gi takes the answer in."""
+    while gi takes the answer in. A child the worker learns from lists the pages it wrote first,
+    on `PAGES` (warm_spare.py): the worker kills what is left of a child once it has its status."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -334,7 +337,7 @@ def child(request: dict[str, Any], ends: ChildEnds, prepared: Session | None) ->
     (to go on with the session's collection, in `Prepared._in_session`)."""
     global ENDING, PAGES
     ENDING, PAGES = ends.ending, ends.pages
-    os.setpgid(0, 0)
+    os.setsid()  # (a session of its own: its scheduling autogroup too, which it may renice)
     if OWN_IPC:
         own_session_keyring()
     os.dup2(ends.key, 0)
@@ -399,22 +402,17 @@ def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> 
     def become(request: dict[str, Any], ends: ChildEnds) -> None:
         child(request, ends, prepared)
 
-    spare = spares.take(prepared, become)
-    if spare is not None and not spare.hand(request):  # a variant's process killed it
-        spare.discard()
-        spare = spares.fork(prepared, [], become)
-        if spare is not None and not spare.hand(request):
-            raise OSError("a child forked for its request could not be handed it")
+    spare = spares.take(prepared, become, request)
     started = time.perf_counter()
     if spare is None or not spares.fork_next(prepared, spare.descriptors(), become):
         return None
     pid = spare.pid
-    pipes = [(reading, -1) for reading in spare.reading[1:4]]  # stdout, stderr, channel
-    watch_read, ending_read = spare.reading.watch, spare.reading.ending
+    ends = spare.reading
+    watch_read, ending_read = ends.watch, ends.ending
     watch = WorkerWatch(watch_read)
     watching = True
-    kept = {reading: bytearray() for reading, _ in pipes}
-    limits = {pipes[0][0]: OUTPUT_BYTES, pipes[1][0]: OUTPUT_BYTES, pipes[2][0]: CHANNEL_BYTES}
+    kept = {reading: bytearray() for reading in (ends.out, ends.err, ends.channel)}
+    limits = {ends.out: OUTPUT_BYTES, ends.err: OUTPUT_BYTES, ends.channel: CHANNEL_BYTES}
     overflow = False
     deadline = started + float(request["timeout"])
     pages_read = spare.reading.pages
@@ -442,9 +440,9 @@ def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> 
             watching = watch.read()
             ready.remove(watch_read)
         if watching and status is None and watch.seconds_left() == 0:
-            struck = watch.stop(pid, pipes[2][0], request["key"][:KEY_CHARACTERS].encode())
+            struck = watch.stop(pid, ends.channel, request["key"][:KEY_CHARACTERS].encode())
             if struck is not None:
-                overflow |= add_to_report(kept[pipes[2][0]], struck)
+                overflow |= add_to_report(kept[ends.channel], struck)
                 watching = False
         for reading in ready:
             chunk = os.read(reading, 65536)
@@ -461,7 +459,7 @@ def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> 
             if reading == pages_read:
                 continue
             buffer = kept[reading]
-            if reading == pipes[2][0]:
+            if reading == ends.channel:
                 overflow |= add_to_report(buffer, chunk)
             else:
                 buffer += chunk
@@ -487,14 +485,15 @@ def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> 
     returned = int(said) if status is None else status
     answer = {
         "returncode": -9 if timed_out or over else (128 - returned if returned < 0 else returned),
-        "stdout": bytes(kept[pipes[0][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
-        "stderr": bytes(kept[pipes[1][0]][-OUTPUT_BYTES:]).decode("utf-8", "replace") + (f"\n{over}\n" if over else ""),
+        "stdout": bytes(kept[ends.out][-OUTPUT_BYTES:]).decode("utf-8", "replace"),
+        "stderr": bytes(kept[ends.err][-OUTPUT_BYTES:]).decode("utf-8", "replace") + (f"\n{over}\n" if over else ""),
         "resource": over,
-        "channel": base64.b64encode(bytes(kept[pipes[2][0]])).decode(),
+        "channel": base64.b64encode(bytes(kept[ends.channel])).decode(),
         "channel_overflow": overflow,
         "timed_out": timed_out,
         "seconds": time.perf_counter() - started,
         "prepared": prepared is not None,
+        "spare_pages": spare.pages,
         "started_without_variant": started_without_variant(),
     }
     return Finished(answer, spare.descriptors(), spares, bytes(listed) if pages_read >= 0 else None)
@@ -522,10 +521,12 @@ class Finished:
         # process it left can hold the child's end (a tracer), and nothing of it may run on.
         if not reap_everything(OWN_PIDS, spare=self.spares.pid):
             os._exit(1)  # what the variant left cannot be undone here: gi starts another worker
+        if self.spares.settle() and not reap_everything(OWN_PIDS):  # (the spare dropped)
+            os._exit(1)
         for descriptor in self.descriptors:
             os.close(descriptor)
-        if not clean_slate() or not self.spares.settle():
-            os._exit(1)  # (or it lowered the worker's limits)
+        if not clean_slate() or not self.spares.unchanged():
+            os._exit(1)  # (or it lowered what the worker runs with)
         send(RESPONSE, SETTLED)
 
 

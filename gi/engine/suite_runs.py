@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from gi.engine.evaluation_settings import EvaluationSettings, usable_cores
+from gi.engine.evaluation_settings import EvaluationSettings
 from gi.engine.sandbox.bubblewrap import Isolation, bytecode_of_its_source, isolation, loadable_files
 from gi.engine.sandbox.runner import Sandbox
 from gi.engine.sandbox.workspace import workspace
@@ -234,9 +234,9 @@ class SuiteRuns:
         """Warm workers for this program as the settings say, in copies without `exclude` and
         with `files` written over the project's."""
         settings = self.settings
-        spare_pages = settings.workers < usable_cores() if settings.spare_pages is None else settings.spare_pages
         return WarmPool(self.program, settings.limits, settings.workers, preload=settings.preload, exclude=exclude,
-                        scratch=self.scratch, setup=settings.pytest, files=files, spare_pages=spare_pages)  # fmt: skip
+                        scratch=self.scratch, setup=settings.pytest, files=files,
+                        spare_pages=settings.spare_pages)  # fmt: skip
 
     def _warm_pool(self) -> WarmPool:
         with self._warm_lock:

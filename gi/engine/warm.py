@@ -37,6 +37,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from gi.engine.evaluation_settings import usable_cores
 from gi.engine.project import own_modules
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota
@@ -179,6 +180,8 @@ class WarmWorker:
             raise WarmError(f"the warm worker did not start: {self.live.stderr.text()[-500:]}")
         #: The runs whose child started from the worker's prepared pytest configuration.
         self.prepared_runs = 0
+        #: The runs whose child was a spare forked to populate pages (fitness/sandboxed/warm_spare.py).
+        self.populated_runs = 0
         #: Whether the worker has answered a run and not yet said it has settled it.
         self.unsettled = False
 
@@ -209,6 +212,7 @@ class WarmWorker:
             return None
         self.unsettled = True
         self.prepared_runs += bool(answer.get("prepared"))
+        self.populated_runs += bool(answer.get("spare_pages"))
         return ProcessOutcome(
             returncode=int(answer["returncode"]),
             stdout=str(answer["stdout"]),
@@ -250,10 +254,11 @@ class WarmPool:
     def __init__(self, program: Program, limits: Limits, size: int, *, preload: Sequence[str] = (),
                  exclude: Sequence[Path] = (), scratch: Path | None = None,
                  setup: PytestSetup = DEFAULT_SETUP, files: Mapping[str, str] | None = None,
-                 spare_pages: bool = True) -> None:  # fmt: skip
+                 spare_pages: bool | None = None) -> None:  # fmt: skip
         """`files`: written into every worker's copy over the project's (test files without the
-        held-out tests split off within them); `spare_pages`: the workers' `populate`."""
-        self.spare_pages = spare_pages
+        held-out tests split off within them); `spare_pages`: the workers' `populate` (None:
+        where the pool's workers leave a core free)."""
+        self.spare_pages = size < usable_cores() if spare_pages is None else spare_pages
         self.files = dict(files or {})
         self.program = program
         self.limits = limits
@@ -271,6 +276,8 @@ class WarmPool:
         self.replaced = 0
         #: Runs whose child started from a prepared pytest configuration (fitness/sandboxed/warm_worker.py).
         self.prepared_runs = 0
+        #: Runs whose child was a spare forked to populate pages (fitness/sandboxed/warm_spare.py).
+        self.populated_runs = 0
         self._spawns: queue.Queue[queue.Queue[tuple[WarmWorker, ExitStack] | BaseException] | None] = queue.Queue()
         threading.Thread(target=self._spawner, name="gi-warm-spawner", daemon=True).start()
 
@@ -395,10 +402,11 @@ class WarmPool:
                 request["args"] = list(selected)
                 request["selected_argv"] = pytest_arguments(selected, first_failure=first_failure,
                                                             options=self.setup.options)  # fmt: skip
-            before = worker.prepared_runs
+            before, populated = worker.prepared_runs, worker.populated_runs
             outcome = worker.run(request, timeout)
             with self._lock:
                 self.prepared_runs += worker.prepared_runs - before
+                self.populated_runs += worker.populated_runs - populated
             if outcome is None:
                 worker.broken = True  # it died, stopped answering or was stopped: the pool replaces it
                 why = worker.stopped or "the warm worker died or stopped answering (the variant may have killed it)"

@@ -239,6 +239,7 @@ def test_settings_go_to_workers_as_json_and_back() -> None:
         test_timeout=3.0,
         limits=Limits(memory_mb=512, isolate=False, processes=64, file_mb=8, output_kb=16, read_only=(Path("/opt"),)),
         workers=3,
+        spare_pages=True,
         workload=Workload(command=("python", "bench.py")),
         check_output=False,
         time_failing=True,

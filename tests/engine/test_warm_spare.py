@@ -1,18 +1,26 @@
 """The warm worker's spare children learn the pages a child writes of the worker's memory and
-write them ahead (fitness/sandboxed/warm_spare.py): real forked processes and their page faults."""
+write them ahead (fitness/sandboxed/warm_spare.py): real forked processes and their page faults,
+and real warm workers."""
 
 from __future__ import annotations
 
 import array
 import os
+import re
 import resource
 import sys
+from pathlib import Path
 
 import pytest
 
+from gi.engine.sandbox.limits import Limits
+from gi.engine.warm import WarmPool
 from gi.fitness.sandboxed.warm_spare import PAGE, Spares, WrittenPages, own_pages, populate, runs
+from gi.model.program import Program
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pagemap and madvise are Linux's")
+TESTS = "from calc import answer\n\n\ndef test_answer():\n    assert answer() == 2\n"
+KERNEL = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
 
 
 def in_a_child(work: str, objects: list[object], stop: int = -1, written: WrittenPages | None = None) -> bytes:
@@ -44,11 +52,14 @@ def in_a_child(work: str, objects: list[object], stop: int = -1, written: Writte
     return received
 
 
+@pytest.mark.skipif(KERNEL < (5, 14), reason="MADV_POPULATE_WRITE came with Linux 5.14")
 def test_a_spare_that_populated_the_pages_a_child_wrote_copies_next_to_none_of_them_as_it_runs() -> None:
     objects = [object() for _ in range(200_000)]  # (16 bytes each: 800 pages of the heap)
     written = WrittenPages()
     written.learn(in_a_child("learn", objects))
-    assert written.children == 1 and sum(count for _, count in written.runs) > 500
+    assert written.runs == [], "a page counts once two children listed it"
+    written.learn(in_a_child("learn", objects))
+    assert written.children == 2 and sum(count for _, count in written.runs) > 500
     stop, never = os.pipe()
     try:
         untouched = int(in_a_child("faults", objects))
@@ -61,8 +72,10 @@ def test_a_spare_that_populated_the_pages_a_child_wrote_copies_next_to_none_of_t
 
 
 def test_a_spare_stops_populating_once_its_variant_comes() -> None:
-    written = WrittenPages()
-    written.learn(in_a_child("learn", [object() for _ in range(50_000)]))
+    written, objects = WrittenPages(), [object() for _ in range(50_000)]
+    written.learn(in_a_child("learn", objects))
+    written.learn(in_a_child("learn", objects))
+    assert written.runs
     stop, come = os.pipe()
     os.write(come, b"x")
     try:
@@ -78,7 +91,11 @@ def test_a_forged_page_list_is_kept_to_the_pages_the_worker_holds() -> None:
     written = WrittenPages()
     forged = array.array("Q", [1, 2, 3, ours, (1 << 47) // PAGE - 1, *range(10**9, 10**9 + 1000)])
     written.learn(forged.tobytes() + b"odd")
-    assert written.runs == [(ours, 1)] and written.children == 1
+    assert written.runs == [], "one list alone adds nothing"
+    written.learn(forged.tobytes())
+    assert written.runs == [(ours, 1)] and written.children == 2, "and the worker's pages only"
+    written.forget()
+    assert written.learning() and written.runs == []
 
 
 def test_page_runs() -> None:
@@ -95,3 +112,22 @@ def test_a_spare_lists_its_pages_only_where_spares_populate(populating: bool) ->
         assert (spare.reading.pages >= 0) is populating, "a pipe for its page list"
     finally:
         spare.discard()
+
+
+@pytest.mark.skipif(KERNEL < (5, 14), reason="MADV_POPULATE_WRITE came with Linux 5.14")
+def test_a_worker_learns_from_its_first_children_and_its_spares_populate_only_where_told(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "calc.py").write_text("def answer():\n    return 2\n")
+    (tmp_path / "tests" / "test_calc.py").write_text(TESTS)
+    program = Program.load(tmp_path, ["calc.py"])
+    counted: dict[bool, int] = {}
+    for told in (True, False):
+        pool = WarmPool(program, Limits(isolate=False), 1, spare_pages=told)
+        try:
+            runs = [pool.run_tests({}, ["tests"], timeout=60, limits={}, default_limit=0) for _ in range(5)]
+        finally:
+            pool.close()
+        assert all(run.outcomes == {"tests/test_calc.py::test_answer": "passed"} for run in runs)
+        counted[told] = pool.populated_runs
+    # Two children's lists, then a spare forked meanwhile for the fourth run on.
+    assert counted[True] >= 1 and counted[False] == 0, counted

@@ -1,8 +1,10 @@
 """What a variant can do to the spare child a warm worker forks for the next variant while the
 variant's tests run (fitness/sandboxed/warm_spare.py): the spare is the child's sibling, of the
-same user, so the variant can kill it, stop it, lower its limits and priority or change its
-scheduling policy. None of it may reach the next variant: a killed spare is replaced by a child
-forked then, a stopped one is let go on, and one whose limits or scheduling changed is dropped.
+same user, so the variant can kill it, stop it, interrupt it, lower its limits and priorities or
+change its scheduling policy. None of it may reach the next variant: a killed spare is replaced
+by a child forked then, a stopped one is let go on, an interrupted one ends without running any
+of the worker's code, and one whose limits or scheduling changed is dropped. Each child has a
+session, and so a scheduling autogroup, of its own.
 Real warm workers, in the sandbox where bubblewrap is present, and with process limits only."""
 
 from __future__ import annotations
@@ -22,9 +24,16 @@ TESTS = "from calc import answer\n\n\ndef test_answer():\n    assert answer() ==
 
 #: The variant: do `attack` to every process whose parent is its own (the worker), itself aside,
 #: and answer 2 only if it found one (the spare).
-ATTACK = """import os
+ATTACK = """import ctypes
+import os
+import platform
 import resource
 import signal
+import time
+
+libc = ctypes.CDLL(None, use_errno=True)
+#: ioprio_set(2), ioprio_get(2) by machine.
+SYSCALLS = {{"x86_64": (251, 252), "aarch64": (30, 31)}}.get(platform.machine())
 
 
 def siblings():
@@ -56,18 +65,40 @@ ATTACKS = {
     "stopped": "os.kill(pid, signal.SIGSTOP)",
     "limited": "resource.prlimit(pid, resource.RLIMIT_NOFILE, (32, 32)); os.setpriority(os.PRIO_PROCESS, pid, 15)",
     "idled": "os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))",
+    # Found by a red team: stopped, then interrupted, the spare took KeyboardInterrupt once the
+    # settling let it go on, into a copy of the worker's own code that served on.
+    "interrupted": "os.kill(pid, signal.SIGSTOP); time.sleep(0.05); os.kill(pid, signal.SIGINT)",
+    # The idle I/O class (ioprio_set, IOPRIO_WHO_PROCESS), where its number is known here.
+    "io-idled": "SYSCALLS and libc.syscall(SYSCALLS[0], 1, pid, 3 << 13) == 0 or None",
+    # The scheduling autogroup's nice value: the worker's, and every later child's, were the
+    # child in the worker's session.
+    "autogrouped": "open('/proc/self/autogroup', 'w').write('19')",
 }
 
-#: The next variant: right, and running with the worker's limits and priority.
-HONEST = """import os
+#: The next variant: right, and running with the worker's limits and priorities.
+HONEST = """import ctypes
+import os
+import platform
 import resource
+
+libc = ctypes.CDLL(None, use_errno=True)
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(platform.machine())
+
+
+def autogroup_nice():
+    try:
+        with open("/proc/self/autogroup") as group:
+            return int(group.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def answer():
     same_files = resource.getrlimit(resource.RLIMIT_NOFILE) == resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE)
     same_priority = os.getpriority(os.PRIO_PROCESS, 0) == os.getpriority(os.PRIO_PROCESS, os.getppid())
     same_policy = os.sched_getscheduler(0) == os.sched_getscheduler(os.getppid())
-    return 2 if same_files and same_priority and same_policy else 4
+    same_io = IOPRIO_GET is None or libc.syscall(IOPRIO_GET, 1, 0) == libc.syscall(IOPRIO_GET, 1, os.getppid())
+    return 2 if same_files and same_priority and same_policy and same_io and autogroup_nice() == 0 else 4
 """
 
 
@@ -85,7 +116,7 @@ def project(root: Path) -> Program:
 def test_what_a_variant_does_to_the_spare_does_not_reach_the_next_variant(
     tmp_path: Path, isolate: bool, attack: str
 ) -> None:
-    pool = WarmPool(project(tmp_path), Limits(isolate=isolate), 1)
+    pool = WarmPool(project(tmp_path), Limits(isolate=isolate), 1, spare_pages=True)
     try:
         pool.run_tests({}, ["tests"], timeout=60, limits={}, default_limit=0)  # (the spare is forked)
         hostile = pool.run_tests({"calc.py": ATTACK.format(attack=ATTACKS[attack])}, ["tests"], timeout=60,
