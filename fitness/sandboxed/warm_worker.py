@@ -105,7 +105,7 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
         warm_collection_patterns,
         warm_source_lookups,
     )
-    from .warm_spare import PAGES_BYTES, ChildEnds, Spare, Spares, own_pages, receive, send, write_all
+    from .warm_spare import PAGES_BYTES, ChildEnds, Spares, own_pages, receive, send, write_all
 else:  # a workspace's tools folder, where gi copies it beside this file
     WorkerWatch = importlib.import_module("gi_pytest_limits").WorkerWatch  # type: ignore[misc]  # the same class
     _cleaning = importlib.import_module("gi_warm_cleaning")
@@ -120,13 +120,13 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     REWRITTEN, import_deferred = _imports.REWRITTEN, _imports.import_deferred
     warm_collection_patterns, warm_source_lookups = _imports.warm_collection_patterns, _imports.warm_source_lookups
     _spare = importlib.import_module("gi_warm_spare")
-    ChildEnds, Spare, Spares = _spare.ChildEnds, _spare.Spare, _spare.Spares  # type: ignore[misc]  # the same classes
+    ChildEnds, Spares = _spare.ChildEnds, _spare.Spares  # type: ignore[misc]  # the same classes
     own_pages, receive, send, write_all = _spare.own_pages, _spare.receive, _spare.send, _spare.write_all
     PAGES_BYTES = _spare.PAGES_BYTES
 
 OUTPUT_BYTES = 256 * 1024
 #: In a child: the pipe on which `finish_child` tells the worker its exit status (-1: none), and
-#: the one on which it then lists the pages it wrote (-1: the worker does not learn from it).
+#: the one on which it lists the pages it wrote, before that (-1: the worker does not learn from it).
 ENDING = -1
 PAGES = -1
 CHANNEL_BYTES = 8 * 1024 * 1024
@@ -332,9 +332,9 @@ def finish_child(status: int) -> NoReturn:
 
 
 def child(request: dict[str, Any], ends: ChildEnds, prepared: Session | None) -> None:
-    """In a spare handed its request: become a fresh pytest run of the variant. Without a
-    prepared session it runs `pytest.main` and never returns; with one, it joins it and returns
-    (to go on with the session's collection, in `Prepared._in_session`)."""
+    """In a child handed its request (a spare, or one forked with it): become a fresh pytest run
+    of the variant. Without a prepared session it runs `pytest.main` and never returns; with one,
+    it joins it and returns (to go on with the session's collection, in `Prepared._in_session`)."""
     global ENDING, PAGES
     ENDING, PAGES = ends.ending, ends.pages
     os.setsid()  # (a session of its own: its scheduling autogroup too, which it may renice)
@@ -395,9 +395,9 @@ def clean_slate() -> bool:
 
 
 def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> Finished | None:
-    """Run one request in a spare child (warm_spare.py), forking the next one meanwhile; return
-    what gi reads from a run and what is left to settle after it (None in a child, which goes on
-    with the `prepared` session)."""
+    """Run one request in its child (the spare forked for it, or one forked now: warm_spare.py),
+    forking the next spare meanwhile where spares populate; return what gi reads from a run and
+    what is left to settle after it (None in a child, which goes on with the `prepared` session)."""
 
     def become(request: dict[str, Any], ends: ChildEnds) -> None:
         child(request, ends, prepared)
