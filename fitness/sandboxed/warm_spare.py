@@ -167,6 +167,7 @@ def receive(stream: int) -> dict[str, Any] | None:
 
 
 def _exactly(stream: int, size: int) -> bytes | None:
+    """`size` bytes read from `stream`, or None if it ends first."""
     data = b""
     while len(data) < size:
         chunk = os.read(stream, size - len(data))
@@ -177,10 +178,12 @@ def _exactly(stream: int, size: int) -> bytes | None:
 
 
 def send(stream: int, message: dict[str, Any]) -> None:
+    """Write `message` to `stream`, framed as `receive` reads it."""
     write_all(stream, struct.pack(">I", len(data := json.dumps(message).encode())) + data)
 
 
 def write_all(stream: int, data: bytes) -> None:
+    """Write all of `data` to `stream` (a pipe takes it in parts)."""
     while data:
         data = data[os.write(stream, data) :]
 
@@ -234,7 +237,7 @@ class Spare:
         return [descriptor for descriptor in self.reading if descriptor >= 0]
 
     def discard(self) -> None:
-        """End a spare not handed a request, and reap it."""
+        """End a spare (or a child its request never reached), and reap it."""
         for descriptor in (self.key, self.go, *self.descriptors()):
             with contextlib.suppress(OSError):
                 os.close(descriptor)
