@@ -50,6 +50,14 @@ def siblings():
     return found
 
 
+def renice_autogroup():
+    try:  # (where the kernel has autogroups and lets it)
+        with open("/proc/self/autogroup", "w") as group:
+            group.write("19")
+    except OSError:
+        pass
+
+
 def answer():
     hit = 0
     for pid in siblings():
@@ -72,7 +80,7 @@ ATTACKS = {
     "io-idled": "SYSCALLS and libc.syscall(SYSCALLS[0], 1, pid, 3 << 13) == 0 or None",
     # The scheduling autogroup's nice value: the worker's, and every later child's, were the
     # child in the worker's session.
-    "autogrouped": "open('/proc/self/autogroup', 'w').write('19')",
+    "autogrouped": "renice_autogroup()",
 }
 
 #: The next variant: right, and running with the worker's limits and priorities.
