@@ -87,6 +87,8 @@ def reap_everything(own_pid_namespace: bool, seconds: float = REAP_SECONDS, spar
     return True
 
 
+#: The limits a process runs with (`resources`).
+_LIMITS = [getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
 #: ioprio_get(2) by machine, and whose priority it reads.
 _IOPRIO_GET = {"x86_64": 252, "aarch64": 31, "riscv64": 31}.get(platform.machine()) if sys.maxsize > 2**32 else None
 IOPRIO_WHO_PROCESS = 1
@@ -97,7 +99,6 @@ def resources(pid: int = 0) -> tuple[object, ...]:
     nice value, scheduling policy, I/O priority (on the machines whose ioprio_get(2) gi knows),
     the CPUs it may use and its limits. A variant's process could lower them for the worker or
     its spare, and so for the variants after it."""
-    limits = sorted(name for name in dir(resource) if name.startswith("RLIMIT_"))
     found: list[object] = []
     with contextlib.suppress(OSError, AttributeError):
         if _IOPRIO_GET is not None:
@@ -105,7 +106,7 @@ def resources(pid: int = 0) -> tuple[object, ...]:
         found.append(os.getpriority(os.PRIO_PROCESS, pid))
         found.append((os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority))
         found.append(sorted(os.sched_getaffinity(pid)))
-        found.extend(resource.prlimit(pid, getattr(resource, name)) for name in limits)
+        found.extend(resource.prlimit(pid, limit) for limit in _LIMITS)
     return tuple(found)
 
 

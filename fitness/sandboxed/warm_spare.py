@@ -34,6 +34,7 @@ import signal
 import struct
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 if __package__:  # imported from gi's package (by gi's own tests and type checks)
@@ -202,19 +203,19 @@ class ChildEnds(NamedTuple):
     pages: int
 
 
+@dataclass
 class Spare:
     """A spare or a child, seen from the worker: its pid, the prepared session it was forked in
     (None for none), the worker's ends of its pipes (`key` and `go` until it is handed its
     request, -1 after; `reading`: the child's ends, read by the worker: stdout, stderr, channel,
     deadlines, status, page list, its `key` -1) and the pages it was forked to populate."""
 
-    def __init__(self, pid: int, context: object, key: int, go: int, reading: ChildEnds, pages: int) -> None:
-        self.pid = pid
-        self.context = context
-        self.key = key
-        self.go = go
-        self.reading = reading
-        self.pages = pages
+    pid: int
+    context: object
+    key: int
+    go: int
+    reading: ChildEnds
+    pages: int
 
     def hand(self, request: dict[str, Any]) -> bool:
         """Give the spare its request; False if it is gone (a variant's process may kill it)."""
