@@ -469,13 +469,24 @@ for channel in channels:
 }
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
+def make_project(folder: Path) -> Path:
     (folder / "tests").mkdir(parents=True)
     (folder / "calc.py").write_text(HONEST)
     (folder / "tests" / "test_calc.py").write_text(TESTS)
     return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture(scope="module")
+def honest_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The honest program's outcomes, which every forgery's are compared with (one cold run)."""
+    outcomes = run(make_project(tmp_path_factory.mktemp("honest") / "project"), HONEST).outcomes
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 3, outcomes
+    return outcomes
 
 
 def run(project: Path, source: str, engine: str = "cold", setup: PytestSetup = DEFAULT_SETUP) -> TestRun:
@@ -503,10 +514,9 @@ def test_an_honest_run_is_trusted(project: Path, engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ["cold", "warm"])
 @pytest.mark.parametrize("name", FORGERIES)
-def test_a_forgery_never_passes(project: Path, name: str, engine: str) -> None:
-    baseline = run(project, HONEST).outcomes
+def test_a_forgery_never_passes(project: Path, name: str, engine: str, honest_outcomes: dict[str, str]) -> None:
     forged = run(project, FORGERIES[name], engine)
-    assert forged.forged or count_failed(forged, baseline) > 0, f"{name}: scored as {forged.outcomes}"
+    assert forged.forged or count_failed(forged, honest_outcomes) > 0, f"{name}: scored as {forged.outcomes}"
     assert (project / "tests" / "conftest.py").exists() is False
 
 
@@ -663,7 +673,9 @@ forge()
 
 
 @pytest.mark.parametrize("engine", ["cold", "warm"])
-def test_the_watchdog_never_signs_what_the_code_under_test_tells_it(project: Path, engine: str) -> None:
+def test_the_watchdog_never_signs_what_the_code_under_test_tells_it(
+    project: Path, engine: str, honest_outcomes: dict[str, str]
+) -> None:
     """Each test's limit has a watchdog process that writes signed records when it stops a test:
     code that finds its pipe can move its deadline, but what it writes is its own (the test
     timed out, the run was stopped), never records the code hands it."""
@@ -676,5 +688,5 @@ def test_the_watchdog_never_signs_what_the_code_under_test_tells_it(project: Pat
     else:
         with workspace(project, {"calc.py": ASK_THE_WATCHDOG}) as space:
             forged = run_tests(["tests"], timeout=60, runner=Sandbox(Limits(), space), default_limit=5)
-    assert forged.forged or count_failed(forged, run(project, HONEST).outcomes) > 0, forged.outcomes
+    assert forged.forged or count_failed(forged, honest_outcomes) > 0, forged.outcomes
     assert forged.outcomes.get("tests/test_calc.py::test_one") != "passed"
