@@ -267,6 +267,8 @@ class SummaryBuilder:
         )
         oracle = self._behaviour(front, baseline, original)
         timed_out = self._timed_out_share(original.tree_hash)
+        if (noise := self.timing.noise()) and noise not in self.evaluations.progress.warnings:
+            self.evaluations.progress.warnings.append(noise)
         baseline_objectives = objective_values(self.objectives, baseline.measures, search.worst())
         operators = count_by_operator(search.accounting, store.lineage(), [m.id for m in members], self.operators)
         setup, measurements = self.setup, self.storage.measurements

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,10 @@ from gi.model.program import Program, function_nodes, parse_quietly
 #: Calls of the editable functions the behaviour check replays at most (the first the training
 #: tests make): each timed process replays them too.
 BEHAVIOUR_CASES = 100
+#: How far apart (the slowest over the fastest) the original's screening processes may take
+#: before a run warns that screening ratios are noise: further apart than the gains a search of
+#: a few percent at a time needs to see (docs/guides/faster-code.md).
+NOISY_SPREAD = 1.3
 #: A speed-up beyond this is flagged as implausible rather than celebrated: more likely the
 #: workload stopped doing its work than the code became that much faster.
 IMPLAUSIBLE_SPEEDUP = 1000.0
@@ -219,6 +223,10 @@ class OriginalTiming:
             if "error" not in value
         ]
 
+    def noise(self) -> str:
+        """`screening_noise` of the original's screening timings in this run."""
+        return screening_noise(self.measurements.store.measurements("timing:"))
+
     def remeasure(self, generation: int) -> None:
         """Time the original again, so this generation's ratios do not inherit the machine's drift."""
         self._retime(f"timing:{generation}")
@@ -320,3 +328,19 @@ def riders(
                 found[i] = j
                 break
     return found
+
+
+def screening_noise(timings: Mapping[str, Any]) -> str:
+    """A warning when the original's screening processes in `timings` (recorded measurements,
+    every generation's) took times further apart than NOISY_SPREAD, or "": a variant's screening
+    ratio is then as uncertain, and the search may have missed a gain smaller than that."""
+    means = [mean for value in timings.values() if "error" not in value for mean in value["process_means"]]
+    if len(means) < 2 or max(means) <= NOISY_SPREAD * min(means):
+        return ""
+    return (
+        f"workload: the original's screening processes took {min(means) * 1e3:.3g} to {max(means) * 1e3:.3g} ms"
+        f" a call ({len(means)} processes, {max(means) / min(means):.2f}x apart): a variant's screening ratio"
+        " is as uncertain on this machine, so the search may have missed smaller gains. The front's"
+        " rigorous re-measurement says what is faster; workload.screening_processes, or a quieter"
+        " machine, gives screening more power"
+    )
