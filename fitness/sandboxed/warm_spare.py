@@ -309,7 +309,6 @@ class Spares:
         pipes = [os.pipe() for _ in range(7)]  # stdin (the key), the request, stdout, stderr, ...
         key, go, out, err, channel, watch, ending = pipes
         pages = os.pipe() if self.populating and self.written.learning() else (-1, -1)
-        learned = sum(count for _, count in self.written.runs)
         try:
             if request is not None:
                 write_all(key[1], request["key"].encode())
@@ -349,7 +348,7 @@ class Spares:
             os.close(key[1])
             os.close(go[1])
             return Spare(pid, context, -1, -1, reading, 0)
-        return Spare(pid, context, key[1], go[1], reading, learned)
+        return Spare(pid, context, key[1], go[1], reading, sum(count for _, count in self.written.runs))
 
     def settle(self) -> bool:
         """After a run's processes are all gone but the spare: let it go on if one of them

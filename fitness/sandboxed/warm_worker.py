@@ -415,7 +415,7 @@ def serve(request: dict[str, Any], prepared: Session | None, spares: Spares) -> 
     limits = {ends.out: OUTPUT_BYTES, ends.err: OUTPUT_BYTES, ends.channel: CHANNEL_BYTES}
     overflow = False
     deadline = started + float(request["timeout"])
-    pages_read = spare.reading.pages
+    pages_read = ends.pages
     open_pipes = {*kept, ending_read, *([pages_read] if pages_read >= 0 else [])}
     listed = bytearray()  # the pages a learning child wrote
     ending = bytearray()
