@@ -6,6 +6,9 @@ variant.
   run imports them (`preload`, under pytest's assertion rewriting hook), compiles the original's
   editable modules once (`CompiledOriginals`), and rewrites the asserts of the project's test
   modules, conftest.py files and gi's tools once (`cache_rewrites`).
+- It fills once what pytest reads to report a failure: the lines of the test modules
+  (`warm_source_lookups`), their trees and the original's (`cache_statement_ranges`), and the
+  paths of the installed Python's frames (`cache_installed_paths`).
 - A child imports its variant's editable modules from the request's sources, under their real
   file names (`VariantFinder`), and so does every Python process its tests start
   (`serve_spawned`: a `sitecustomize` that loads this file's finder).
@@ -15,6 +18,7 @@ It needs only the standard library and pytest.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.abc
@@ -335,6 +339,85 @@ def warm_source_lookups(files: Iterable[str]) -> None:
         inspect.getsource(warm_source_lookups)  # the patterns of findsource and of tokenize, compiled
     for file in files:
         linecache.getlines(file)
+
+
+def cache_statement_ranges(files: Iterable[str]) -> int:
+    """Parse, once here, the files whose lines a failure's report shows that are the same for
+    every variant (`files`: the project's test modules, the editable files as in the original),
+    and find their statements' lines: pytest parses each file of a failure's traceback anew for
+    each failure (its cache lives as long as one report). A child's report takes a tree from
+    here when the source it would parse is the very text parsed; else it parses as usual.
+    Returns how many files were parsed."""
+    try:
+        from _pytest._code import code
+        from _pytest._code import source as pytest_source
+
+        original = pytest_source.getstatementrange_ast
+        linenos = getattr(pytest_source, "_statement_linenos", None)  # memoized on the tree (pytest 9)
+    except (ImportError, AttributeError):  # another pytest: children parse as usual
+        return 0
+    if vars(code).get("getstatementrange_ast") is not original:  # (the name code.py imported)
+        return 0
+    for file in files:
+        # The text pytest's `findsource` makes of a file's lines, which it parses.
+        text = "\n".join(line.rstrip() for line in linecache.getlines(file))
+        with contextlib.suppress(Exception), warnings.catch_warnings():  # (it does not parse: as usual)
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, "source", "exec")
+            if linenos is not None:
+                linenos(tree)
+            PARSED[text] = tree
+
+    def getstatementrange_ast(
+        lineno: int, source: pytest_source.Source, assertion: bool = False, astnode: ast.AST | None = None
+    ) -> tuple[ast.AST, int, int]:
+        if astnode is None:
+            astnode = PARSED.get(str(source))
+        found: tuple[ast.AST, int, int] = original(lineno, source, assertion, astnode)
+        return found
+
+    pytest_source.getstatementrange_ast = vars(code)["getstatementrange_ast"] = getstatementrange_ast
+    return len(PARSED)
+
+
+#: The trees `cache_statement_ranges` parsed, by the text parsed.
+PARSED: dict[str, ast.AST] = {}
+
+
+def cache_installed_paths() -> int:
+    """Resolve, once here, the path pytest's report of a failure gives each frame of its
+    traceback in the installed Python (pytest's, pluggy's and the standard library's frames,
+    most of a traceback before pytest cuts it): it checks that the file exists, for every frame,
+    as it filters and cuts each failure's traceback. Files outside the installation (the
+    project's, the variant's) are looked up as usual. Returns how many paths were resolved."""
+    try:
+        from _pytest._code import code
+
+        lookup = code.Code.path
+    except (ImportError, AttributeError):
+        return 0
+    if not isinstance(lookup, property) or lookup.fget is None:
+        return 0
+    resolve = lookup.fget
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    installed = tuple({os.path.join(way(p), "") for p in prefixes for way in (os.path.abspath, os.path.realpath)})
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and os.path.isabs(file) and file.startswith(installed) and file.endswith(".py"):
+            with contextlib.suppress(OSError):
+                if os.path.isfile(file):
+                    INSTALLED_PATHS[file] = Path(os.path.abspath(file))  # (pytest's `absolutepath`)
+
+    def path(self: Any) -> Any:
+        found = INSTALLED_PATHS.get(self.raw.co_filename)
+        return found if found is not None else resolve(self)
+
+    code.Code.path = property(path, doc=lookup.__doc__)
+    return len(INSTALLED_PATHS)
+
+
+#: The installed files `cache_installed_paths` found, each as the path pytest gives its frames.
+INSTALLED_PATHS: dict[str, Path] = {}
 
 
 def warm_collection_patterns(config: Any) -> None:

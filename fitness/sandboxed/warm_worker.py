@@ -27,9 +27,11 @@ and children take the rewritten code from it when a file's source is unchanged
 written in the sandbox; gi's plugin alone was a third of a small suite's child). The worker
 also imports gi's plugin itself, deferred: each child has it read its own key and plan and make
 its hooks (`activate_report_plugin`) before pytest loads it. And it fills once what pytest reads
-to show a failure (the standard library's map of module files, the test modules' lines,
-`warm_source_lookups`), which each failing variant's child built anew, and the patterns pytest's
-collection matches files and folders against (`warm_collection_patterns`). It also watches each
+to show a failure, which each failing variant's child built anew (the standard library's map of
+module files, the test modules' lines, `warm_source_lookups`; the trees of the test modules and
+the original's files, `cache_statement_ranges`; the paths of the installed Python's frames, each
+of which pytest checks exists, `cache_installed_paths`), and the patterns pytest's collection
+matches files and folders against (`warm_collection_patterns`). It also watches each
 child's per-test deadlines itself (`WorkerWatch`), so no child forks a watchdog.
 
 pytest's start-up (its plugin manager, the command line and ini parsing, the assertion
@@ -56,10 +58,11 @@ objects of its IPC namespace (`clean_slate`: the next variant finds nothing of t
 the spare go on or drops it (`Spares.settle`), and says it has settled; gi sends the next
 variant only to a worker that has. It needs only the standard library and pytest. What it
 imports and compiles once, and how a child imports its variant (`preload`, `CompiledOriginals`,
-`cache_rewrites`, `import_deferred`, `warm_source_lookups`, `warm_collection_patterns`,
-`VariantFinder`, `serve_spawned`), is warm_imports.py, which gi installs beside it as
-gi_warm_imports.py; how a spare is forked, handed its request and learns the pages it writes
-ahead, warm_spare.py (gi_warm_spare.py); the settling, warm_cleaning.py (gi_warm_cleaning.py).
+`cache_rewrites`, `import_deferred`, `warm_source_lookups`, `cache_statement_ranges`,
+`cache_installed_paths`, `warm_collection_patterns`, `VariantFinder`, `serve_spawned`), is
+warm_imports.py, which gi installs beside it as gi_warm_imports.py; how a spare is forked,
+handed its request and learns the pages it writes ahead, warm_spare.py (gi_warm_spare.py); the
+settling, warm_cleaning.py (gi_warm_cleaning.py).
 """
 
 from __future__ import annotations
@@ -95,7 +98,9 @@ if __package__:  # imported from gi's package (by gi's own tests and type checks
     from .warm_imports import (
         REWRITTEN,
         VariantFinder,
+        cache_installed_paths,
         cache_rewrites,
+        cache_statement_ranges,
         import_deferred,
         preload,
         serve_compiled_originals,
@@ -119,6 +124,7 @@ else:  # a workspace's tools folder, where gi copies it beside this file
     started_without_variant = _imports.started_without_variant
     REWRITTEN, import_deferred = _imports.REWRITTEN, _imports.import_deferred
     warm_collection_patterns, warm_source_lookups = _imports.warm_collection_patterns, _imports.warm_source_lookups
+    cache_installed_paths, cache_statement_ranges = _imports.cache_installed_paths, _imports.cache_statement_ranges
     _spare = importlib.import_module("gi_warm_spare")
     ChildEnds, Spares = _spare.ChildEnds, _spare.Spares  # type: ignore[misc]  # the same classes
     own_pages, receive, send, write_all = _spare.own_pages, _spare.receive, _spare.send, _spare.write_all
@@ -567,10 +573,15 @@ def main() -> None:
     sys.path.insert(0, os.getcwd())
     preload(sys.argv[1:], blocked=os.environ.pop("GI_BLOCKED_PLUGINS", "").split(","))
     cache_rewrites()
-    editable = filter(None, os.environ.pop("GI_EDITABLE", "").split(os.pathsep))
+    editable = [file for file in os.environ.pop("GI_EDITABLE", "").split(os.pathsep) if file]
     serve_compiled_originals([*editable, *tool_files()])
     import_deferred(REPORT_PLUGIN, REPORT_DEFERRED)
-    warm_source_lookups(path for path in REWRITTEN if path not in tool_files())
+    tests = [path for path in REWRITTEN if path not in tool_files()]
+    warm_source_lookups(tests)
+    # What pytest's report of a failure reads besides the lines (the tests' trees, the installed
+    # frames' paths), which each failing variant's child would otherwise find anew.
+    cache_statement_ranges([*tests, *map(os.path.abspath, editable)])
+    cache_installed_paths()
     # What is loaded now is shared by every child: keep the collector away from it (pytest
     # collects at the end of each session; over the worker's heap that took 0.1 s each time).
     gc.collect()

@@ -301,13 +301,15 @@ def test_a_src_layouts_package_is_the_projects_own_and_never_stays_preloaded(tmp
 FAILING_VARIANTS = (
     "def answer():\n    return helper() + 1\n\n\ndef helper():\n    raise ValueError('the first variant')\n",
     "def answer():\n    total = 0\n    return helper(total)\n\n\ndef helper(total):\n    return total / 0\n",
+    "def answer():\n    return 3\n",  # fails in the test module, whose tree the worker parsed
 )
 
 
 def test_a_failing_variants_report_is_the_cold_runs_with_the_workers_lookups_filled(tmp_path: Path) -> None:
     """The worker fills once what pytest reads to show a failure (the map of module files, the
-    test modules' lines) and imports gi's plugin for every child: each child's failure report
-    still shows its own variant's lines, word for word as a cold run of that variant does."""
+    test modules' lines and trees, the installed frames' paths) and imports gi's plugin for every
+    child: each child's failure report still shows its own variant's lines, word for word as a
+    cold run of that variant does."""
     project = tmp_path / "failing"
     (project / "tests").mkdir(parents=True)
     (project / "calc.py").write_text(ORIGINAL)
@@ -322,9 +324,10 @@ def test_a_failing_variants_report_is_the_cold_runs_with_the_workers_lookups_fil
             pool.run_tests({"calc.py": source}, ["tests"], timeout=60, limits={}, default_limit=0)
             for source in FAILING_VARIANTS
         ]
-    assert pool.prepared_runs == 2
+    assert pool.prepared_runs == 3
     assert "raise ValueError('the first variant')" in warm[0].failures[test]
     assert "return total / 0" in warm[1].failures[test] and "the first variant" not in warm[1].failures[test]
+    assert ">       assert answer() == 2" in warm[2].failures[test] and "total" not in warm[2].failures[test]
     for cold_run, warm_run in zip(cold, warm, strict=True):
         assert not warm_run.forged and warm_run.outcomes == cold_run.outcomes == {test: "failed"}
         assert warm_run.failures == cold_run.failures
