@@ -559,9 +559,14 @@ class LLMSection(_Section):
         return models
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: taskset, a container's cpuset)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _cores_up_to_four() -> int:
-    """this machine's cores, at most 4"""
-    return max(1, min(4, os.cpu_count() or 1))
+    """the cores gi may run on, at most 4"""
+    return max(1, min(4, usable_cores()))
 
 
 class EvaluationSection(_Section):

@@ -3,7 +3,6 @@ its timing settings, and how the project's tests run (gi.engine.evaluation)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,8 +73,3 @@ class EvaluationSettings:
     #: The static measures taken of each variant (`gi.fitness.objectives.measures_read` of the
     #: run's objectives); None: every registered one.
     measures: frozenset[str] | None = None
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -49,7 +49,7 @@ def test_the_config_reference_lists_every_key_of_every_table_with_its_default() 
 
 def test_a_computed_default_says_what_it_is_not_this_machines_value() -> None:
     entry = config_page().split("{ #evaluation-workers }", 1)[1].split("###", 1)[0]
-    assert "**default** this machine's cores, at most 4" in entry
+    assert "**default** the cores gi may run on, at most 4" in entry
 
 
 def test_the_commands_reference_has_every_command() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -198,3 +199,19 @@ def test_fail_fast_needs_the_train_pass_constraint(tmp_path: Path) -> None:
     assert re.fullmatch(r".*experiment\.toml: tests\.fail_fast = true needs objectives\.constraint = 'train_pass'.*",
                         str(error.value))  # fmt: skip
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_the_default_workers_are_the_cores_gi_may_run_on(tmp_path: Path) -> None:
+    """A process pinned to one core (taskset, a container's cpuset) evaluates one variant at a
+    time by default, however many cores the machine has."""
+    config = write(tmp_path, GOOD)
+    script = (
+        "import os, sys\n"
+        "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        "from pathlib import Path\n"
+        "from gi.config import load_config\n"
+        "print(load_config(Path(sys.argv[1])).evaluation.workers)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "1"
