@@ -131,10 +131,12 @@ PHASES = {
     ("loop0", "loop1"): ("pytest's machinery around each test", "pytest", "tests"),
     ("loop1", "finish0"): ("pytest's session end and summary", "pytest", None),
     ("finish0", "end"): ("pytest's session end and summary", "pytest", "finish"),
+    ("end", "ended"): ("pytest's own end after its last hook", "pytest", None),
+    ("ended", "answered"): ("the child's end, reaping, cleaning, the answer", "gi", None),
     ("end", "answered"): ("the child's end, reaping, cleaning, the answer", "gi", None),
 }
 MARKS = ("sent", "fork0", "fork1", "handed", "plugin0", "plugin1", "configure0", "session0", "collect0", "collect1",
-         "loop0", "loop1", "finish0", "end", "answered")  # fmt: skip
+         "loop0", "loop1", "finish0", "end", "ended", "answered")  # fmt: skip
 
 
 #: A spare child's parts before its request, beside the last child's run.

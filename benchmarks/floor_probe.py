@@ -27,6 +27,8 @@ from typing import Any
 TIMER = Path(__file__).resolve().parent / "floor_timer.py"
 TIMER_MODULE = "gi_floor_timer"
 MARKER = "GI-FLOOR-TIMES "
+#: The line benchmarks/floor_timer.py writes as the child's pytest run hands over to gi's worker code.
+ENDED = "GI-FLOOR-ENDED "
 
 #: Seconds by part, summed over threads; the child's phases by name.
 TOTALS: dict[str, float] = {}
@@ -154,12 +156,16 @@ def instrument() -> None:
         _add("round trip", answered - sent)
         if outcome is None:
             return outcome
-        kept, times = [], None
+        kept, times, ended = [], None, None
         for line in outcome.stderr.splitlines(keepends=True):
             if line.startswith(MARKER):
                 times = json.loads(line[len(MARKER) :])
+            elif line.startswith(ENDED):
+                ended = float(line[len(ENDED) :])
             else:
                 kept.append(line)
+        if times is not None and ended is not None:
+            times["ended"] = ended
         if times is not None and SEARCHING.is_set():
             with _LOCK:
                 CHILDREN.append({**times, "sent": sent, "answered": answered})

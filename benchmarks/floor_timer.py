@@ -21,12 +21,17 @@ before gi reads it:
 - faults: the minor page faults of the process so far, at its end (in a warm child: since its
   fork, mostly its first writes to memory it shares with the worker, copied then).
 
+After that line, as the child's pytest run hands over to gi's worker code to end the child (the
+warm worker's `finish_child`), it writes `GI-FLOOR-ENDED {time}`: what pytest does after its last
+hook is pytest's, what follows gi's.
+
 All times are time.perf_counter() (the monotonic clock, the same in every process of the
 machine). Needs the standard library and pytest only; nothing of gi's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -161,6 +166,27 @@ def _time_activation() -> None:
 
 
 _time_activation()
+
+
+def _time_the_end() -> None:
+    """In a warm worker (the script run as `__main__`), note when a child's pytest run is over
+    and the worker's code ends the child (`finish_child`)."""
+    worker = sys.modules.get("__main__")
+    finish = getattr(worker, "finish_child", None)
+    if worker is None or finish is None or hasattr(finish, "timed"):
+        return
+
+    def finish_child(status: int) -> Any:
+        line = f"GI-FLOOR-ENDED {time.perf_counter()}\n".encode()
+        with contextlib.suppress(OSError):
+            os.write(2, line)
+        return finish(status)
+
+    finish_child.timed = True  # type: ignore[attr-defined]
+    worker.finish_child = finish_child  # type: ignore[attr-defined]
+
+
+_time_the_end()
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
