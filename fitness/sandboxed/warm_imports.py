@@ -341,13 +341,18 @@ def warm_source_lookups(files: Iterable[str]) -> None:
         linecache.getlines(file)
 
 
+#: The most text `cache_statement_ranges` parses (a tree takes some 36 times its text's memory in
+#: the worker and in each child's address space): a large suite's files past it parse as usual.
+PARSED_CHARACTERS = 256 * 1024
+
+
 def cache_statement_ranges(files: Iterable[str]) -> int:
     """Parse, once here, the files whose lines a failure's report shows that are the same for
     every variant (`files`: the project's test modules, the editable files as in the original),
-    and find their statements' lines: pytest parses each file of a failure's traceback anew for
-    each failure (its cache lives as long as one report). A child's report takes a tree from
-    here when the source it would parse is the very text parsed; else it parses as usual.
-    Returns how many files were parsed."""
+    smallest first, up to PARSED_CHARACTERS in all, and find their statements' lines: pytest
+    parses each file of a failure's traceback anew for each failure (its cache lives as long as
+    one report). A child's report takes a tree from here when the source it would parse is the
+    very text parsed; else it parses as usual. Returns how many texts are held."""
     try:
         from _pytest._code import code
         from _pytest._code import source as pytest_source
@@ -358,9 +363,13 @@ def cache_statement_ranges(files: Iterable[str]) -> int:
         return 0
     if vars(code).get("getstatementrange_ast") is not original:  # (the name code.py imported)
         return 0
-    for file in files:
-        # The text pytest's `findsource` makes of a file's lines, which it parses.
-        text = "\n".join(line.rstrip() for line in linecache.getlines(file))
+    # The text pytest's `findsource` makes of a file's lines, which it parses.
+    texts = sorted(("\n".join(line.rstrip() for line in linecache.getlines(file)) for file in files), key=len)
+    budget = PARSED_CHARACTERS
+    for text in texts:
+        budget -= len(text)
+        if budget < 0:
+            break
         with contextlib.suppress(Exception), warnings.catch_warnings():  # (it does not parse: as usual)
             warnings.simplefilter("ignore")
             tree = ast.parse(text, "source", "exec")
@@ -373,7 +382,7 @@ def cache_statement_ranges(files: Iterable[str]) -> int:
     ) -> tuple[ast.AST, int, int]:
         if astnode is None:
             astnode = PARSED.get(str(source))
-        found: tuple[ast.AST, int, int] = original(lineno, source, assertion, astnode)
+        found: tuple[ast.AST, int, int] = original(lineno, source, assertion=assertion, astnode=astnode)
         return found
 
     pytest_source.getstatementrange_ast = vars(code)["getstatementrange_ast"] = getstatementrange_ast
@@ -385,11 +394,13 @@ PARSED: dict[str, ast.AST] = {}
 
 
 def cache_installed_paths() -> int:
-    """Resolve, once here, the path pytest's report of a failure gives each frame of its
-    traceback in the installed Python (pytest's, pluggy's and the standard library's frames,
-    most of a traceback before pytest cuts it): it checks that the file exists, for every frame,
-    as it filters and cuts each failure's traceback. Files outside the installation (the
-    project's, the variant's) are looked up as usual. Returns how many paths were resolved."""
+    """Resolve, once here and as pytest does, the path pytest's report of a failure gives each
+    frame of its traceback in the installed Python (pytest's, pluggy's and the standard
+    library's frames, most of a traceback before pytest cuts it): it checks that the file
+    exists, for every frame, as it filters and cuts each failure's traceback. The installed
+    files do not change during a run (in the sandbox they are read-only). Files outside the
+    installation (the project's, the variant's) are looked up as usual. Returns how many paths
+    were resolved."""
     try:
         from _pytest._code import code
 
@@ -404,11 +415,12 @@ def cache_installed_paths() -> int:
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
         if isinstance(file, str) and os.path.isabs(file) and file.startswith(installed) and file.endswith(".py"):
-            with contextlib.suppress(OSError):
-                if os.path.isfile(file):
-                    INSTALLED_PATHS[file] = Path(os.path.abspath(file))  # (pytest's `absolutepath`)
+            with contextlib.suppress(Exception):
+                found = resolve(code.Code(compile("", file, "exec")))  # pytest's own answer for the file
+                if isinstance(found, Path):
+                    INSTALLED_PATHS[file] = found
 
-    def path(self: Any) -> Any:
+    def path(self: Any) -> Path | str:
         found = INSTALLED_PATHS.get(self.raw.co_filename)
         return found if found is not None else resolve(self)
 

@@ -576,7 +576,8 @@ def main() -> None:
     editable = [file for file in os.environ.pop("GI_EDITABLE", "").split(os.pathsep) if file]
     serve_compiled_originals([*editable, *tool_files()])
     import_deferred(REPORT_PLUGIN, REPORT_DEFERRED)
-    tests = [path for path in REWRITTEN if path not in tool_files()]
+    tools = set(tool_files())
+    tests = [path for path in REWRITTEN if path not in tools]
     warm_source_lookups(tests)
     # What pytest's report of a failure reads besides the lines (the tests' trees, the installed
     # frames' paths), which each failing variant's child would otherwise find anew.

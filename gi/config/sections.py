@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -12,6 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from gi.algorithms import ALGORITHMS
 from gi.config.diversity import GridSection, IslandsSection, checked_modes
+from gi.config.machine import usable_cores
 from gi.fitness.objectives import OBJECTIVES, Constraint, Direction, is_user_objective
 from gi.fitness.runtime import RIGOROUS
 from gi.model.registry import suggest
@@ -557,11 +557,6 @@ class LLMSection(_Section):
         if models and not any(model.weight > 0 for model in models):
             raise PydanticCustomError("models", "every model's weight is 0", {})
         return models
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity: taskset, a container's cpuset)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _cores_up_to_four() -> int:

@@ -37,7 +37,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from gi.config.sections import usable_cores
+from gi.config.machine import usable_cores
 from gi.engine.project import own_modules
 from gi.engine.sandbox.limits import Limits
 from gi.engine.sandbox.runner import LiveCommand, Sandbox, is_over_quota

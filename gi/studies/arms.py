@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gi.config import Config
-from gi.config.sections import usable_cores
+from gi.config.machine import usable_cores
 from gi.engine.progress import Progress
 from gi.engine.run_folder import STORE_NAME, SUMMARY_NAME
 from gi.engine.store import RunStore
