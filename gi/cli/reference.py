@@ -254,7 +254,7 @@ def _example_block(table: Table, name: str, value: Any) -> str:
 def _key_entry(table: Table, name: str, field: FieldInfo) -> Iterator[str]:
     path = f"{table.path}.{name}"
     if not field.description:
-        raise ReferenceError(f"{path}: no description; give it Field(description=...) in gi/config/sections.py")
+        raise ReferenceError(f"{path}: no description; give it Field(description=...) in its model (gi/config/)")
     schema = table.schema["properties"][name]
     nested, _ = _model_of(field.annotation)
     yield f"### `{name}` {{ #{table.anchor}-{name} }}\n"
@@ -291,7 +291,7 @@ def _key_entry(table: Table, name: str, field: FieldInfo) -> Iterator[str]:
     else:
         example = None
     if example is None:
-        raise ReferenceError(f"{path}: no example; give it Field(examples=[...]) in gi/config/sections.py")
+        raise ReferenceError(f"{path}: no example; give it Field(examples=[...]) in its model (gi/config/)")
     yield _fenced("toml", _example_block(table, name, example))
 
 
@@ -319,7 +319,7 @@ def config_page() -> str:
     """docs/reference/config.md."""
     found = tables()
     lines = [
-        GENERATED.format(source="gi/config/sections.py and gi/config/experiment.py"),
+        GENERATED.format(source="the models of gi/config/ (sections.py, llm.py, diversity.py, experiment.py)"),
         "# Config reference\n",
         "An experiment is a TOML file, and `gi run CONFIG` runs it. Paths in it are relative to the config file."
         " Every key has a default but those marked *required*; a key that is not in this page is an error"

@@ -10,11 +10,11 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from gi.config.diversity import GridSection, IslandsSection
+from gi.config.llm import LLMSection
 from gi.config.sections import (
     ArmSection,
     EvaluationSection,
     ExperimentSection,
-    LLMSection,
     MutatorsSection,
     ObjectivesSection,
     ProgramSection,

@@ -17,11 +17,11 @@ from pydantic import BaseModel, ValidationError
 
 from gi.config.diversity import DOTTED, grid_features, island_plan
 from gi.config.experiment import ARM_SECTIONS, Config
+from gi.config.llm import LLMSection
 from gi.config.sections import (
     ArmSection,
     EvaluationSection,
     ExperimentSection,
-    LLMSection,
     MutatorsSection,
     ObjectivesSection,
     ProgramSection,

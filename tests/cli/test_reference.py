@@ -21,7 +21,7 @@ def test_the_committed_reference_is_what_the_code_makes() -> None:
 
 
 def test_every_config_key_has_a_description() -> None:
-    assert undocumented() == [], "give these keys Field(description=...) in gi/config/sections.py"
+    assert undocumented() == [], "give these keys Field(description=...) in their table's model (gi/config/)"
 
 
 def test_a_key_without_a_description_is_found() -> None:
